@@ -1,0 +1,70 @@
+#include "qccl/collectives/allreduce.h"
+
+#include <cstring>
+
+#include "qccl/collectives/codec_steps.h"
+#include "qccl/collectives/layout.h"
+#include "qccl/collectives/ring.h"
+#include "qccl/collectives/tree.h"
+#include "qccl/collectives/validate.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+
+void allreduce(Communicator& comm, std::span<const float> input, std::span<float> output,
+               Reduction& reduction, const CollectiveOptions& options) {
+  constexpr std::string_view op = "allreduce";
+  validate_options(options, op);
+  check_same_length(input.size(), output.size(), op);
+  check_no_partial_overlap(input, output, op);
+  const bool in_place = input.data() == output.data();
+  const std::size_t granularity = checked_granularity(reduction, op);
+  std::optional<NativeReduction> native;
+  if (options.algorithm == Algorithm::native) {
+    native = reduction.native_equivalent();
+    if (!native) {
+      throw InvalidArgument("allreduce: algorithm native runs only uncompressed reductions "
+                            "(fp32-sum); '" + reduction.name() + "' runs on ring or tree");
+    }
+  }
+  const Timeout timeout = options.timeout.value_or(comm.options().timeout);
+
+  Fingerprint fingerprint(op);
+  fingerprint.add_text("algorithm", to_string(options.algorithm))
+      .add("element count", static_cast<std::int64_t>(input.size()))
+      .add_text("reduction", reduction.name());
+
+  comm.run(fingerprint, timeout, [&](int tag) {
+    const std::size_t count = input.size();
+    const bool identity = reduction.identity_layout();
+    if ((identity || native) && !in_place && count > 0) {
+      std::memcpy(output.data(), input.data(), count * sizeof(float));
+    }
+    if (native) {
+      if (comm.size() > 1) {
+        comm.transport().allreduce(std::as_writable_bytes(output), native->type, native->op,
+                                   timeout);
+      }
+      return;
+    }
+    if (count == 0) return;
+
+    const std::size_t parts = options.algorithm == Algorithm::tree
+                                  ? tree_blocks(comm.size())
+                                  : static_cast<std::size_t>(comm.size());
+    const auto segments = split_range({0, count}, parts, granularity);
+    SlotLayout layout(segments, chunks_for(segments, options.chunk_bytes), granularity, reduction);
+    std::span<std::byte> work = identity ? std::as_writable_bytes(output)
+                                         : comm.scratch(Scratch::work, layout.total_bytes());
+    encode_slots(reduction, layout, input, work);
+    if (options.algorithm == Algorithm::tree) {
+      run_tree(comm, tag, layout, work, reduction, options, timeout);
+    } else {
+      run_ring(comm, tag, layout, work, &reduction, RingPhases::both, options, timeout,
+               "ring allreduce");
+    }
+    decode_slots(reduction, layout, work, 0, layout.slot_count(), output, 0);
+  });
+}
+
+}  // namespace qccl

@@ -1,0 +1,26 @@
+// Allreduce: every rank ends with the reduction of all ranks' vectors.
+#pragma once
+
+#include <span>
+
+#include "qccl/collectives/communicator.h"
+#include "qccl/collectives/options.h"
+#include "qccl/collectives/reduction.h"
+
+namespace qccl {
+
+// Reduces `input` across ranks into `output` (same length on every rank; pass
+// the same span twice, or use the overload below, for in place). With a
+// codec's reduction the data is encoded once, reduced hop by hop in encoded
+// form, and decoded once; every rank ends with bitwise identical output.
+// Throws InvalidArgument for bad local arguments, MismatchError when ranks
+// disagree, TimeoutError/CommError when communication fails.
+void allreduce(Communicator& comm, std::span<const float> input, std::span<float> output,
+               Reduction& reduction, const CollectiveOptions& options = {});
+
+inline void allreduce(Communicator& comm, std::span<float> data, Reduction& reduction,
+                      const CollectiveOptions& options = {}) {
+  allreduce(comm, data, data, reduction, options);
+}
+
+}  // namespace qccl

@@ -1,0 +1,67 @@
+// How a vector is cut into the pieces collectives move: segments (one per
+// ring position or tree block) split into pipeline chunks, each chunk a
+// "slot" with a fixed place and capacity in a byte work buffer.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+namespace qccl {
+
+class Reduction;
+
+struct Range {
+  std::size_t first = 0;
+  std::size_t count = 0;
+  std::size_t end() const { return first + count; }
+};
+
+// Splits `whole` into `parts` contiguous ranges, as equal as `granularity`
+// allows: every boundary is a multiple of `granularity` elements from
+// whole.first, so only the last non-empty range can hold a partial unit.
+// Ranges may be empty (more parts than units).
+std::vector<Range> split_range(Range whole, std::size_t parts, std::size_t granularity);
+
+struct Slot {
+  Range elements;            // elements of the vector this slot carries
+  std::size_t offset = 0;    // byte offset in the work buffer
+  std::size_t capacity = 0;  // bytes reserved
+  std::size_t size = 0;      // bytes currently held
+};
+
+class SlotLayout {
+ public:
+  // Segments split into chunks_per_segment chunks each; a slot's capacity is
+  // reduction.max_encoded_bytes(count). With identity layout (fp32 sum) the
+  // byte offset of element i is 4*i, so the work buffer is the fp32 vector.
+  SlotLayout(std::span<const Range> segments, std::size_t chunks_per_segment,
+             std::size_t granularity, const Reduction& reduction);
+  // Raw bytes: segment s is `segment_bytes[s]` bytes, stored back to back.
+  SlotLayout(std::span<const std::size_t> segment_bytes, std::size_t chunks_per_segment);
+
+  std::size_t segments() const { return segments_; }
+  std::size_t chunks_per_segment() const { return chunks_; }
+  Slot& slot(std::size_t segment, std::size_t chunk) { return slots_[segment * chunks_ + chunk]; }
+  Slot& slot(std::size_t index) { return slots_[index]; }
+  std::size_t slot_count() const { return slots_.size(); }
+  std::size_t total_bytes() const { return total_bytes_; }
+  std::size_t max_slot_capacity() const { return max_capacity_; }
+  // True when every slot must arrive with exactly `capacity` bytes (raw
+  // bytes and identity layouts), so a short message is caught as corrupt.
+  bool exact_sizes() const { return exact_; }
+
+ private:
+  std::size_t segments_ = 0;
+  std::size_t chunks_ = 1;
+  std::vector<Slot> slots_;
+  std::size_t total_bytes_ = 0;
+  std::size_t max_capacity_ = 0;
+  bool exact_ = false;
+};
+
+// Pipeline chunks per segment so that a chunk of the largest segment carries
+// about `chunk_bytes` of fp32 input; at least 1.
+std::size_t chunks_for(std::span<const Range> segments, std::size_t chunk_bytes);
+
+}  // namespace qccl

@@ -1,0 +1,94 @@
+#include "qccl/collectives/reduce_scatter.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "qccl/collectives/codec_steps.h"
+#include "qccl/collectives/ring.h"
+#include "qccl/collectives/validate.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+
+std::vector<Range> reduce_scatter_blocks(std::size_t count, int ranks, std::size_t granularity) {
+  return split_range({0, count}, static_cast<std::size_t>(ranks), granularity);
+}
+
+namespace {
+
+std::vector<Range> blocks_from_counts(std::span<const std::size_t> counts, std::size_t total,
+                                      std::size_t granularity, int ranks) {
+  if (counts.size() != static_cast<std::size_t>(ranks)) {
+    throw InvalidArgument("reduce-scatter: counts has " + std::to_string(counts.size()) +
+                          " entries for " + std::to_string(ranks) + " ranks");
+  }
+  std::vector<Range> blocks;
+  std::size_t first = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    blocks.push_back({first, counts[r]});
+    first += counts[r];
+  }
+  if (first != total) {
+    throw InvalidArgument("reduce-scatter: counts sum to " + std::to_string(first) +
+                          " but the input has " + std::to_string(total) + " elements");
+  }
+  for (std::size_t r = 0; r + 1 < blocks.size(); ++r) {
+    const bool later_data = blocks[r].end() < total;
+    if (later_data && blocks[r].end() % granularity != 0) {
+      throw InvalidArgument("reduce-scatter: block of rank " + std::to_string(r) + " ends at " +
+                            std::to_string(blocks[r].end()) +
+                            ", not a multiple of the reduction's granularity " +
+                            std::to_string(granularity));
+    }
+  }
+  return blocks;
+}
+
+}  // namespace
+
+void reduce_scatter(Communicator& comm, std::span<const float> input, std::span<float> output,
+                    Reduction& reduction, const CollectiveOptions& options,
+                    std::span<const std::size_t> counts) {
+  constexpr std::string_view op = "reduce-scatter";
+  validate_options(options, op);
+  require_ring(options, op);
+  const std::size_t granularity = checked_granularity(reduction, op);
+  const auto blocks = counts.empty()
+                          ? reduce_scatter_blocks(input.size(), comm.size(), granularity)
+                          : blocks_from_counts(counts, input.size(), granularity, comm.size());
+  const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
+  if (output.size() != mine.count) {
+    throw InvalidArgument("reduce-scatter: rank " + std::to_string(comm.rank()) + "'s block has " +
+                          std::to_string(mine.count) + " elements but output has " +
+                          std::to_string(output.size()));
+  }
+  check_no_partial_overlap(input, output, op);
+  const Timeout timeout = options.timeout.value_or(comm.options().timeout);
+
+  std::int64_t counts_hash = 0;
+  for (const Range& b : blocks) counts_hash = counts_hash * 1000003 + static_cast<std::int64_t>(b.count);
+  Fingerprint fingerprint(op);
+  fingerprint.add("element count", static_cast<std::int64_t>(input.size()))
+      .add("block counts", counts_hash & ((std::int64_t{1} << 62) - 1))
+      .add_text("reduction", reduction.name());
+
+  comm.run(fingerprint, timeout, [&](int tag) {
+    if (input.empty()) return;
+    SlotLayout layout(blocks, chunks_for(blocks, options.chunk_bytes), granularity, reduction);
+    // The input is const: the ring works on a scratch copy (fp32) or encoding.
+    std::span<std::byte> work = comm.scratch(Scratch::work, layout.total_bytes());
+    const bool identity = reduction.identity_layout();
+    if (identity) std::memcpy(work.data(), input.data(), input.size_bytes());
+    encode_slots(reduction, layout, input, work);
+    run_ring(comm, tag, layout, work, &reduction, RingPhases::reduce_scatter, options, timeout,
+             "ring reduce-scatter");
+    const std::size_t own = static_cast<std::size_t>(comm.rank());
+    if (identity) {
+      std::memcpy(output.data(), work.data() + mine.first * sizeof(float), output.size_bytes());
+    }
+    decode_slots(reduction, layout, work, own * layout.chunks_per_segment(),
+                 layout.chunks_per_segment(), output, mine.first);
+  });
+}
+
+}  // namespace qccl

@@ -1,0 +1,44 @@
+// Exception types thrown by qccl. Every message names the cause and what to do
+// about it; callers catch qccl::Error to handle any of them.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace qccl {
+
+// Base of every qccl exception.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A bad argument or configuration given on this rank (e.g. a buffer of the
+// wrong size, an unknown option value).
+class InvalidArgument : public Error {
+ public:
+  using Error::Error;
+};
+
+// Ranks called the same collective with arguments that differ (length,
+// operation, algorithm, reduction, root). Raised on every rank.
+class MismatchError : public Error {
+ public:
+  using Error::Error;
+};
+
+// A wait did not complete within its timeout. The communicator that raised it
+// is poisoned: later calls fail at once with a CommError naming this cause.
+class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The transport failed (message truncated, peer gone, MPI error) or the
+// communicator was poisoned by an earlier failure or an abort.
+class CommError : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace qccl

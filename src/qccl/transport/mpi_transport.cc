@@ -1,0 +1,290 @@
+#include "qccl/transport/mpi_transport.h"
+
+#include <mpi.h>
+
+#include <climits>
+#include <mutex>
+#include <thread>
+
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+void check_mpi(int code, std::string_view what) {
+  if (code != MPI_SUCCESS) {
+    throw CommError("MPI error in " + std::string(what) + ": " + mpi_error_text(code));
+  }
+}
+
+int checked_count(std::size_t bytes, std::string_view what) {
+  if (bytes > static_cast<std::size_t>(INT_MAX)) {
+    throw InvalidArgument(std::string(what) + ": a single MPI message is limited to " +
+                          std::to_string(INT_MAX) + " bytes, got " + std::to_string(bytes) +
+                          "; split it into smaller chunks");
+  }
+  return static_cast<int>(bytes);
+}
+
+// Polls `done()` until it returns true, spinning briefly and then yielding the
+// core, and throws TimeoutError(describe()) after `timeout`.
+template <typename Done, typename Describe>
+void poll_until(Done&& done, Timeout timeout, Describe&& describe) {
+  const auto deadline = Clock::now() + timeout;
+  for (unsigned spin = 0;; ++spin) {
+    if (done()) return;
+    if ((spin & 63U) == 63U && Clock::now() >= deadline) {
+      throw TimeoutError(describe() + " did not complete within " + to_string(timeout));
+    }
+    if (spin >= 64) std::this_thread::yield();
+  }
+}
+
+class MpiTransport;
+
+class MpiRequest final : public Request {
+ public:
+  MpiRequest(std::mutex& mutex, MPI_Request request, bool is_recv, int peer, int tag,
+             std::size_t bytes, int rank)
+      : mutex_(mutex), request_(request), is_recv_(is_recv), peer_(peer), tag_(tag),
+        bytes_(bytes), rank_(rank) {}
+
+  // An abandoned request (its collective threw) is cancelled if it is a
+  // receive, so MPI cannot write into a buffer that no longer exists. A send
+  // cannot be cancelled reliably; it is released and the communicator that
+  // abandoned it is already poisoned (see Communicator).
+  ~MpiRequest() override {
+    if (done_) return;
+    std::lock_guard lock(mutex_);
+    if (is_recv_) {
+      MPI_Cancel(&request_);
+      MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Request_free(&request_);
+    }
+  }
+
+  bool test() override {
+    if (done_) return true;
+    std::lock_guard lock(mutex_);
+    int flag = 0;
+    MPI_Status status;
+    const int rc = MPI_Test(&request_, &flag, &status);
+    if (rc != MPI_SUCCESS) {
+      done_ = true;  // MPI has released the request
+      throw CommError(describe() + " on rank " + std::to_string(rank_) + " failed: " +
+                      mpi_error_text(rc) +
+                      (is_recv_ ? " (the ranks disagree on a message size?)" : ""));
+    }
+    if (!flag) return false;
+    done_ = true;
+    if (is_recv_) {
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      bytes_ = static_cast<std::size_t>(count);
+    }
+    return true;
+  }
+
+  void wait(Timeout timeout) override {
+    poll_until([&] { return test(); }, timeout,
+               [&] { return describe() + " on rank " + std::to_string(rank_); });
+  }
+
+  std::size_t bytes() const override { return bytes_; }
+
+  std::string describe() const override {
+    if (is_recv_) {
+      return "receive from rank " + std::to_string(peer_) + " (tag " + std::to_string(tag_) +
+             ", up to " + std::to_string(bytes_) + " bytes)";
+    }
+    return "send to rank " + std::to_string(peer_) + " (tag " + std::to_string(tag_) + ", " +
+           std::to_string(bytes_) + " bytes)";
+  }
+
+ private:
+  std::mutex& mutex_;
+  MPI_Request request_;
+  bool is_recv_;
+  bool done_ = false;
+  int peer_, tag_;
+  std::size_t bytes_;
+  int rank_;
+};
+
+MPI_Datatype mpi_type(DataType type) {
+  switch (type) {
+    case DataType::f32: return MPI_FLOAT;
+    case DataType::f64: return MPI_DOUBLE;
+    case DataType::i64: return MPI_INT64_T;
+  }
+  throw InvalidArgument("unknown DataType");
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return MPI_SUM;
+    case ReduceOp::max: return MPI_MAX;
+    case ReduceOp::min: return MPI_MIN;
+  }
+  throw InvalidArgument("unknown ReduceOp");
+}
+
+class MpiTransport final : public Transport {
+ public:
+  MpiTransport() {
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    void* value = nullptr;
+    int flag = 0;
+    MPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &flag);
+    max_tag_ = flag ? *static_cast<int*>(value) : 32767;  // 32767: the MPI minimum
+  }
+
+  ~MpiTransport() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int max_tag() const override { return max_tag_; }
+  std::string_view name() const override { return "mpi"; }
+
+  RequestPtr isend(int peer, int tag, std::span<const std::byte> data) override {
+    check_address(peer, tag, "isend");
+    const int count = checked_count(data.size(), "isend");
+    MPI_Request request;
+    {
+      std::lock_guard lock(mutex_);
+      check_mpi(MPI_Isend(data.data(), count, MPI_BYTE, peer, tag, comm_, &request), "MPI_Isend");
+    }
+    count_send(data.size());
+    return std::make_unique<MpiRequest>(mutex_, request, false, peer, tag, data.size(), rank_);
+  }
+
+  RequestPtr irecv(int peer, int tag, std::span<std::byte> buffer) override {
+    check_address(peer, tag, "irecv");
+    const int count = checked_count(buffer.size(), "irecv");
+    MPI_Request request;
+    {
+      std::lock_guard lock(mutex_);
+      check_mpi(MPI_Irecv(buffer.data(), count, MPI_BYTE, peer, tag, comm_, &request),
+                "MPI_Irecv");
+    }
+    return std::make_unique<MpiRequest>(mutex_, request, true, peer, tag, buffer.size(), rank_);
+  }
+
+  // MPI_Iallreduce in pieces of at most INT_MAX elements, each polled to
+  // completion with the remaining time.
+  void allreduce(std::span<std::byte> data, DataType type, ReduceOp op, Timeout timeout) override {
+    const std::size_t elem = size_of(type);
+    if (data.size() % elem != 0) {
+      throw InvalidArgument("allreduce: " + std::to_string(data.size()) +
+                            " bytes is not a whole number of " + std::string(to_string(type)) +
+                            " elements");
+    }
+    const auto deadline = Clock::now() + timeout;
+    const std::size_t total = data.size() / elem;
+    const std::size_t piece = static_cast<std::size_t>(INT_MAX);
+    std::size_t first = 0;
+    do {
+      const std::size_t n = std::min(piece, total - first);
+      MPI_Request request;
+      {
+        std::lock_guard lock(mutex_);
+        check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data.data() + first * elem, static_cast<int>(n),
+                                 mpi_type(type), mpi_op(op), comm_, &request),
+                  "MPI_Iallreduce");
+      }
+      complete_collective(request, deadline, "MPI_Iallreduce");
+      first += n;
+    } while (first < total);
+  }
+
+  void barrier(Timeout timeout) override {
+    MPI_Request request;
+    {
+      std::lock_guard lock(mutex_);
+      check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+    }
+    complete_collective(request, Clock::now() + timeout, "MPI_Ibarrier");
+  }
+
+  void abort(std::string_view reason) noexcept override {
+    // MPI prints its own abort banner; the reason goes first so it is seen.
+    std::fprintf(stderr, "qccl: rank %d aborting the MPI job: %.*s\n", rank_,
+                 static_cast<int>(reason.size()), reason.data());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+
+ private:
+  // A nonblocking MPI collective cannot be cancelled: on timeout the request
+  // is left to MPI and the caller's communicator is poisoned by the throw.
+  void complete_collective(MPI_Request& request, Clock::time_point deadline, const char* what) {
+    const auto remaining = std::chrono::duration_cast<Timeout>(deadline - Clock::now());
+    poll_until(
+        [&] {
+          std::lock_guard lock(mutex_);
+          int flag = 0;
+          check_mpi(MPI_Test(&request, &flag, MPI_STATUS_IGNORE), what);
+          return flag != 0;
+        },
+        std::max(remaining, Timeout(0)),
+        [&] {
+          return std::string(what) + " on rank " + std::to_string(rank_) +
+                 " (a rank did not enter it)";
+        });
+  }
+
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+  int max_tag_ = 32767;
+  std::mutex mutex_;
+};
+
+}  // namespace
+
+MpiRuntime::MpiRuntime(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) {
+    MPI_Query_thread(&provided_);
+  } else {
+    check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided_), "MPI_Init_thread");
+    owns_ = true;
+  }
+  if (provided_ < MPI_THREAD_SERIALIZED) {
+    if (owns_) MPI_Finalize();
+    throw CommError(
+        "MPI provides only thread level " + std::to_string(provided_) +
+        "; qccl needs MPI_THREAD_SERIALIZED or better: use an MPI built with thread support "
+        "(Debian's OpenMPI has it)");
+  }
+}
+
+MpiRuntime::~MpiRuntime() {
+  if (owns_) MPI_Finalize();
+}
+
+std::string_view MpiRuntime::thread_level() const {
+  return provided_ >= MPI_THREAD_MULTIPLE ? "multiple" : "serialized";
+}
+
+std::unique_ptr<Transport> MpiRuntime::world_transport() const {
+  return std::make_unique<MpiTransport>();
+}
+
+}  // namespace qccl

@@ -1,0 +1,84 @@
+#include "qccl/transport/transport.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "qccl/common/errors.h"
+
+namespace qccl {
+
+std::size_t size_of(DataType type) {
+  switch (type) {
+    case DataType::f32: return 4;
+    case DataType::f64: return 8;
+    case DataType::i64: return 8;
+  }
+  throw InvalidArgument("unknown DataType value " + std::to_string(static_cast<int>(type)));
+}
+
+std::string_view to_string(DataType type) {
+  switch (type) {
+    case DataType::f32: return "f32";
+    case DataType::f64: return "f64";
+    case DataType::i64: return "i64";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::max: return "max";
+    case ReduceOp::min: return "min";
+  }
+  return "unknown";
+}
+
+void Transport::check_address(int peer, int tag, std::string_view what) const {
+  if (peer < 0 || peer >= size()) {
+    throw InvalidArgument(std::string(what) + ": peer rank " + std::to_string(peer) +
+                          " is outside 0.." + std::to_string(size() - 1));
+  }
+  if (tag < 0 || tag > max_tag()) {
+    throw InvalidArgument(std::string(what) + ": tag " + std::to_string(tag) +
+                          " is outside 0.." + std::to_string(max_tag()));
+  }
+}
+
+namespace {
+
+template <typename T>
+void reduce_typed(std::span<std::byte> acc_bytes, std::span<const std::byte> in_bytes, ReduceOp op) {
+  const std::size_t n = acc_bytes.size() / sizeof(T);
+  // Element-wise through memcpy: the byte spans need not be aligned for T.
+  for (std::size_t i = 0; i < n; ++i) {
+    T a, b;
+    std::memcpy(&a, acc_bytes.data() + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, in_bytes.data() + i * sizeof(T), sizeof(T));
+    T r = a;
+    switch (op) {
+      case ReduceOp::sum: r = a + b; break;
+      case ReduceOp::max: r = std::max(a, b); break;
+      case ReduceOp::min: r = std::min(a, b); break;
+    }
+    std::memcpy(acc_bytes.data() + i * sizeof(T), &r, sizeof(T));
+  }
+}
+
+}  // namespace
+
+void reduce_into(std::span<std::byte> acc, std::span<const std::byte> in, DataType type,
+                 ReduceOp op) {
+  if (acc.size() != in.size() || acc.size() % size_of(type) != 0) {
+    throw InvalidArgument("reduce_into: buffers of " + std::to_string(acc.size()) + " and " +
+                          std::to_string(in.size()) + " bytes do not hold the same number of " +
+                          std::string(to_string(type)) + " elements");
+  }
+  switch (type) {
+    case DataType::f32: reduce_typed<float>(acc, in, op); break;
+    case DataType::f64: reduce_typed<double>(acc, in, op); break;
+    case DataType::i64: reduce_typed<std::int64_t>(acc, in, op); break;
+  }
+}
+
+}  // namespace qccl

@@ -1,0 +1,137 @@
+// The transport: point-to-point byte messages between the ranks of one job,
+// plus the transport's own element-wise allreduce (used for small scalar
+// exchanges such as norms and call fingerprints, and on MPI as the
+// uncompressed MPI_Allreduce baseline) and a barrier.
+//
+// Messages are addressed by (peer, tag). Between one sender and one receiver,
+// messages with the same tag are matched in the order they were sent and the
+// receives were posted (MPI's non-overtaking rule); every transport keeps it,
+// so collectives may pipeline many chunks on one tag.
+//
+// A receive names a buffer of some capacity; the message may be shorter (its
+// actual length is Request::bytes()), never longer: a longer message fails the
+// receive with a CommError. This lets reductions change a chunk's byte size.
+//
+// Threading: a transport may be used from any thread, but the collectives
+// layer drives one communicator from one thread at a time.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "qccl/common/duration.h"
+
+namespace qccl {
+
+// Completion handle of one isend or irecv.
+class Request {
+ public:
+  virtual ~Request() = default;
+  Request() = default;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  // True once the transfer finished. Throws CommError if it failed.
+  virtual bool test() = 0;
+  // Blocks until the transfer finished. Throws TimeoutError after `timeout`,
+  // CommError if it failed or the transport was aborted.
+  virtual void wait(Timeout timeout) = 0;
+  // Bytes transferred; for a receive, the length of the message received.
+  // Valid once complete.
+  virtual std::size_t bytes() const = 0;
+  // "receive from rank 3 (tag 17, up to 4096 bytes)" — for error messages.
+  virtual std::string describe() const = 0;
+};
+using RequestPtr = std::unique_ptr<Request>;
+
+enum class DataType { f32, f64, i64 };
+enum class ReduceOp { sum, max, min };
+
+std::size_t size_of(DataType type);
+std::string_view to_string(DataType type);
+std::string_view to_string(ReduceOp op);
+
+// Traffic counters of one transport instance (this rank only).
+struct TransportStats {
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t messages_sent = 0;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Largest tag value accepted by isend/irecv (tags are 0..max_tag()).
+  virtual int max_tag() const = 0;
+  // "mpi" or "in-process".
+  virtual std::string_view name() const = 0;
+
+  // Starts sending `data` to `peer`. The buffer must stay valid and unchanged
+  // until the request completes.
+  virtual RequestPtr isend(int peer, int tag, std::span<const std::byte> data) = 0;
+  // Starts receiving a message of at most buffer.size() bytes from `peer`.
+  virtual RequestPtr irecv(int peer, int tag, std::span<std::byte> buffer) = 0;
+
+  // Element-wise reduction of `data` (count elements of `type`) across all
+  // ranks, in place. Every rank ends with identical bytes. Blocking, bounded
+  // by `timeout`.
+  virtual void allreduce(std::span<std::byte> data, DataType type, ReduceOp op,
+                         Timeout timeout) = 0;
+  // Returns once every rank has entered the barrier, or throws after `timeout`.
+  virtual void barrier(Timeout timeout) = 0;
+
+  // Ends communication for every rank of the job: the in-process transport
+  // fails every pending and later wait of every rank with a CommError naming
+  // `reason`; MPI calls MPI_Abort. Use it when a rank cannot continue, so its
+  // peers do not wait for it until their timeouts.
+  virtual void abort(std::string_view reason) noexcept = 0;
+
+  TransportStats stats() const {
+    return {bytes_sent_.load(std::memory_order_relaxed),
+            messages_sent_.load(std::memory_order_relaxed)};
+  }
+
+ protected:
+  void count_send(std::size_t bytes) {
+    bytes_sent_.fetch_add(bytes, std::memory_order_relaxed);
+    messages_sent_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // Throws InvalidArgument unless 0 <= peer < size() and 0 <= tag <= max_tag().
+  void check_address(int peer, int tag, std::string_view what) const;
+
+ private:
+  std::atomic<std::uint64_t> bytes_sent_{0};
+  std::atomic<std::uint64_t> messages_sent_{0};
+};
+
+// Typed helpers over Transport::allreduce.
+template <typename T>
+constexpr DataType data_type_of();
+template <>
+constexpr DataType data_type_of<float>() { return DataType::f32; }
+template <>
+constexpr DataType data_type_of<double>() { return DataType::f64; }
+template <>
+constexpr DataType data_type_of<std::int64_t>() { return DataType::i64; }
+
+template <typename T>
+void allreduce_values(Transport& transport, std::span<T> values, ReduceOp op, Timeout timeout) {
+  transport.allreduce(std::as_writable_bytes(values), data_type_of<T>(), op, timeout);
+}
+
+// Applies `op` element-wise: acc[i] = op(acc[i], in[i]). Shared by the
+// transports so that every transport reduces identically.
+void reduce_into(std::span<std::byte> acc, std::span<const std::byte> in, DataType type,
+                 ReduceOp op);
+
+}  // namespace qccl

@@ -1,0 +1,147 @@
+// The collective checks on the MPI transport. ctest runs this binary under
+// mpirun with 2 and 4 ranks; every rank runs every test, and the exit code
+// is the worst over the ranks.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+#include "../support/collective_checks.h"
+#include "qccl/collectives/allreduce.h"
+#include "qccl/collectives/fp32_sum.h"
+#include "qccl/common/errors.h"
+#include "qccl/transport/mpi_transport.h"
+
+namespace qccl::test {
+namespace {
+
+// The job's transport and communicator, set up by main() before the tests.
+struct MpiWorld {
+  Transport* transport = nullptr;
+  Communicator* comm = nullptr;
+};
+MpiWorld& world() {
+  static MpiWorld w;
+  return w;
+}
+
+using Param = std::tuple<std::size_t, Algorithm, bool, std::size_t>;
+class MpiAllreduceTest : public ::testing::TestWithParam<Param> {
+ protected:
+  CollectiveCase c() const {
+    const auto [count, algorithm, in_place, chunk] = GetParam();
+    return {count, algorithm, in_place, chunk};
+  }
+};
+
+TEST_P(MpiAllreduceTest, Fp32SumEqualsClosedFormOnEveryRank) {
+  check_allreduce_fp32(*world().comm, c());
+}
+
+// Ring and tree only: native is MPI's own fp32 algorithm.
+class MpiEncodedAllreduceTest : public MpiAllreduceTest {};
+
+TEST_P(MpiEncodedAllreduceTest, OrderDependentSumsAreBitwiseIdentical) {
+  check_allreduce_noise(*world().comm, c());
+}
+
+TEST_P(MpiEncodedAllreduceTest, SparseReductionEqualsClosedForm) {
+  check_allreduce_sparse(*world().comm, c());
+}
+
+std::string name(const ::testing::TestParamInfo<Param>& info) {
+  return "len" + std::to_string(std::get<0>(info.param)) + "_" +
+         std::string(to_string(std::get<1>(info.param))) +
+         (std::get<2>(info.param) ? "_inplace" : "_outofplace") + "_chunk" +
+         std::to_string(std::get<3>(info.param));
+}
+
+const auto kSizes = ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{10},
+                                      std::size_t{1000}, std::size_t{100000});
+const auto kChunks = ::testing::Values(std::size_t{256}, std::size_t{1} << 20);
+
+INSTANTIATE_TEST_SUITE_P(SizesAlgorithms, MpiAllreduceTest,
+                         ::testing::Combine(kSizes,
+                                            ::testing::Values(Algorithm::ring, Algorithm::tree,
+                                                              Algorithm::native),
+                                            ::testing::Bool(), kChunks),
+                         name);
+INSTANTIATE_TEST_SUITE_P(SizesAlgorithms, MpiEncodedAllreduceTest,
+                         ::testing::Combine(kSizes,
+                                            ::testing::Values(Algorithm::ring, Algorithm::tree),
+                                            ::testing::Bool(), kChunks),
+                         name);
+
+class MpiCollectivesTest : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(MpiCollectivesTest, ReduceScatter) {
+  check_reduce_scatter(*world().comm, {GetParam(), Algorithm::ring, false, 256});
+}
+TEST_P(MpiCollectivesTest, Allgather) {
+  check_allgather(*world().comm, {GetParam(), Algorithm::ring, false, 256});
+  check_allgather(*world().comm, {GetParam(), Algorithm::ring, true, 1 << 20});
+}
+TEST_P(MpiCollectivesTest, Allgatherv) {
+  check_allgatherv(*world().comm, {GetParam(), Algorithm::ring, false, 256});
+}
+TEST_P(MpiCollectivesTest, BroadcastFromEveryRoot) {
+  for (int root = 0; root < world().comm->size(); ++root) {
+    check_broadcast(*world().comm, {GetParam(), Algorithm::ring, false, 256}, root);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, MpiCollectivesTest,
+                         ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{10},
+                                           std::size_t{1000}, std::size_t{100000}));
+
+TEST(MpiFailureTest, LengthMismatchRaisesOnEveryRankAndCommunicatorStaysUsable) {
+  Communicator& comm = *world().comm;
+  Fp32Sum sum;
+  std::vector<float> data(comm.rank() == comm.size() - 1 ? 7 : 8, 1.0f);
+  try {
+    allreduce(comm, data, sum);
+    ADD_FAILURE() << "mismatched lengths were accepted";
+  } catch (const MismatchError& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("element count"));
+  }
+  std::vector<float> good(8, 1.0f);
+  allreduce(comm, good, sum);
+  EXPECT_EQ(good, std::vector<float>(8, static_cast<float>(comm.size())));
+}
+
+TEST(MpiFailureTest, UnmatchedReceiveTimesOutAndIsCancelled) {
+  Transport& t = *world().transport;
+  std::vector<int> buffer(4);
+  const int peer = (t.rank() + 1) % t.size();
+  {
+    auto r = t.irecv(peer, 0, std::as_writable_bytes(std::span(buffer)));
+    try {
+      r->wait(std::chrono::milliseconds(200));
+      ADD_FAILURE() << "a receive completed with no matching send";
+    } catch (const TimeoutError& e) {
+      EXPECT_THAT(std::string(e.what()),
+                  ::testing::HasSubstr("receive from rank " + std::to_string(peer)));
+    }
+  }  // the destructor cancels the receive
+  t.barrier(std::chrono::seconds(30));
+}
+
+}  // namespace
+}  // namespace qccl::test
+
+int main(int argc, char** argv) {
+  qccl::MpiRuntime runtime(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  auto transport = runtime.world_transport();
+  qccl::Communicator comm(*transport, {std::chrono::seconds(60), true});
+  qccl::test::world() = {transport.get(), &comm};
+  if (transport->rank() != 0) {
+    // One rank reports progress; every rank still reports its failures.
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+  }
+  std::vector<std::int64_t> failed{RUN_ALL_TESTS() != 0 ? 1 : 0};
+  qccl::allreduce_values<std::int64_t>(*transport, failed, qccl::ReduceOp::max,
+                                       std::chrono::seconds(60));
+  return failed[0] != 0 ? 1 : 0;
+}

@@ -1,0 +1,177 @@
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "qccl/common/errors.h"
+#include "qccl/transport/local_transport.h"
+
+namespace qccl {
+namespace {
+
+using ::testing::HasSubstr;
+constexpr Timeout kWait = std::chrono::seconds(10);
+
+std::span<const std::byte> bytes_of(const std::vector<int>& v) { return std::as_bytes(std::span(v)); }
+
+TEST(LocalTransportTest, MessagesOnOneTagArriveInSendOrder) {
+  run_in_process(2, [](Transport& t) {
+    if (t.rank() == 0) {
+      for (int i = 0; i < 50; ++i) {
+        std::vector<int> payload(static_cast<std::size_t>(i + 1), i);
+        t.isend(1, 7, bytes_of(payload))->wait(kWait);
+      }
+    } else {
+      // Post half the receives before the messages arrive and half after.
+      std::vector<std::vector<int>> buffers(50, std::vector<int>(64, -1));
+      std::vector<RequestPtr> early;
+      for (int i = 0; i < 25; ++i) {
+        early.push_back(t.irecv(0, 7, std::as_writable_bytes(std::span(buffers[static_cast<std::size_t>(i)]))));
+      }
+      for (auto& r : early) r->wait(kWait);
+      for (int i = 25; i < 50; ++i) {
+        t.irecv(0, 7, std::as_writable_bytes(std::span(buffers[static_cast<std::size_t>(i)])))->wait(kWait);
+      }
+      for (int i = 0; i < 50; ++i) {
+        EXPECT_EQ(buffers[static_cast<std::size_t>(i)][static_cast<std::size_t>(i)], i);
+      }
+    }
+  });
+}
+
+TEST(LocalTransportTest, TagsAreMatchedSeparately) {
+  run_in_process(2, [](Transport& t) {
+    std::vector<int> a{1}, b{2};
+    if (t.rank() == 0) {
+      t.isend(1, 1, bytes_of(a));
+      t.isend(1, 2, bytes_of(b));
+    } else {
+      std::vector<int> got2(1), got1(1);
+      t.irecv(0, 2, std::as_writable_bytes(std::span(got2)))->wait(kWait);
+      t.irecv(0, 1, std::as_writable_bytes(std::span(got1)))->wait(kWait);
+      EXPECT_EQ(got1[0], 1);
+      EXPECT_EQ(got2[0], 2);
+    }
+  });
+}
+
+TEST(LocalTransportTest, ShorterMessageReportsItsLengthLongerOneFails) {
+  run_in_process(2, [](Transport& t) {
+    std::vector<int> three{1, 2, 3}, eight(8, 5);
+    if (t.rank() == 0) {
+      t.isend(1, 0, bytes_of(three));
+      t.isend(1, 0, bytes_of(eight));
+      t.isend(1, 0, {});
+    } else {
+      std::vector<int> buffer(4);
+      auto r = t.irecv(0, 0, std::as_writable_bytes(std::span(buffer)));
+      r->wait(kWait);
+      EXPECT_EQ(r->bytes(), 12u);
+      auto too_long = t.irecv(0, 0, std::as_writable_bytes(std::span(buffer)));
+      try {
+        too_long->wait(kWait);
+        ADD_FAILURE() << "a message longer than the buffer was accepted";
+      } catch (const CommError& e) {
+        EXPECT_THAT(std::string(e.what()), HasSubstr("does not fit"));
+      }
+      auto empty = t.irecv(0, 0, std::as_writable_bytes(std::span(buffer)));
+      empty->wait(kWait);
+      EXPECT_EQ(empty->bytes(), 0u);
+    }
+  });
+}
+
+TEST(LocalTransportTest, ReceiveTimesOutNamingThePeer) {
+  LocalWorld world(2);
+  auto t = world.transport(0);
+  std::vector<int> buffer(1);
+  auto r = t->irecv(1, 3, std::as_writable_bytes(std::span(buffer)));
+  try {
+    r->wait(std::chrono::milliseconds(50));
+    ADD_FAILURE() << "wait returned without a message";
+  } catch (const TimeoutError& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("receive from rank 1 (tag 3"));
+  }
+}
+
+TEST(LocalTransportTest, AbortWakesAWaitingReceive) {
+  LocalWorld world(2);
+  auto t0 = world.transport(0);
+  auto t1 = world.transport(1);
+  std::vector<int> buffer(1);
+  auto r = t0->irecv(1, 0, std::as_writable_bytes(std::span(buffer)));
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    t1->abort("rank 1 cannot continue");
+  });
+  try {
+    r->wait(std::chrono::seconds(30));
+    ADD_FAILURE() << "wait returned after abort";
+  } catch (const CommError& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("rank 1 cannot continue"));
+  }
+  aborter.join();
+  EXPECT_THROW(t0->barrier(kWait), CommError);
+}
+
+TEST(LocalTransportTest, AllreduceOpsInRankOrder) {
+  run_in_process(5, [](Transport& t) {
+    std::vector<double> v{static_cast<double>(t.rank()), -static_cast<double>(t.rank()), 0.1};
+    allreduce_values<double>(t, v, ReduceOp::sum, kWait);
+    EXPECT_EQ(v[0], 10.0);
+    EXPECT_EQ(v[1], -10.0);
+    EXPECT_EQ(v[2], (((0.1 + 0.1) + 0.1) + 0.1) + 0.1);  // rank order, every rank
+    std::vector<std::int64_t> m{t.rank(), -t.rank()};
+    allreduce_values<std::int64_t>(t, m, ReduceOp::max, kWait);
+    EXPECT_EQ(m, (std::vector<std::int64_t>{4, 0}));
+    std::vector<float> f{static_cast<float>(t.rank())};
+    allreduce_values<float>(t, f, ReduceOp::min, kWait);
+    EXPECT_EQ(f[0], 0.0f);
+    t.barrier(kWait);
+  });
+}
+
+TEST(LocalTransportTest, AllreduceWithDifferentSizesFailsOnEveryRank) {
+  std::atomic<int> failures{0};
+  run_in_process(3, [&](Transport& t) {
+    std::vector<double> v(t.rank() == 1 ? 2 : 3, 1.0);
+    try {
+      allreduce_values<double>(t, v, ReduceOp::sum, kWait);
+    } catch (const MismatchError& e) {
+      EXPECT_THAT(std::string(e.what()), HasSubstr("rank 1 passed 16 bytes"));
+      ++failures;
+    }
+  });
+  EXPECT_EQ(failures.load(), 3);
+}
+
+TEST(LocalTransportTest, BadAddressesAreRejected) {
+  LocalWorld world(2);
+  auto t = world.transport(0);
+  std::vector<int> b(1);
+  EXPECT_THROW(t->isend(2, 0, bytes_of(b)), InvalidArgument);
+  EXPECT_THROW(t->irecv(-1, 0, std::as_writable_bytes(std::span(b))), InvalidArgument);
+  EXPECT_THROW(t->isend(1, -5, bytes_of(b)), InvalidArgument);
+  EXPECT_THROW(LocalWorld(0), InvalidArgument);
+}
+
+TEST(LocalTransportTest, CountsBytesSent) {
+  run_in_process(2, [](Transport& t) {
+    std::vector<int> payload(10);
+    if (t.rank() == 0) {
+      t.isend(1, 0, bytes_of(payload));
+      t.isend(1, 0, bytes_of(payload));
+      EXPECT_EQ(t.stats().bytes_sent, 80u);
+      EXPECT_EQ(t.stats().messages_sent, 2u);
+    } else {
+      t.irecv(0, 0, std::as_writable_bytes(std::span(payload)))->wait(kWait);
+      t.irecv(0, 0, std::as_writable_bytes(std::span(payload)))->wait(kWait);
+      EXPECT_EQ(t.stats().bytes_sent, 0u);
+    }
+  });
+}
+
+}  // namespace
+}  // namespace qccl
