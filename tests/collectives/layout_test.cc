@@ -70,6 +70,10 @@ TEST(SlotLayoutTest, ChunksForTargetsTheChunkSize) {
   EXPECT_EQ(chunks_for(segments, 4000), 3u);  // 12000 bytes / 4000
   EXPECT_EQ(chunks_for(segments, 1u << 20), 1u);
   EXPECT_EQ(chunks_for(std::vector<Range>{{0, 0}}, 64), 1u);
+  // A 1 MiB segment under a 1 MiB cap still pipelines in 4 chunks of 256 KiB;
+  // a 128 KiB one in 2 chunks of 64 KiB.
+  EXPECT_EQ(chunks_for(std::vector<Range>{{0, 1u << 18}}, 1u << 20), 4u);
+  EXPECT_EQ(chunks_for(std::vector<Range>{{0, 1u << 15}}, 1u << 20), 2u);
 }
 
 }  // namespace

@@ -75,12 +75,19 @@ SlotLayout::SlotLayout(std::span<const std::size_t> segment_bytes, std::size_t c
   total_bytes_ = offset;
 }
 
+// Chunks per segment: enough that no chunk exceeds `chunk_bytes`, and at
+// least kPipelineDepth when the segment is big enough that each chunk still
+// carries kMinChunkBytes; so mid-sized messages pipeline too, and small ones
+// are not cut into latency-bound pieces.
 std::size_t chunks_for(std::span<const Range> segments, std::size_t chunk_bytes) {
+  constexpr std::size_t kPipelineDepth = 4;
+  constexpr std::size_t kMinChunkBytes = std::size_t{64} << 10;
   std::size_t largest = 0;
   for (const Range& s : segments) largest = std::max(largest, s.count);
   const std::size_t bytes = largest * sizeof(float);
-  const std::size_t target = std::max<std::size_t>(1, chunk_bytes);
-  return std::max<std::size_t>(1, (bytes + target - 1) / target);
+  const std::size_t cap = std::max<std::size_t>(1, chunk_bytes);
+  const std::size_t by_cap = (bytes + cap - 1) / cap;
+  const std::size_t by_depth = std::min(kPipelineDepth, bytes / kMinChunkBytes);
+  return std::max<std::size_t>({1, by_cap, by_depth});
 }
-
 }  // namespace qccl

@@ -60,8 +60,9 @@ class SlotLayout {
   bool exact_ = false;
 };
 
-// Pipeline chunks per segment so that a chunk of the largest segment carries
-// about `chunk_bytes` of fp32 input; at least 1.
+// Pipeline chunks per segment: a chunk of the largest segment carries at most
+// `chunk_bytes` of fp32 input, and segments of 4 x 64 KiB or more are cut into
+// at least 4 chunks so that mid-sized messages pipeline as well.
 std::size_t chunks_for(std::span<const Range> segments, std::size_t chunk_bytes);
 
 }  // namespace qccl

@@ -26,7 +26,8 @@ struct CollectiveOptions {
   Algorithm algorithm = Algorithm::ring;
   // Bound on every wait of this call; unset: the communicator's timeout.
   std::optional<Timeout> timeout;
-  // Target size of one pipelined message, in bytes of uncompressed fp32 input.
+  // Largest pipelined message, in bytes of uncompressed fp32 input. Segments
+  // of 256 KiB or more are also cut into at least 4 chunks (of >= 64 KiB).
   std::size_t chunk_bytes = std::size_t{1} << 20;
   // Receives in flight at once (each needs a staging buffer of one chunk).
   int window = 4;

@@ -1,0 +1,104 @@
+#include "qccl/tools/bench_report.h"
+
+#include <cstdio>
+#include <map>
+
+#include "qccl/tools/units.h"
+
+namespace qccl::tools {
+namespace {
+
+// busbw of each row divided by native's busbw at the same size, when measured.
+std::vector<std::optional<double>> ratios_to_native(const std::vector<BenchRow>& rows) {
+  std::map<std::size_t, double> native;
+  for (const auto& r : rows) {
+    if (r.algorithm == Algorithm::native) native[r.bytes] = r.busbw_gbps;
+  }
+  std::vector<std::optional<double>> ratios;
+  for (const auto& r : rows) {
+    auto it = native.find(r.bytes);
+    if (it != native.end() && it->second > 0) {
+      ratios.push_back(r.busbw_gbps / it->second);
+    } else {
+      ratios.push_back(std::nullopt);
+    }
+  }
+  return ratios;
+}
+
+std::string line(const char* format, auto... args) {
+  char buffer[256];
+  std::snprintf(buffer, sizeof buffer, format, args...);
+  return buffer;
+}
+
+}  // namespace
+
+void print_table(std::ostream& out, const BenchContext& context, const std::vector<BenchRow>& rows) {
+  const auto& c = context.config;
+  out << "# qccl bench " << to_string(c.operation) << ": " << context.ranks << " ranks, "
+      << context.transport << ", fp32 sum, " << (c.in_place ? "in place" : "out of place") << "\n"
+      << "# " << c.iterations << " timed iterations after " << c.warmup
+      << " warm-up; time per iteration = slowest rank; chunk " << format_bytes(c.chunk_bytes)
+      << ", window " << c.window << "\n"
+      << "# algbw = size / time, busbw = algbw x " << line("%.3f", bus_factor(c.operation, context.ranks))
+      << " (GB = 1e9 bytes); sent = bytes one rank sends per call; vs_native = busbw / native busbw\n#\n";
+  out << line("# %12s %11s %7s %12s %12s %9s %9s %9s %13s %7s\n", "size(B)", "count", "algo",
+              "median(us)", "p99(us)", "algbw", "busbw", "vs_native", "sent/rank(B)", "#wrong");
+  const auto ratios = ratios_to_native(rows);
+  std::map<std::string, std::pair<double, int>> average;
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const std::string algo(to_string(r.algorithm));
+    const std::string ratio = ratios[i] ? line("%9.2f", *ratios[i]) : line("%9s", "-");
+    const std::string sent =
+        r.sent_bytes_per_rank ? line("%13.0f", *r.sent_bytes_per_rank) : line("%13s", "-");
+    out << line("  %12zu %11zu %7s %12.1f %12.1f %9.3f %9.3f %s %s %7zu\n", r.bytes, r.count,
+                algo.c_str(), r.median_us, r.p99_us, r.algbw_gbps, r.busbw_gbps, ratio.c_str(),
+                sent.c_str(), r.wrong);
+    average[algo].first += r.busbw_gbps;
+    average[algo].second += 1;
+    wrong += r.wrong;
+  }
+  out << "#\n# Avg bus bandwidth (GB/s):";
+  for (Algorithm a : c.algorithms) {
+    const auto& [total, count] = average[std::string(to_string(a))];
+    if (count) out << " " << to_string(a) << " " << line("%.3f", total / count);
+  }
+  out << "\n# Out of bounds values : " << wrong << (wrong == 0 ? " OK" : " FAILED") << "\n";
+}
+
+nlohmann::json to_json(const BenchContext& context, const std::vector<BenchRow>& rows) {
+  const auto& c = context.config;
+  nlohmann::json j;
+  j["operation"] = to_string(c.operation);
+  j["ranks"] = context.ranks;
+  j["transport"] = context.transport;
+  j["in_place"] = c.in_place;
+  j["iterations"] = c.iterations;
+  j["warmup"] = c.warmup;
+  j["chunk_bytes"] = c.chunk_bytes;
+  j["window"] = c.window;
+  j["bus_factor"] = bus_factor(c.operation, context.ranks);
+  const auto ratios = ratios_to_native(rows);
+  j["rows"] = nlohmann::json::array();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    nlohmann::json row{{"bytes", r.bytes},
+                       {"count", r.count},
+                       {"algorithm", to_string(r.algorithm)},
+                       {"median_us", r.median_us},
+                       {"p99_us", r.p99_us},
+                       {"algbw_gbps", r.algbw_gbps},
+                       {"busbw_gbps", r.busbw_gbps},
+                       {"wrong", r.wrong}};
+    row["sent_bytes_per_rank"] =
+        r.sent_bytes_per_rank ? nlohmann::json(*r.sent_bytes_per_rank) : nlohmann::json(nullptr);
+    row["vs_native"] = ratios[i] ? nlohmann::json(*ratios[i]) : nlohmann::json(nullptr);
+    j["rows"].push_back(row);
+  }
+  return j;
+}
+
+}  // namespace qccl::tools

@@ -1,0 +1,205 @@
+#include "qccl/tools/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdlib>
+#include <iostream>
+#include <sstream>
+
+#include "qccl/common/errors.h"
+#include "qccl/tools/bench_report.h"
+#include "qccl/tools/units.h"
+#include "qccl/transport/local_transport.h"
+#include "qccl/transport/mpi_transport.h"
+
+namespace qccl::tools {
+namespace {
+
+// Command-line state of `qccl bench <operation>`.
+struct BenchCommand {
+  BenchConfig config;
+  std::string algorithms;
+  std::string min_bytes = "1K", max_bytes = "64M", chunk_bytes = "1M";
+  int ranks = 0;  // > 0: in-process transport with this many ranks
+  bool json = false;
+  long timeout_ms = 300000;
+  bool no_arg_check = false;
+};
+
+std::vector<Algorithm> parse_algorithm_list(const std::string& text) {
+  std::vector<Algorithm> list;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) list.push_back(parse_algorithm(item));
+  }
+  return list;
+}
+
+void add_bench_operation(CLI::App& bench, BenchOperation op, std::string description,
+                         BenchCommand& command) {
+  auto* sub = bench.add_subcommand(std::string(to_string(op)), std::move(description));
+  std::string default_algorithms;
+  for (Algorithm a : algorithms_for(op)) {
+    default_algorithms += (default_algorithms.empty() ? "" : ",") + std::string(to_string(a));
+  }
+  sub->callback([&command, op, default_algorithms] {
+    command.config.operation = op;
+    if (command.algorithms.empty()) command.algorithms = default_algorithms;
+  });
+  sub->add_option("--algo", command.algorithms,
+                  "comma-separated algorithms, measured side by side (default: " +
+                      default_algorithms + ")");
+  sub->add_option("--min-bytes", command.min_bytes, "smallest size S in bytes, e.g. 1K (default 1K)");
+  sub->add_option("--max-bytes", command.max_bytes, "largest size S in bytes, e.g. 256M (default 64M)");
+  sub->add_option("--step-factor", command.config.step_factor, "size multiplier per step (default 2)");
+  sub->add_option("--iters", command.config.iterations, "timed iterations per size (default 20)");
+  sub->add_option("--warmup", command.config.warmup, "untimed iterations first (default 5)");
+  sub->add_flag("--in-place", command.config.in_place, "run in place (allreduce, allgather)");
+  sub->add_option("--chunk-bytes", command.chunk_bytes, "pipeline chunk size (default 1M)");
+  sub->add_option("--window", command.config.window, "receives in flight (default 4)");
+  sub->add_option("--ranks", command.ranks,
+                  "run N ranks as threads of this process instead of under mpirun");
+  sub->add_flag("--json", command.json, "print JSON instead of the table");
+  sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
+  sub->add_flag("--no-arg-check", command.no_arg_check,
+                "skip the per-call check that all ranks pass the same arguments");
+}
+
+// The deepest subcommand the parser entered, for error messages.
+const CLI::App* active_command(const CLI::App& app) {
+  const CLI::App* current = &app;
+  for (bool deeper = true; deeper;) {
+    deeper = false;
+    for (const CLI::App* sub : current->get_subcommands()) {
+      current = sub;
+      deeper = true;
+      break;
+    }
+  }
+  return current;
+}
+
+std::string command_path(const CLI::App* command) {
+  std::string path;
+  for (; command; command = command->get_parent()) {
+    path = command->get_name() + (path.empty() ? "" : " ") + path;
+  }
+  return path;
+}
+
+std::string valid_options(const CLI::App* command) {
+  std::string list;
+  for (const CLI::Option* option : command->get_options()) {
+    if (option->get_name().empty()) continue;
+    list += (list.empty() ? "" : ", ") + option->get_name();
+  }
+  for (const CLI::App* sub : command->get_subcommands({})) {
+    list += (list.empty() ? "" : ", ") + sub->get_name();
+  }
+  return list;
+}
+
+int run_bench(BenchCommand& command, int argc, char** argv) {
+  auto& config = command.config;
+  try {
+    config.algorithms = parse_algorithm_list(command.algorithms);
+    config.min_bytes = parse_bytes(command.min_bytes);
+    config.max_bytes = parse_bytes(command.max_bytes);
+    config.chunk_bytes = parse_bytes(command.chunk_bytes);
+    if (config.chunk_bytes == 0) throw InvalidArgument("--chunk-bytes must be at least 1");
+    if (config.window < 1) throw InvalidArgument("--window must be at least 1");
+    if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
+    if (command.ranks < 0) throw InvalidArgument("--ranks must be positive");
+    if (command.ranks > 0 && std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {
+      throw InvalidArgument("--ranks runs ranks as threads of one process; do not combine it "
+                            "with mpirun (drop one of the two)");
+    }
+    validate(config);
+  } catch (const InvalidArgument& e) {
+    std::cerr << "qccl: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  const CommunicatorOptions comm_options{Timeout(command.timeout_ms), !command.no_arg_check};
+
+  auto execute = [&](Transport& transport, const std::string& description) {
+    Communicator comm(transport, comm_options);
+    const auto rows = run_collective_bench(comm, config);
+    std::size_t wrong = 0;
+    for (const auto& row : rows) wrong += row.wrong;
+    if (transport.rank() == 0) {
+      const BenchContext context{config, transport.size(), description};
+      if (command.json) {
+        std::cout << to_json(context, rows).dump(2) << std::endl;
+      } else {
+        print_table(std::cout, context, rows);
+        std::cout.flush();
+      }
+    }
+    return wrong == 0 ? kExitOk : kExitWrongResults;
+  };
+
+  if (command.ranks > 0) {
+    int code = kExitOk;
+    try {
+      run_in_process(command.ranks, [&](Transport& transport) {
+        const int rank_code = execute(transport, "in-process transport");
+        if (transport.rank() == 0) code = rank_code;
+      });
+    } catch (const std::exception& e) {
+      std::cerr << "qccl: error: " << e.what() << "\n";
+      return kExitError;
+    }
+    return code;
+  }
+
+  MpiRuntime runtime(&argc, &argv);
+  auto transport = runtime.world_transport();
+  try {
+    return execute(*transport,
+                   "mpi transport (thread level " + std::string(runtime.thread_level()) + ")");
+  } catch (const std::exception& e) {
+    std::cerr << "qccl: error on rank " << transport->rank() << ": " << e.what() << "\n";
+    // Take the other ranks down rather than leave them to their timeouts.
+    if (transport->size() > 1) transport->abort(e.what());
+    return kExitError;
+  }
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{
+      "qccl: compressed collectives for communication-efficient distributed training.\n"
+      "Run under mpirun (one rank per process) or with --ranks N (ranks as threads).",
+      "qccl"};
+  app.set_version_flag("--version", std::string("qccl ") + QCCL_VERSION);
+  app.require_subcommand(1);
+  auto* bench = app.add_subcommand("bench", "measure collectives in the nccl-tests convention");
+  bench->require_subcommand(1);
+  BenchCommand command;
+  add_bench_operation(*bench, BenchOperation::allreduce, "allreduce (ring, tree, native MPI)", command);
+  add_bench_operation(*bench, BenchOperation::allgather, "allgather (ring)", command);
+  add_bench_operation(*bench, BenchOperation::reduce_scatter, "reduce-scatter (ring)", command);
+  add_bench_operation(*bench, BenchOperation::broadcast, "broadcast (pipelined binomial tree)", command);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --version
+  } catch (const CLI::ParseError& e) {
+    const CLI::App* active = active_command(app);
+    std::cerr << "qccl: " << e.what() << "\n";
+    std::cerr << "valid for '" << command_path(active) << "': " << valid_options(active) << "\n";
+    std::cerr << "run '" << command_path(active) << " --help' for details\n";
+    return kExitUsage;
+  }
+  if (bench->parsed()) return run_bench(command, argc, argv);
+  return kExitUsage;
+}
+
+}  // namespace qccl::tools

@@ -1,0 +1,262 @@
+#include "qccl/tools/collective_bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "qccl/collectives/allgather.h"
+#include "qccl/collectives/allreduce.h"
+#include "qccl/collectives/broadcast.h"
+#include "qccl/collectives/fp32_sum.h"
+#include "qccl/collectives/reduce_scatter.h"
+#include "qccl/common/errors.h"
+
+namespace qccl::tools {
+
+std::string_view to_string(BenchOperation op) {
+  switch (op) {
+    case BenchOperation::allreduce: return "allreduce";
+    case BenchOperation::allgather: return "allgather";
+    case BenchOperation::reduce_scatter: return "reduce-scatter";
+    case BenchOperation::broadcast: return "broadcast";
+  }
+  return "unknown";
+}
+
+std::vector<Algorithm> algorithms_for(BenchOperation op) {
+  if (op == BenchOperation::allreduce) return {Algorithm::ring, Algorithm::tree, Algorithm::native};
+  return {Algorithm::ring};
+}
+
+double bus_factor(BenchOperation op, int ranks) {
+  const double n = ranks;
+  switch (op) {
+    case BenchOperation::allreduce: return 2.0 * (n - 1) / n;
+    case BenchOperation::allgather:
+    case BenchOperation::reduce_scatter: return (n - 1) / n;
+    case BenchOperation::broadcast: return 1.0;
+  }
+  return 1.0;
+}
+
+void validate(const BenchConfig& c) {
+  const std::string op(to_string(c.operation));
+  if (c.algorithms.empty()) throw InvalidArgument("bench " + op + ": no algorithm given");
+  const auto valid = algorithms_for(c.operation);
+  for (Algorithm a : c.algorithms) {
+    if (std::find(valid.begin(), valid.end(), a) == valid.end()) {
+      std::string names;
+      for (Algorithm v : valid) names += (names.empty() ? "" : ", ") + std::string(to_string(v));
+      throw InvalidArgument("bench " + op + ": algorithm '" + std::string(to_string(a)) +
+                            "' is not available; valid: " + names);
+    }
+  }
+  if (c.min_bytes > c.max_bytes) {
+    throw InvalidArgument("bench: --min-bytes (" + std::to_string(c.min_bytes) +
+                          ") is larger than --max-bytes (" + std::to_string(c.max_bytes) + ")");
+  }
+  if (c.min_bytes < sizeof(float)) throw InvalidArgument("bench: --min-bytes must be at least 4");
+  if (c.step_factor < 2) throw InvalidArgument("bench: --step-factor must be at least 2");
+  if (c.iterations < 1) throw InvalidArgument("bench: --iters must be at least 1");
+  if (c.warmup < 0) throw InvalidArgument("bench: --warmup must not be negative");
+  if (c.in_place && (c.operation == BenchOperation::reduce_scatter ||
+                     c.operation == BenchOperation::broadcast)) {
+    throw InvalidArgument("bench " + op +
+                          ": --in-place applies to allreduce and allgather (broadcast is always "
+                          "in place; reduce-scatter writes a separate block)");
+  }
+}
+
+namespace {
+
+// Closed-form data: small integers, exact in fp32 in any summation order.
+float value(int rank, std::size_t i) {
+  return static_cast<float>((rank + 1) * (static_cast<long>(i % 13) - 6));
+}
+float value_sum(int ranks, std::size_t i) {
+  return static_cast<float>(static_cast<long>(ranks) * (ranks + 1) / 2 *
+                            (static_cast<long>(i % 13) - 6));
+}
+
+// Buffers and closed form of one (operation, size) case on this rank.
+class BenchCase {
+ public:
+  BenchCase(Communicator& comm, const BenchConfig& config, std::size_t bytes)
+      : comm_(comm), config_(config), n_(comm.size()), rank_(comm.rank()) {
+    const std::size_t elements = bytes / sizeof(float);
+    switch (config.operation) {
+      case BenchOperation::allgather:
+        per_rank_ = elements / static_cast<std::size_t>(n_);
+        total_ = per_rank_ * static_cast<std::size_t>(n_);
+        input_.resize(per_rank_);
+        output_.resize(total_);
+        break;
+      case BenchOperation::reduce_scatter:
+        total_ = elements;
+        block_ = reduce_scatter_blocks(total_, n_, 1)[static_cast<std::size_t>(rank_)];
+        input_.resize(total_);
+        output_.resize(block_.count);
+        break;
+      case BenchOperation::allreduce:
+      case BenchOperation::broadcast:
+        total_ = elements;
+        input_.resize(total_);
+        output_.resize(total_);
+        break;
+    }
+    for (std::size_t i = 0; i < input_.size(); ++i) input_[i] = value(rank_, i);
+  }
+
+  std::size_t total_elements() const { return total_; }
+
+  // Untimed: restores inputs an in-place call overwrote and poisons outputs,
+  // so a call that silently does nothing is caught by the check.
+  void prepare() {
+    const float poison = std::numeric_limits<float>::quiet_NaN();
+    switch (config_.operation) {
+      case BenchOperation::allreduce:
+        if (config_.in_place) {
+          for (std::size_t i = 0; i < total_; ++i) output_[i] = value(rank_, i);
+        } else {
+          std::fill(output_.begin(), output_.end(), poison);
+        }
+        break;
+      case BenchOperation::allgather:
+        std::fill(output_.begin(), output_.end(), poison);
+        if (config_.in_place) {
+          std::copy(input_.begin(), input_.end(),
+                    output_.begin() + static_cast<long>(per_rank_) * rank_);
+        }
+        break;
+      case BenchOperation::reduce_scatter:
+        std::fill(output_.begin(), output_.end(), poison);
+        break;
+      case BenchOperation::broadcast:
+        for (std::size_t i = 0; i < total_; ++i) output_[i] = rank_ == 0 ? value(0, i) : poison;
+        break;
+    }
+  }
+
+  void run(const CollectiveOptions& options) {
+    switch (config_.operation) {
+      case BenchOperation::allreduce:
+        if (config_.in_place) {
+          allreduce(comm_, output_, sum_, options);
+        } else {
+          allreduce(comm_, input_, output_, sum_, options);
+        }
+        break;
+      case BenchOperation::allgather: {
+        std::span<const float> mine = input_;
+        if (config_.in_place) {
+          mine = std::span<const float>(output_).subspan(per_rank_ * static_cast<std::size_t>(rank_), per_rank_);
+        }
+        allgather(comm_, mine, output_, options);
+        break;
+      }
+      case BenchOperation::reduce_scatter:
+        reduce_scatter(comm_, input_, output_, sum_, options);
+        break;
+      case BenchOperation::broadcast:
+        broadcast(comm_, output_, 0, options);
+        break;
+    }
+  }
+
+  std::size_t count_wrong() const {
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < output_.size(); ++i) {
+      float expected = 0;
+      switch (config_.operation) {
+        case BenchOperation::allreduce: expected = value_sum(n_, i); break;
+        case BenchOperation::allgather:
+          expected = value(static_cast<int>(i / per_rank_), i % per_rank_);
+          break;
+        case BenchOperation::reduce_scatter: expected = value_sum(n_, block_.first + i); break;
+        case BenchOperation::broadcast: expected = value(0, i); break;
+      }
+      if (!(output_[i] == expected)) ++wrong;
+    }
+    return wrong;
+  }
+
+ private:
+  Communicator& comm_;
+  const BenchConfig& config_;
+  int n_, rank_;
+  std::size_t total_ = 0, per_rank_ = 0;
+  Range block_;
+  std::vector<float> input_, output_;
+  Fp32Sum sum_;
+};
+
+double percentile(std::vector<double> sorted, double q) {
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::min(sorted.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+double median(const std::vector<double>& sorted) {
+  const std::size_t n = sorted.size();
+  return n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+}
+
+}  // namespace
+
+std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig& config) {
+  validate(config);
+  Transport& transport = comm.transport();
+  const Timeout timeout = comm.options().timeout;
+  std::vector<BenchRow> rows;
+  for (std::size_t bytes = config.min_bytes; bytes <= config.max_bytes;) {
+    BenchCase bench(comm, config, bytes);
+    const std::size_t total_bytes = bench.total_elements() * sizeof(float);
+    // Algorithms interleaved per size, so each is measured next to the others.
+    for (Algorithm algorithm : config.algorithms) {
+      CollectiveOptions options;
+      options.algorithm = algorithm;
+      options.chunk_bytes = config.chunk_bytes;
+      options.window = config.window;
+      for (int i = 0; i < config.warmup; ++i) {
+        bench.prepare();
+        bench.run(options);
+      }
+      std::vector<double> times(static_cast<std::size_t>(config.iterations));
+      std::int64_t wrong = 0;
+      const auto sent_before = transport.stats().bytes_sent;
+      for (auto& t : times) {
+        bench.prepare();
+        transport.barrier(timeout);
+        const auto start = Clock::now();
+        bench.run(options);
+        t = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+        wrong = std::max<std::int64_t>(wrong, static_cast<std::int64_t>(bench.count_wrong()));
+      }
+      std::vector<double> sent{static_cast<double>(transport.stats().bytes_sent - sent_before) /
+                               config.iterations};
+      // Per iteration, the slowest rank's time is the collective's time.
+      allreduce_values<double>(transport, times, ReduceOp::max, timeout);
+      allreduce_values<double>(transport, sent, ReduceOp::max, timeout);
+      std::vector<std::int64_t> wrong_total{wrong};
+      allreduce_values<std::int64_t>(transport, wrong_total, ReduceOp::sum, timeout);
+
+      std::sort(times.begin(), times.end());
+      BenchRow row;
+      row.bytes = total_bytes;
+      row.count = bench.total_elements();
+      row.algorithm = algorithm;
+      row.median_us = median(times);
+      row.p99_us = percentile(times, 0.99);
+      row.algbw_gbps = row.median_us > 0 ? static_cast<double>(total_bytes) / (row.median_us * 1e3) : 0;
+      row.busbw_gbps = row.algbw_gbps * bus_factor(config.operation, comm.size());
+      if (algorithm != Algorithm::native) row.sent_bytes_per_rank = sent[0];
+      row.wrong = static_cast<std::size_t>(wrong_total[0]);
+      rows.push_back(row);
+    }
+    if (bytes > config.max_bytes / config.step_factor) break;
+    bytes *= config.step_factor;
+  }
+  return rows;
+}
+
+}  // namespace qccl::tools

@@ -1,0 +1,59 @@
+// `qccl bench allreduce|allgather|reduce-scatter|broadcast`: measures a
+// collective over a range of sizes and algorithms, in the nccl-tests
+// convention, and checks every result against its closed form.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "qccl/collectives/communicator.h"
+#include "qccl/collectives/options.h"
+
+namespace qccl::tools {
+
+enum class BenchOperation { allreduce, allgather, reduce_scatter, broadcast };
+
+std::string_view to_string(BenchOperation op);
+// Algorithms each operation implements (allreduce: ring, tree, native).
+std::vector<Algorithm> algorithms_for(BenchOperation op);
+
+struct BenchConfig {
+  BenchOperation operation = BenchOperation::allreduce;
+  std::vector<Algorithm> algorithms{Algorithm::ring, Algorithm::tree, Algorithm::native};
+  std::size_t min_bytes = 1024;
+  std::size_t max_bytes = std::size_t{64} << 20;
+  std::size_t step_factor = 2;
+  int iterations = 20;
+  int warmup = 5;
+  bool in_place = false;
+  std::size_t chunk_bytes = std::size_t{1} << 20;
+  int window = 4;
+};
+
+// Throws InvalidArgument for an inconsistent configuration.
+void validate(const BenchConfig& config);
+
+struct BenchRow {
+  std::size_t bytes = 0;   // S: uncompressed bytes of the whole vector
+  std::size_t count = 0;   // fp32 elements per rank's input
+  Algorithm algorithm = Algorithm::ring;
+  double median_us = 0;    // over iterations of the max over ranks
+  double p99_us = 0;
+  double algbw_gbps = 0;   // S / t, GB = 1e9 bytes
+  double busbw_gbps = 0;   // algbw * bus factor
+  // Bytes this collective sent per rank per call (the most of any rank);
+  // unset for native, whose traffic happens inside MPI.
+  std::optional<double> sent_bytes_per_rank;
+  std::size_t wrong = 0;   // elements that differ from the closed form, summed over ranks
+};
+
+// Runs the benchmark on every rank (all ranks must call it); every rank
+// returns the same rows.
+std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig& config);
+
+// nccl-tests bus-bandwidth factor: 2(n-1)/n for allreduce, (n-1)/n for
+// allgather and reduce-scatter, 1 for broadcast.
+double bus_factor(BenchOperation op, int ranks);
+
+}  // namespace qccl::tools

@@ -1,0 +1,47 @@
+#include "qccl/tools/units.h"
+
+#include <cctype>
+#include <charconv>
+#include <limits>
+
+#include "qccl/common/errors.h"
+
+namespace qccl::tools {
+
+std::size_t parse_bytes(std::string_view text) {
+  auto fail = [&]() -> std::size_t {
+    throw InvalidArgument("'" + std::string(text) +
+                          "' is not a size: use a whole number of bytes, optionally with K, M or "
+                          "G (powers of 1024), e.g. 4096, 64K, 16M, 1G");
+  };
+  std::size_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end == text.data()) return fail();
+  std::string suffix(end, text.data() + text.size());
+  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::size_t multiplier = 1;
+  if (!suffix.empty()) {
+    const char unit = suffix[0];
+    const std::string rest = suffix.substr(1);
+    if (unit == 'B' && rest.empty()) multiplier = 1;
+    else if (unit == 'K') multiplier = std::size_t{1} << 10;
+    else if (unit == 'M') multiplier = std::size_t{1} << 20;
+    else if (unit == 'G') multiplier = std::size_t{1} << 30;
+    else return fail();
+    if (unit != 'B' && !(rest.empty() || rest == "B" || rest == "IB")) return fail();
+  }
+  if (value > std::numeric_limits<std::size_t>::max() / multiplier) return fail();
+  return value * multiplier;
+}
+
+std::string format_bytes(std::size_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB"};
+  int u = 0;
+  while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++u;
+  }
+  return std::to_string(bytes) + " " + units[u];
+}
+
+}  // namespace qccl::tools

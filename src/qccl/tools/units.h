@@ -1,0 +1,19 @@
+// Byte sizes on the command line ("1K", "16M", "1G": binary units) and in
+// reports.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace qccl::tools {
+
+// Parses a non-negative integer with an optional K, M or G suffix (powers of
+// 1024, case-insensitive, optionally followed by "B" or "iB"). Throws
+// InvalidArgument naming the text otherwise.
+std::size_t parse_bytes(std::string_view text);
+
+// "64 MiB", "1 KiB", "100 B": for headers and messages.
+std::string format_bytes(std::size_t bytes);
+
+}  // namespace qccl::tools

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# End-to-end checks of the qccl program: help, version, usage errors, and
+# benchmark runs in process and under mpirun. Usage: cli_test.sh QCCL MPIRUN...
+set -u
+qccl=$1
+shift
+mpirun=("$@")
+failures=0
+out=$(mktemp)
+err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+
+# expect NAME EXIT_CODE PATTERN -- COMMAND...: runs COMMAND, checks its exit
+# code and that PATTERN (extended regex) occurs in its stdout+stderr.
+expect() {
+  local name=$1 code=$2 pattern=$3
+  shift 4
+  "$@" >"$out" 2>"$err"
+  local got=$?
+  if [ "$got" -ne "$code" ] || ! cat "$out" "$err" | grep -Eq -- "$pattern"; then
+    echo "FAIL: $name (exit $got, expected $code; pattern '$pattern')"
+    sed 's/^/    /' "$out" "$err" | tail -20
+    failures=$((failures + 1))
+  else
+    echo "ok: $name"
+  fi
+}
+
+expect "version" 0 '^qccl [0-9]+\.[0-9]+\.[0-9]+' -- "$qccl" --version
+expect "help lists bench" 0 'bench' -- "$qccl" --help
+expect "bench help lists operations" 0 'reduce-scatter' -- "$qccl" bench --help
+expect "no command is a usage error" 2 'subcommand' -- "$qccl"
+expect "unknown option lists the valid ones" 2 'valid for .qccl bench allreduce.: .*--algo.*--min-bytes' -- \
+  "$qccl" bench allreduce --bogus
+expect "unknown algorithm lists the valid ones" 2 'valid algorithms: ring, tree, native' -- \
+  "$qccl" bench allreduce --algo spiral --ranks 2
+expect "allgather has no tree" 2 "algorithm 'tree' is not available" -- \
+  "$qccl" bench allgather --algo tree --ranks 2
+expect "bad size" 2 'is not a size' -- "$qccl" bench allreduce --max-bytes 12Q --ranks 2
+expect "in-process allreduce" 0 'Out of bounds values : 0 OK' -- \
+  "$qccl" bench allreduce --ranks 3 --max-bytes 16K --iters 2 --warmup 0
+expect "in-process allgather json" 0 '"wrong": 0' -- \
+  "$qccl" bench allgather --ranks 5 --max-bytes 8K --iters 2 --warmup 0 --json
+expect "mpi allreduce, 2 ranks, json" 0 '"algorithm": "native"' -- \
+  "${mpirun[@]}" -np 2 "$qccl" bench allreduce --max-bytes 64K --iters 2 --warmup 1 --json
+for op in allreduce allgather reduce-scatter broadcast; do
+  expect "mpi $op, 4 ranks" 0 'Out of bounds values : 0 OK' -- \
+    "${mpirun[@]}" -np 4 "$qccl" bench "$op" --max-bytes 256K --step-factor 16 --iters 2 --warmup 1
+done
+expect "--ranks under mpirun is refused" 2 'do not combine it' -- \
+  "${mpirun[@]}" -np 2 "$qccl" bench allreduce --ranks 2
+
+if [ "$failures" -ne 0 ]; then
+  echo "$failures CLI check(s) failed"
+  exit 1
+fi
+echo "all CLI checks passed"

@@ -1,0 +1,130 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "../support/world.h"
+#include "qccl/common/errors.h"
+#include "qccl/tools/bench_report.h"
+#include "qccl/tools/collective_bench.h"
+#include "qccl/tools/units.h"
+
+namespace qccl::tools {
+namespace {
+
+BenchConfig small(BenchOperation op) {
+  BenchConfig c;
+  c.operation = op;
+  c.algorithms = algorithms_for(op);
+  c.min_bytes = 1024;
+  c.max_bytes = 64 * 1024;
+  c.step_factor = 8;
+  c.iterations = 3;
+  c.warmup = 1;
+  c.chunk_bytes = 4096;
+  return c;
+}
+
+std::vector<BenchRow> run(int ranks, const BenchConfig& config) {
+  std::vector<BenchRow> rows;
+  test::run_world(ranks, [&](Communicator& comm) {
+    auto mine = run_collective_bench(comm, config);
+    if (comm.rank() == 0) rows = mine;
+  });
+  return rows;
+}
+
+TEST(CollectiveBenchTest, AllreduceRowsAreCorrectAndFollowTheNcclConvention) {
+  const auto rows = run(4, small(BenchOperation::allreduce));
+  ASSERT_EQ(rows.size(), 3u * 3u);  // sizes 1K, 8K, 64K x ring, tree, native
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.wrong, 0u);
+    EXPECT_EQ(r.count * 4, r.bytes);
+    EXPECT_GT(r.median_us, 0);
+    EXPECT_GE(r.p99_us, r.median_us);
+    EXPECT_DOUBLE_EQ(r.algbw_gbps, r.bytes / (r.median_us * 1e3));
+    EXPECT_DOUBLE_EQ(r.busbw_gbps, r.algbw_gbps * 2.0 * 3.0 / 4.0);
+    if (r.algorithm == Algorithm::native) {
+      EXPECT_FALSE(r.sent_bytes_per_rank.has_value());
+    } else {
+      // Ring, and the tree for a power-of-two rank count, are bandwidth
+      // optimal: each rank sends 2(n-1)/n of the vector.
+      ASSERT_TRUE(r.sent_bytes_per_rank.has_value());
+      EXPECT_DOUBLE_EQ(*r.sent_bytes_per_rank, 1.5 * static_cast<double>(r.bytes));
+    }
+  }
+}
+
+TEST(CollectiveBenchTest, OtherOperationsAreCorrectAndSendTheirShare) {
+  for (auto op : {BenchOperation::allgather, BenchOperation::reduce_scatter, BenchOperation::broadcast}) {
+    const auto rows = run(4, small(op));
+    ASSERT_FALSE(rows.empty());
+    for (const auto& r : rows) {
+      EXPECT_EQ(r.wrong, 0u) << to_string(op);
+      EXPECT_DOUBLE_EQ(r.busbw_gbps, r.algbw_gbps * bus_factor(op, 4));
+      if (op != BenchOperation::broadcast) {
+        EXPECT_DOUBLE_EQ(*r.sent_bytes_per_rank, 0.75 * static_cast<double>(r.bytes)) << to_string(op);
+      }
+    }
+  }
+}
+
+TEST(CollectiveBenchTest, InPlaceAndOddRankCounts) {
+  auto config = small(BenchOperation::allreduce);
+  config.in_place = true;
+  for (int ranks : {1, 3, 7}) {
+    for (const auto& r : run(ranks, config)) EXPECT_EQ(r.wrong, 0u) << ranks << " ranks";
+  }
+  config.operation = BenchOperation::allgather;
+  config.algorithms = {Algorithm::ring};
+  for (const auto& r : run(3, config)) EXPECT_EQ(r.wrong, 0u);
+}
+
+TEST(CollectiveBenchTest, ValidateRejectsBadConfigurations) {
+  auto c = small(BenchOperation::allgather);
+  c.algorithms = {Algorithm::tree};
+  EXPECT_THROW(validate(c), InvalidArgument);
+  c = small(BenchOperation::allreduce);
+  c.min_bytes = 1 << 20;
+  c.max_bytes = 1024;
+  EXPECT_THROW(validate(c), InvalidArgument);
+  c = small(BenchOperation::allreduce);
+  c.step_factor = 1;
+  EXPECT_THROW(validate(c), InvalidArgument);
+  c = small(BenchOperation::reduce_scatter);
+  c.in_place = true;
+  EXPECT_THROW(validate(c), InvalidArgument);
+}
+
+TEST(BenchReportTest, TableAndJsonCarryEveryRow) {
+  const auto config = small(BenchOperation::allreduce);
+  const auto rows = run(2, config);
+  const BenchContext context{config, 2, "in-process transport"};
+  std::ostringstream table;
+  print_table(table, context, rows);
+  EXPECT_NE(table.str().find("Out of bounds values : 0 OK"), std::string::npos);
+  EXPECT_NE(table.str().find("vs_native"), std::string::npos);
+  const auto json = to_json(context, rows);
+  ASSERT_EQ(json["rows"].size(), rows.size());
+  EXPECT_EQ(json["rows"][0]["wrong"], 0);
+  EXPECT_EQ(json["ranks"], 2);
+  EXPECT_TRUE(json["rows"][2]["sent_bytes_per_rank"].is_null());  // native
+  EXPECT_DOUBLE_EQ(json["rows"][2]["vs_native"].get<double>(), 1.0);
+}
+
+TEST(UnitsTest, ParsesBinarySuffixes) {
+  EXPECT_EQ(parse_bytes("4096"), 4096u);
+  EXPECT_EQ(parse_bytes("1K"), 1024u);
+  EXPECT_EQ(parse_bytes("64k"), 65536u);
+  EXPECT_EQ(parse_bytes("16M"), 16u << 20);
+  EXPECT_EQ(parse_bytes("16MiB"), 16u << 20);
+  EXPECT_EQ(parse_bytes("1G"), std::size_t{1} << 30);
+  EXPECT_EQ(parse_bytes("512B"), 512u);
+  for (const char* bad : {"", "M", "12Q", "-1", "1.5M", "3KX", "99999999999999999999G"}) {
+    EXPECT_THROW(parse_bytes(bad), InvalidArgument) << bad;
+  }
+  EXPECT_EQ(format_bytes(64u << 20), "64 MiB");
+  EXPECT_EQ(format_bytes(1000), "1000 B");
+}
+
+}  // namespace
+}  // namespace qccl::tools
