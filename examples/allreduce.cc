@@ -10,10 +10,14 @@
 int main(int argc, char** argv) {
   qccl::MpiRuntime mpi(&argc, &argv);
   auto transport = mpi.world_transport();
-  qccl::Communicator comm(*transport, {.timeout = std::chrono::seconds(60)});
+  qccl::CommunicatorOptions comm_options;
+  comm_options.timeout = std::chrono::seconds(60);  // bound on every wait
+  qccl::Communicator comm(*transport, comm_options);
   qccl::Fp32Sum sum;  // a codec's Reduction plugs in here
   std::vector<float> grad(1 << 20, 1.0f);
-  qccl::allreduce(comm, grad, sum, {.algorithm = qccl::Algorithm::ring});
+  qccl::CollectiveOptions options;
+  options.algorithm = qccl::Algorithm::ring;  // or tree, native
+  qccl::allreduce(comm, grad, sum, options);
   const bool ok = grad.front() == static_cast<float>(comm.size()) &&
                   grad.back() == static_cast<float>(comm.size());
   if (comm.rank() == 0) {
