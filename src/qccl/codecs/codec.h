@@ -1,0 +1,71 @@
+// A codec: one compression scheme's wire format, encoding, decoding and way
+// of aggregating, behind one interface for every scheme (PRODUCT.md, layer 3).
+//
+// A codec instance belongs to one tensor or bucket and keeps that tensor's
+// state across steps (the step counter here; error feedback, PowerSGD factors
+// or IntSGD scales in the codecs that need them) — nothing is global. Each
+// allreduce_mean() call is one step; its randomness is keyed by (seed, step,
+// bucket, rank, element), so a run is reproducible from its seed and resumes
+// exactly after set_step().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "qccl/collectives/communicator.h"
+#include "qccl/collectives/options.h"
+
+namespace qccl {
+
+// How a codec's data is combined across ranks.
+enum class Aggregation {
+  compressed_domain,  // ring/tree reduce encoded chunks hop by hop, no decoding
+  allgather_decode,   // every rank gathers every encoding, decodes and sums
+  hop_recode,         // each hop decodes, adds and re-encodes
+};
+
+struct CodecSettings {
+  std::uint64_t seed = 0;    // run seed
+  std::uint64_t bucket = 0;  // which tensor/bucket this instance compresses
+};
+
+class Codec {
+ public:
+  explicit Codec(CodecSettings settings) : settings_(settings) {}
+  virtual ~Codec() = default;
+  Codec(const Codec&) = delete;
+  Codec& operator=(const Codec&) = delete;
+
+  // Canonical spec with every parameter, e.g. "global-qsgd:bits=8,dither=linear,norm=inf".
+  virtual std::string spec() const = 0;
+  // E[result] equals the exact mean of the ranks' inputs.
+  virtual bool unbiased() const = 0;
+  virtual Aggregation aggregation() const = 0;
+  // Bytes one rank's encoding of `count` elements takes on the wire.
+  virtual std::size_t wire_bytes(std::size_t count) const = 0;
+
+  // Replaces `data` on every rank by the (compressed) mean over ranks of the
+  // ranks' `data`; every rank ends with bitwise identical values. All ranks
+  // call it with the same length and codec spec. Advances the step.
+  void allreduce_mean(Communicator& comm, std::span<float> data,
+                      const CollectiveOptions& options = {}) {
+    run_allreduce_mean(comm, data, options);
+    ++step_;
+  }
+
+  std::uint64_t step() const { return step_; }
+  void set_step(std::uint64_t step) { step_ = step; }
+  const CodecSettings& settings() const { return settings_; }
+
+ protected:
+  virtual void run_allreduce_mean(Communicator& comm, std::span<float> data,
+                                  const CollectiveOptions& options) = 0;
+
+ private:
+  CodecSettings settings_;
+  std::uint64_t step_ = 0;
+};
+
+}  // namespace qccl

@@ -1,0 +1,116 @@
+#include "qccl/codecs/float_codecs.h"
+
+#include <cstring>
+
+#include "qccl/codecs/global_norm.h"
+#include "qccl/collectives/allreduce.h"
+#include "qccl/collectives/fp32_sum.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+Timeout timeout_of(const Communicator& comm, const CollectiveOptions& options) {
+  return options.timeout.value_or(comm.options().timeout);
+}
+
+// fp32: the exact mean. The norm exchange only guards against NaN/Inf.
+class Fp32Codec final : public Codec {
+ public:
+  using Codec::Codec;
+  std::string spec() const override { return "fp32"; }
+  bool unbiased() const override { return true; }
+  Aggregation aggregation() const override { return Aggregation::compressed_domain; }
+  std::size_t wire_bytes(std::size_t count) const override { return count * sizeof(float); }
+
+ protected:
+  void run_allreduce_mean(Communicator& comm, std::span<float> data,
+                          const CollectiveOptions& options) override {
+    global_norm(comm, data, NormKind::inf, "fp32 step " + std::to_string(step()),
+                timeout_of(comm, options));
+    Fp32Sum sum;
+    allreduce(comm, data, sum, options);
+    const auto n = static_cast<float>(comm.size());
+    for (float& x : data) x /= n;
+  }
+};
+
+// fp16 values of x/n, summed in fp16 hop by hop (each sum rounded to nearest
+// even by its owner and forwarded), decoded to fp32.
+class Fp16MeanReduction final : public Reduction {
+ public:
+  explicit Fp16MeanReduction(int ranks) : ranks_(static_cast<float>(ranks)) {}
+  std::string name() const override { return "fp16"; }
+  std::size_t max_encoded_bytes(std::size_t count) const override { return 2 * count; }
+
+  std::size_t encode(std::span<const float> in, std::size_t, std::span<std::byte> out) override {
+    auto* h = reinterpret_cast<_Float16*>(out.data());
+    for (std::size_t i = 0; i < in.size(); ++i) h[i] = static_cast<_Float16>(in[i] / ranks_);
+    return 2 * in.size();
+  }
+  void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
+    check(in.size(), out.size());
+    const auto* h = reinterpret_cast<const _Float16*>(in.data());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(h[i]);
+  }
+  std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
+                     std::size_t accum_bytes, const ReduceContext& context) override {
+    check(incoming.size(), context.count);
+    check(accum_bytes, context.count);
+    auto* a = reinterpret_cast<_Float16*>(accum.data());
+    const auto* b = reinterpret_cast<const _Float16*>(incoming.data());
+    for (std::size_t i = 0; i < context.count; ++i) {
+      a[i] = static_cast<_Float16>(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+    }
+    return accum_bytes;
+  }
+
+ private:
+  static void check(std::size_t bytes, std::size_t count) {
+    if (bytes != 2 * count) {
+      throw CommError("fp16: a chunk of " + std::to_string(count) + " elements must be " +
+                      std::to_string(2 * count) + " bytes, got " + std::to_string(bytes) +
+                      " (corrupt or truncated message?)");
+    }
+  }
+  float ranks_;
+};
+
+class Fp16Codec final : public Codec {
+ public:
+  using Codec::Codec;
+  std::string spec() const override { return "fp16"; }
+  bool unbiased() const override { return false; }  // round to nearest
+  Aggregation aggregation() const override { return Aggregation::compressed_domain; }
+  std::size_t wire_bytes(std::size_t count) const override { return 2 * count; }
+
+ protected:
+  void run_allreduce_mean(Communicator& comm, std::span<float> data,
+                          const CollectiveOptions& options) override {
+    constexpr double kFp16Max = 65504.0;
+    const std::string what = "fp16 step " + std::to_string(step());
+    const double largest = global_norm(comm, data, NormKind::inf, what, timeout_of(comm, options));
+    // Every partial sum of values |x/n| <= 65504/n stays within fp16's range.
+    if (largest / comm.size() > kFp16Max) {
+      throw InvalidArgument(what + ": the largest |x| over the ranks is " +
+                            std::to_string(largest) + ", so x/n exceeds fp16's largest value " +
+                            "65504; use fp32 or global-qsgd for this tensor");
+    }
+    Fp16MeanReduction reduction(comm.size());
+    allreduce(comm, data, reduction, options);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Codec> make_fp32_codec(const CodecSpec& spec, CodecSettings settings) {
+  CodecParams(spec).finish();
+  return std::make_unique<Fp32Codec>(settings);
+}
+
+std::unique_ptr<Codec> make_fp16_codec(const CodecSpec& spec, CodecSettings settings) {
+  CodecParams(spec).finish();
+  return std::make_unique<Fp16Codec>(settings);
+}
+
+}  // namespace qccl

@@ -1,0 +1,53 @@
+#include "qccl/codecs/global_norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "qccl/common/errors.h"
+
+namespace qccl {
+
+std::string_view to_string(NormKind kind) { return kind == NormKind::inf ? "inf" : "2"; }
+
+double global_norm(Communicator& comm, std::span<const float> data, NormKind kind,
+                   std::string_view what, Timeout timeout) {
+  // [local statistic, one non-finite flag per rank]; MAX combines both for
+  // the ∞-norm, SUM for the 2-norm (each flag is set by one rank only).
+  const auto n = static_cast<std::size_t>(comm.size());
+  std::vector<double> values(1 + n, 0.0);
+  double statistic = 0.0;
+  bool finite = true;
+  for (float x : data) {
+    if (!std::isfinite(x)) {
+      finite = false;
+      break;
+    }
+    const double a = std::abs(static_cast<double>(x));
+    statistic = kind == NormKind::inf ? std::max(statistic, a) : statistic + a * a;
+  }
+  values[0] = finite ? statistic : 0.0;
+  values[1 + static_cast<std::size_t>(comm.rank())] = finite ? 0.0 : 1.0;
+
+  Fingerprint fingerprint("global norm");
+  fingerprint.add_text("norm", to_string(kind))
+      .add("element count", static_cast<std::int64_t>(data.size()))
+      .add_text("codec", what);
+  comm.run(fingerprint, timeout, [&](int) {
+    allreduce_values<double>(comm.transport(), values,
+                             kind == NormKind::inf ? ReduceOp::max : ReduceOp::sum, timeout);
+  });
+
+  std::string bad;
+  for (std::size_t r = 0; r < n; ++r) {
+    if (values[1 + r] != 0.0) bad += (bad.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!bad.empty()) {
+    throw InvalidArgument(std::string(what) + ": NaN or Inf in the input of rank(s) " + bad +
+                          "; nothing was communicated. Check the loss and learning rate, or "
+                          "skip this step");
+  }
+  return kind == NormKind::inf ? values[0] : std::sqrt(values[0]);
+}
+
+}  // namespace qccl

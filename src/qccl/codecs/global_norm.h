@@ -1,0 +1,28 @@
+// The global norm of Global-QSGD (Algorithm 1, line 1): every rank's local
+// norm combined by one small allreduce, so that all ranks quantize on the same
+// scale. The same exchange makes non-finite input on any rank visible to all.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "qccl/collectives/communicator.h"
+
+namespace qccl {
+
+enum class NormKind {
+  inf,  // (∞,∞)-mixed norm: the largest |x| over all ranks (the default)
+  two,  // (2,2)-mixed norm: sqrt of the sum over ranks of ‖x_i‖²
+};
+
+std::string_view to_string(NormKind kind);
+
+// Returns the (q,p)-mixed norm of Definition 1 (q = p) over the ranks' `data`.
+// If any rank's data holds NaN or Inf, every rank throws InvalidArgument
+// naming those ranks and `what` (e.g. the codec and step). One allreduce of
+// n+1 doubles, as its own collective call (checked across ranks, tagged
+// `what`), so it cannot pair with another rank's different call.
+double global_norm(Communicator& comm, std::span<const float> data, NormKind kind,
+                   std::string_view what, Timeout timeout);
+
+}  // namespace qccl

@@ -1,0 +1,57 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "qccl/codecs/codec_spec.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string error_of(std::string_view spec) {
+  try {
+    make_codec(spec);
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(CodecSpecTest, ParsesNameAndParameters) {
+  const auto spec = parse_codec_spec("global-qsgd: bits=8 , norm=2");
+  EXPECT_EQ(spec.name, "global-qsgd");
+  ASSERT_EQ(spec.params.size(), 2u);
+  EXPECT_EQ(spec.params[0], (std::pair<std::string, std::string>{"bits", "8"}));
+  EXPECT_EQ(spec.params[1], (std::pair<std::string, std::string>{"norm", "2"}));
+  EXPECT_TRUE(parse_codec_spec("fp16").params.empty());
+}
+
+TEST(CodecSpecTest, RejectsMalformedSpecs) {
+  for (const char* bad : {"", ":bits=8", "global-qsgd:bits", "global-qsgd:=8", "global-qsgd:bits=",
+                          "global-qsgd:bits=8,bits=8", "global-qsgd:bits=8,,norm=2"}) {
+    EXPECT_THROW(parse_codec_spec(bad), InvalidArgument) << "'" << bad << "'";
+  }
+}
+
+TEST(CodecSpecTest, ErrorsListWhatIsValid) {
+  EXPECT_THAT(error_of("zstd"), HasSubstr("valid codecs: fp32, fp16, global-qsgd"));
+  EXPECT_THAT(error_of("global-qsgd:level=3"), HasSubstr("valid: bits, dither, norm"));
+  EXPECT_THAT(error_of("global-qsgd:norm=1"), HasSubstr("valid values: inf, 2"));
+  EXPECT_THAT(error_of("global-qsgd:bits=3"), HasSubstr("valid values: 8"));
+  EXPECT_THAT(error_of("fp16:bits=8"), HasSubstr("valid: none"));
+}
+
+TEST(CodecSpecTest, CanonicalSpecsNameEveryParameter) {
+  EXPECT_EQ(make_codec("global-qsgd")->spec(), "global-qsgd:bits=8,dither=linear,norm=inf");
+  EXPECT_EQ(make_codec("global-qsgd:norm=2")->spec(), "global-qsgd:bits=8,dither=linear,norm=2");
+  EXPECT_EQ(make_codec("fp16")->spec(), "fp16");
+  EXPECT_EQ(make_codec("fp32")->wire_bytes(10), 40u);
+  EXPECT_EQ(make_codec("fp16")->wire_bytes(10), 20u);
+  EXPECT_EQ(make_codec("global-qsgd")->wire_bytes(10), 10u);
+  EXPECT_TRUE(make_codec("global-qsgd")->unbiased());
+  EXPECT_EQ(codec_catalog().size(), 3u);
+}
+
+}  // namespace
+}  // namespace qccl

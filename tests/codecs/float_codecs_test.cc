@@ -1,0 +1,90 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "../support/collective_checks.h"
+#include "../support/patterns.h"
+#include "../support/world.h"
+#include "qccl/codecs/codec_spec.h"
+#include "qccl/common/errors.h"
+
+namespace qccl::test {
+namespace {
+
+TEST(Fp32CodecTest, ExactMeanWithEveryAlgorithm) {
+  for (Algorithm algorithm : {Algorithm::ring, Algorithm::tree, Algorithm::native}) {
+    run_world(5, [&](Communicator& comm) {
+      auto codec = make_codec("fp32");
+      auto data = make_vector(1000, [&](std::size_t i) { return pattern(comm.rank(), i); });
+      CollectiveOptions options;
+      options.algorithm = algorithm;
+      codec->allreduce_mean(comm, data, options);
+      for (std::size_t i = 0; i < data.size(); ++i) {
+        ASSERT_EQ(data[i], pattern_sum(5, i) / 5.0f) << to_string(algorithm) << " element " << i;
+      }
+      EXPECT_EQ(codec->step(), 1u);
+    });
+  }
+}
+
+// Each fp16 rounding of a partial sum errs by at most 2^-11 of its magnitude;
+// with n-1 sums plus n initial roundings, |error| <= (2n-1) 2^-11 sum|x_r|/n.
+TEST(Fp16CodecTest, MeanWithinTheRoundingBoundAndIdenticalEverywhere) {
+  for (int n : {2, 3, 7}) {
+    for (Algorithm algorithm : {Algorithm::ring, Algorithm::tree}) {
+      run_world(n, [&](Communicator& comm) {
+        auto codec = make_codec("fp16");
+        auto data = make_vector(3000, [&](std::size_t i) { return 100.0f * noise(comm.rank(), i); });
+        CollectiveOptions options;
+        options.algorithm = algorithm;
+        codec->allreduce_mean(comm, data, options);
+        for (std::size_t i = 0; i < data.size(); ++i) {
+          double exact = 0, magnitude = 0;
+          for (int r = 0; r < n; ++r) {
+            exact += 100.0 * noise(r, i) / n;
+            magnitude += std::abs(100.0 * noise(r, i)) / n;
+          }
+          ASSERT_LE(std::abs(data[i] - exact), (2 * n - 1) * std::ldexp(1.0, -11) * magnitude + 1e-7)
+              << n << " ranks, element " << i;
+        }
+        expect_identical_across_ranks(comm, data);
+      });
+    }
+  }
+}
+
+TEST(Fp16CodecTest, ValuesBeyondTheFp16RangeAreRefusedOnEveryRank) {
+  std::atomic<int> refused{0};
+  run_world(2, [&](Communicator& comm) {
+    auto codec = make_codec("fp16");
+    std::vector<float> data(8, 1.0f);
+    if (comm.rank() == 1) data[3] = 200000.0f;  // /2 = 100000 > 65504
+    try {
+      codec->allreduce_mean(comm, data);
+    } catch (const InvalidArgument& e) {
+      ++refused;
+      EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("65504"));
+    }
+  });
+  EXPECT_EQ(refused.load(), 2);
+}
+
+TEST(Fp32CodecTest, InfinityIsRaisedOnEveryRank) {
+  std::atomic<int> raised{0};
+  run_world(3, [&](Communicator& comm) {
+    auto codec = make_codec("fp32");
+    std::vector<float> data(8, 1.0f);
+    if (comm.rank() == 0) data[0] = INFINITY;
+    try {
+      codec->allreduce_mean(comm, data);
+    } catch (const InvalidArgument& e) {
+      ++raised;
+      EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("rank(s) 0"));
+    }
+  });
+  EXPECT_EQ(raised.load(), 3);
+}
+
+}  // namespace
+}  // namespace qccl::test

@@ -1,0 +1,292 @@
+// Global-QSGD linear dithering: the statistical properties the paper proves
+// (unbiasedness, Theorem 3's variance bound), checked with fixed seeds and
+// tolerances derived from the exact variance (5 sigma), plus overflow-free
+// extremes, non-finite input, and identical results on every rank.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <tuple>
+
+#include "../support/collective_checks.h"
+#include "../support/patterns.h"
+#include "../support/world.h"
+#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/global_qsgd.h"
+#include "qccl/common/errors.h"
+
+namespace qccl::test {
+namespace {
+
+TEST(GlobalQsgdLevelsTest, SumOfNRanksNeverExceedsTheSignedRange) {
+  EXPECT_EQ(linear_levels_per_rank(8, 1), 127);
+  EXPECT_EQ(linear_levels_per_rank(8, 4), 31);  // floor(127/4); ceil would wrap at 128
+  for (int n = 1; n <= 127; ++n) {
+    const int s = linear_levels_per_rank(8, n);
+    EXPECT_LE(n * s, 127) << n;
+    EXPECT_GT(n * (s + 1), 127) << n << ": not the largest safe level count";
+  }
+  EXPECT_THROW(linear_levels_per_rank(8, 128), InvalidArgument);
+}
+
+// Input of rank r: noise scaled so that the ranks' magnitudes differ.
+std::vector<float> input_of(int rank, std::size_t d) {
+  return make_vector(d, [&](std::size_t i) { return noise(rank, i) * (1.0f + 0.5f * rank); });
+}
+
+// Exact first two moments of the decoded mean for one element, mirroring the
+// encoder's fp32 arithmetic: E = step * sum_r sign*v_r, Var = step^2 * sum_r f(1-f).
+struct Moments {
+  std::vector<double> mean, variance;
+};
+
+Moments exact_moments(int n, std::size_t d, double norm) {
+  const int s = linear_levels_per_rank(8, n);
+  const float scale = static_cast<float>(s / norm);
+  const double step = static_cast<float>(norm / (static_cast<double>(s) * n));
+  Moments m{std::vector<double>(d, 0.0), std::vector<double>(d, 0.0)};
+  for (int r = 0; r < n; ++r) {
+    const auto x = input_of(r, d);
+    for (std::size_t i = 0; i < d; ++i) {
+      const float v = std::abs(x[i]) * scale;
+      const double f = v - std::floor(v);
+      m.mean[i] += (std::signbit(x[i]) ? -1.0 : 1.0) * v * step;
+      m.variance[i] += f * (1 - f) * step * step;
+    }
+  }
+  return m;
+}
+
+double inf_norm(int n, std::size_t d) {
+  double norm = 0;
+  for (int r = 0; r < n; ++r) {
+    for (float x : input_of(r, d)) norm = std::max(norm, std::abs(static_cast<double>(x)));
+  }
+  return norm;
+}
+
+using Param = std::tuple<int, Algorithm>;
+class GlobalQsgdStatisticsTest : public ::testing::TestWithParam<Param> {};
+
+// Over R independent rounds (the step advances the generator), each
+// element's sample mean converges to its exact expectation within 5 sigma,
+// that expectation equals the exact mean of the inputs, the mean squared
+// error matches its exact expectation within 5 standard errors, and all ranks
+// decoded identical bytes in every round.
+TEST_P(GlobalQsgdStatisticsTest, UnbiasedWithTheExactVariance) {
+  const auto [n, algorithm] = GetParam();
+  constexpr std::size_t kD = 64;
+  constexpr int kRounds = 3000;
+  const double norm = inf_norm(n, kD);
+  const Moments exact = exact_moments(n, kD, norm);
+  std::vector<double> true_mean(kD, 0.0);
+  for (int r = 0; r < n; ++r) {
+    const auto x = input_of(r, kD);
+    for (std::size_t i = 0; i < kD; ++i) true_mean[i] += x[i] / static_cast<double>(n);
+  }
+
+  std::vector<double> sum(kD, 0.0), mse(kRounds, 0.0);
+  run_world(n, [&](Communicator& comm) {
+    auto codec = make_codec("global-qsgd", {.seed = 2024, .bucket = 3});
+    CollectiveOptions options;
+    options.algorithm = algorithm;
+    options.chunk_bytes = 64;  // several chunks, so several owners per hop
+    const auto input = input_of(comm.rank(), kD);
+    std::int64_t running_hash = 0;
+    for (int round = 0; round < kRounds; ++round) {
+      auto data = input;
+      codec->allreduce_mean(comm, data, options);
+      running_hash = running_hash * 31 + bytes_hash(data);
+      if (comm.rank() != 0) continue;
+      for (std::size_t i = 0; i < kD; ++i) {
+        sum[i] += data[i];
+        const double e = data[i] - exact.mean[i];
+        mse[static_cast<std::size_t>(round)] += e * e;
+      }
+    }
+    std::vector<float> hash_carrier(2);
+    std::memcpy(hash_carrier.data(), &running_hash, sizeof running_hash);
+    expect_identical_across_ranks(comm, hash_carrier);
+  });
+
+  // Per element: within 5 sigma. Jointly: the squared z-scores of the
+  // elements that are random sum to a chi-square with as many degrees of
+  // freedom (mean k, sd sqrt(2k)), which also catches a bias too small to
+  // show in any single element.
+  double chi_square = 0;
+  int degrees = 0;
+  for (std::size_t i = 0; i < kD; ++i) {
+    EXPECT_NEAR(exact.mean[i], true_mean[i], 1e-6 * norm) << "element " << i;
+    const double sd = std::sqrt(exact.variance[i] / kRounds);
+    EXPECT_NEAR(sum[i] / kRounds, exact.mean[i], 5 * sd + 1e-6 * norm) << "element " << i;
+    if (exact.variance[i] > 0) {
+      const double z = (sum[i] / kRounds - exact.mean[i]) / sd;
+      chi_square += z * z;
+      ++degrees;
+    }
+  }
+  EXPECT_NEAR(chi_square, degrees, 5 * std::sqrt(2.0 * degrees)) << "elements jointly biased";
+  double expected_mse = 0, mean_mse = 0, m2 = 0;
+  for (double v : exact.variance) expected_mse += v;
+  for (double v : mse) mean_mse += v / kRounds;
+  for (double v : mse) m2 += (v - mean_mse) * (v - mean_mse) / (kRounds - 1);
+  EXPECT_NEAR(mean_mse, expected_mse, 5 * std::sqrt(m2 / kRounds));
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksAlgorithms, GlobalQsgdStatisticsTest,
+                         ::testing::Combine(::testing::Values(2, 3, 4, 5, 8),
+                                            ::testing::Values(Algorithm::ring, Algorithm::tree)),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           return "n" + std::to_string(std::get<0>(info.param)) + "_" +
+                                  std::string(to_string(std::get<1>(info.param)));
+                         });
+
+// Theorem 3: L_s is in U^{n,d}(theta) with theta = sqrt(d)/(sqrt(n) s) for
+// s <= sqrt(nd), i.e. E||G(x) - mean||^2 <= theta/n * ||x||_{2,2}^2.
+TEST(GlobalQsgdVarianceTest, WithinTheorem3Bound) {
+  constexpr std::size_t kD = 4096;
+  constexpr int kRounds = 60;
+  for (int n : {2, 4, 8}) {
+    const int s = linear_levels_per_rank(8, n);
+    ASSERT_LE(s, std::sqrt(static_cast<double>(n) * kD)) << "theorem's condition";
+    double squared_norm = 0;
+    std::vector<double> mean(kD, 0.0);
+    for (int r = 0; r < n; ++r) {
+      const auto x = input_of(r, kD);
+      for (std::size_t i = 0; i < kD; ++i) {
+        squared_norm += static_cast<double>(x[i]) * x[i];
+        mean[i] += x[i] / static_cast<double>(n);
+      }
+    }
+    const double theta = std::sqrt(static_cast<double>(kD)) / (std::sqrt(static_cast<double>(n)) * s);
+    const double bound = theta / n * squared_norm;
+    std::vector<double> mse(kRounds, 0.0);
+    run_world(n, [&](Communicator& comm) {
+      auto codec = make_codec("global-qsgd", {.seed = 5, .bucket = 0});
+      const auto input = input_of(comm.rank(), kD);
+      for (int round = 0; round < kRounds; ++round) {
+        auto data = input;
+        codec->allreduce_mean(comm, data);
+        if (comm.rank() != 0) continue;
+        for (std::size_t i = 0; i < kD; ++i) {
+          mse[static_cast<std::size_t>(round)] += (data[i] - mean[i]) * (data[i] - mean[i]);
+        }
+      }
+    });
+    double mean_mse = 0, m2 = 0;
+    for (double v : mse) mean_mse += v / kRounds;
+    for (double v : mse) m2 += (v - mean_mse) * (v - mean_mse) / (kRounds - 1);
+    EXPECT_LE(mean_mse, bound + 5 * std::sqrt(m2 / kRounds)) << n << " ranks";
+  }
+}
+
+// Runs one allreduce_mean of per-rank inputs and returns rank 0's result.
+std::vector<float> mean_of(int n, const std::function<std::vector<float>(int)>& input,
+                           std::string_view spec = "global-qsgd") {
+  std::vector<float> result;
+  run_world(n, [&](Communicator& comm) {
+    auto codec = make_codec(spec, {.seed = 9});
+    auto data = input(comm.rank());
+    codec->allreduce_mean(comm, data);
+    expect_identical_across_ranks(comm, data);
+    if (comm.rank() == 0) result = data;
+  });
+  return result;
+}
+
+TEST(GlobalQsgdExtremesTest, AllAtPlusOrMinusMaxNeitherWrapsNorOverflows) {
+  for (int n : {2, 4, 7, 8}) {
+    const int s = linear_levels_per_rank(8, n);
+    for (float sign : {1.0f, -1.0f}) {
+      const float m = 3.5f * sign;
+      const auto out = mean_of(n, [&](int) { return std::vector<float>(257, m); });
+      for (float y : out) {
+        ASSERT_TRUE(std::isfinite(y));
+        EXPECT_EQ(std::signbit(y), std::signbit(m)) << "sum wrapped around";
+        EXPECT_LE(std::abs(y - m), std::abs(m) / s + 1e-6f);
+      }
+    }
+  }
+}
+
+TEST(GlobalQsgdExtremesTest, AlternatingSignsZerosAndTinyValues) {
+  // Alternating signs across ranks: the mean is 0 for an even rank count.
+  const auto alternating = mean_of(4, [](int r) { return std::vector<float>(100, r % 2 ? -2.0f : 2.0f); });
+  for (float y : alternating) EXPECT_LE(std::abs(y), 2.0f / 31 + 1e-6f);
+  // All zeros: exactly zero (the zero-norm path).
+  for (float y : mean_of(3, [](int) { return std::vector<float>(50, 0.0f); })) EXPECT_EQ(y, 0.0f);
+  // Tiny values beside a large one, and a vector of only tiny values (where
+  // s/norm overflows fp32): finite results, no NaN.
+  const auto mixed = mean_of(3, [](int r) {
+    std::vector<float> v(64, 1e-30f);
+    if (r == 0) v[5] = 1.0f;
+    return v;
+  });
+  for (float y : mixed) ASSERT_TRUE(std::isfinite(y));
+  const auto tiny = mean_of(3, [](int) {
+    std::vector<float> v(64, 1e-38f);
+    v[0] = 0.0f;
+    return v;
+  });
+  EXPECT_EQ(tiny[0], 0.0f);
+  for (std::size_t i = 1; i < tiny.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(tiny[i]));
+    EXPECT_LE(std::abs(tiny[i] - 1e-38f), 1e-38f / 42 + 1e-44f);
+  }
+}
+
+TEST(GlobalQsgdInputTest, NonFiniteInputIsRaisedOnEveryRankNamingTheRank) {
+  std::atomic<int> raised{0};
+  run_world(4, [&](Communicator& comm) {
+    auto codec = make_codec("global-qsgd", {.seed = 1, .bucket = 12});
+    std::vector<float> data(32, 1.0f);
+    if (comm.rank() == 2) data[7] = std::numeric_limits<float>::quiet_NaN();
+    try {
+      codec->allreduce_mean(comm, data);
+    } catch (const InvalidArgument& e) {
+      ++raised;
+      EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("rank(s) 2"));
+      EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("bucket 12"));
+    }
+    // Nothing was communicated: the communicator is still usable.
+    std::vector<float> ok(32, 1.0f);
+    codec->allreduce_mean(comm, ok);
+    for (float y : ok) EXPECT_NEAR(y, 1.0f, 1.0f / 31);
+  });
+  EXPECT_EQ(raised.load(), 4);
+}
+
+TEST(GlobalQsgdReproducibilityTest, SameSeedSameResultOtherSeedOtherResult) {
+  auto run = [](std::uint64_t seed, std::uint64_t step) {
+    std::vector<float> result;
+    run_world(3, [&](Communicator& comm) {
+      auto codec = make_codec("global-qsgd:norm=2", {.seed = seed});
+      codec->set_step(step);
+      auto data = input_of(comm.rank(), 500);
+      codec->allreduce_mean(comm, data);
+      if (comm.rank() == 0) result = data;
+    });
+    return result;
+  };
+  EXPECT_EQ(run(11, 0), run(11, 0));
+  EXPECT_NE(run(11, 0), run(12, 0));
+  EXPECT_NE(run(11, 0), run(11, 1));
+}
+
+TEST(GlobalQsgdArgumentTest, CodecsThatDifferAcrossRanksAreAMismatch) {
+  std::atomic<int> mismatches{0};
+  run_world(2, [&](Communicator& comm) {
+    auto codec = make_codec(comm.rank() == 0 ? "global-qsgd:norm=inf" : "global-qsgd:norm=2");
+    std::vector<float> data(16, 1.0f);
+    try {
+      codec->allreduce_mean(comm, data);
+    } catch (const MismatchError&) {
+      ++mismatches;
+    }
+  });
+  EXPECT_EQ(mismatches.load(), 2);
+}
+
+}  // namespace
+}  // namespace qccl::test
