@@ -21,7 +21,7 @@ constexpr CatalogEntry kCatalog[] = {
     {"fp16", "fp16 on the wire, summed in fp16 hop by hop", make_fp16_codec},
     {"global-qsgd",
      "Global-QSGD (global-norm quantization, summed in transit); params bits=8, "
-     "dither=linear, norm=inf|2",
+     "dither=linear|exp, norm=inf|2",
      make_global_qsgd_codec},
 };
 

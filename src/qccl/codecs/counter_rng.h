@@ -35,6 +35,10 @@ class CounterRng {
   constexpr std::uint32_t bits(std::uint64_t counter) const {
     return static_cast<std::uint32_t>(mix64(key_ + counter * 0x9E3779B97F4A7C15ULL) >> 32);
   }
+  // 64 random bits for `counter`.
+  constexpr std::uint64_t bits64(std::uint64_t counter) const {
+    return mix64(key_ + counter * 0x9E3779B97F4A7C15ULL);
+  }
   // Uniform in [0, 1) with 24 random bits (exact in fp32).
   constexpr float uniform(std::uint64_t counter) const {
     return static_cast<float>(bits(counter) >> 8) * 0x1p-24f;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "qccl/codecs/counter_rng.h"
+#include "qccl/codecs/exp_dither.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/common/errors.h"
 
@@ -98,6 +99,77 @@ class LinearDitherReduction final : public Reduction {
   CounterRng rng_;
 };
 
+// Exponential dithering E_s (Global-QSGD §4.2-4.3) as a Reduction on
+// one-byte codes (exp_dither.h): encode quantizes y = |x|/norm to a power of
+// two, pre-scaled by 2^-c; reduce is Algorithm 2's C_nat, drawing its random
+// bits from the owner rank's reduce stream keyed by (hop, element), so each
+// rounding happens once and its bytes are forwarded; decode returns the mean,
+// value * 2^c * norm / n.
+class ExpDitherReduction final : public Reduction {
+ public:
+  ExpDitherReduction(std::string name, double norm, int headroom, int levels, int ranks,
+                     CounterRng quantize, const CodecSettings& settings, std::uint64_t step)
+      : name_(std::move(name)), norm_(static_cast<float>(norm)), c_(headroom), s_(levels),
+        mean_scale_(norm / ranks), quantize_(quantize), settings_(settings), step_(step) {}
+
+  std::string name() const override { return name_; }
+  std::size_t max_encoded_bytes(std::size_t count) const override { return count; }
+
+  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
+    auto* code = reinterpret_cast<std::uint8_t*>(out.data());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const float y = std::abs(in[i]) / norm_;
+      code[i] = exp_dither::quantize(y, std::signbit(in[i]), c_, s_, quantize_.bits(first + i) >> 9);
+    }
+    return in.size();
+  }
+
+  void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
+    check(in.size(), out.size());
+    const auto* code = reinterpret_cast<const std::uint8_t*>(in.data());
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = static_cast<float>(exp_dither::value(code[i], c_) * mean_scale_);
+    }
+  }
+
+  std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
+                     std::size_t accum_bytes, const ReduceContext& context) override {
+    check(incoming.size(), context.count);
+    check(accum_bytes, context.count);
+    const CounterRng rng(settings_.seed, step_, settings_.bucket,
+                         static_cast<std::uint64_t>(context.rank), RngStream::reduce);
+    const std::uint64_t hop_base = static_cast<std::uint64_t>(context.hop) << 40;
+    auto* a = reinterpret_cast<std::uint8_t*>(accum.data());
+    const auto* b = reinterpret_cast<const std::uint8_t*>(incoming.data());
+    for (std::size_t i = 0; i < context.count; ++i) {
+      const std::uint64_t element = context.first + i;
+      if (!exp_dither::reduce(a[i], b[i], rng.bits64(hop_base + element), a[i])) {
+        throw CommError(name_ + ": the partial sum at element " + std::to_string(element) +
+                        " exceeds the exponent headroom, which valid input cannot produce "
+                        "(corrupt message?)");
+      }
+    }
+    return accum_bytes;
+  }
+
+ private:
+  void check(std::size_t bytes, std::size_t count) const {
+    if (bytes != count) {
+      throw CommError(name_ + ": a chunk of " + std::to_string(count) + " elements must be " +
+                      std::to_string(count) + " bytes, got " + std::to_string(bytes) +
+                      " (corrupt or truncated message?)");
+    }
+  }
+
+  std::string name_;
+  float norm_;
+  int c_, s_;
+  double mean_scale_;
+  CounterRng quantize_;
+  CodecSettings settings_;
+  std::uint64_t step_;
+};
+
 class GlobalQsgdCodec final : public Codec {
  public:
   GlobalQsgdCodec(GlobalQsgdConfig config, CodecSettings settings)
@@ -105,7 +177,8 @@ class GlobalQsgdCodec final : public Codec {
 
   std::string spec() const override {
     return "global-qsgd:bits=" + std::to_string(config_.bits) +
-           ",dither=linear,norm=" + std::string(to_string(config_.norm));
+           ",dither=" + (config_.dither == Dither::linear ? "linear" : "exp") +
+           ",norm=" + std::string(to_string(config_.norm));
   }
   bool unbiased() const override { return true; }
   Aggregation aggregation() const override { return Aggregation::compressed_domain; }
@@ -122,14 +195,23 @@ class GlobalQsgdCodec final : public Codec {
                              std::to_string(settings().bucket);
     const double norm = global_norm(comm, data, config_.norm, what,
                                     options.timeout.value_or(comm.options().timeout));
-    const int levels = linear_levels_per_rank(config_.bits, comm.size());
+    if (config_.dither == Dither::exponential && options.algorithm == Algorithm::native) {
+      throw InvalidArgument(spec() + ": runs on algorithm ring or tree");
+    }
+    const int n = comm.size();
     if (norm == 0.0) {  // every rank's input is zero, and every rank knows it
       std::fill(data.begin(), data.end(), 0.0f);
       return;
     }
     const CounterRng rng(settings().seed, step(), settings().bucket,
                          static_cast<std::uint64_t>(comm.rank()), RngStream::quantize);
-    LinearDitherReduction reduction(spec(), norm, levels, comm.size(), rng);
+    if (config_.dither == Dither::linear) {
+      LinearDitherReduction reduction(spec(), norm, linear_levels_per_rank(config_.bits, n), n, rng);
+      allreduce(comm, data, reduction, options);
+      return;
+    }
+    const int c = exp_dither::headroom(n, options.algorithm == Algorithm::ring);
+    ExpDitherReduction reduction(spec(), norm, c, exp_dither::levels(c), n, rng, settings(), step());
     allreduce(comm, data, reduction, options);
   }
 
@@ -152,7 +234,9 @@ std::unique_ptr<Codec> make_global_qsgd_codec(const CodecSpec& spec, CodecSettin
   CodecParams params(spec);
   GlobalQsgdConfig config;
   config.bits = std::stoi(params.choice("bits", {"8"}, "8"));
-  params.choice("dither", {"linear"}, "linear");
+  config.dither = params.choice("dither", {"linear", "exp"}, "linear") == "linear"
+                      ? Dither::linear
+                      : Dither::exponential;
   config.norm = params.choice("norm", {"inf", "2"}, "inf") == "inf" ? NormKind::inf : NormKind::two;
   params.finish();
   return make_global_qsgd_codec(config, settings);

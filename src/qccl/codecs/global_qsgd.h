@@ -11,8 +11,14 @@
 
 namespace qccl {
 
+enum class Dither {
+  linear,       // L_s: uniform levels, integers summed in transit
+  exponential,  // E_s: power-of-two levels, summed by Algorithm 2's C_nat
+};
+
 struct GlobalQsgdConfig {
   int bits = 8;                  // wire bits per element
+  Dither dither = Dither::linear;
   NormKind norm = NormKind::inf;  // Definition 1's (q,p) with q = p
 };
 
