@@ -38,7 +38,8 @@ TEST(CodecSpecTest, ErrorsListWhatIsValid) {
   EXPECT_THAT(error_of("zstd"), HasSubstr("valid codecs: fp32, fp16, global-qsgd"));
   EXPECT_THAT(error_of("global-qsgd:level=3"), HasSubstr("valid: bits, dither, norm"));
   EXPECT_THAT(error_of("global-qsgd:norm=1"), HasSubstr("valid values: inf, 2"));
-  EXPECT_THAT(error_of("global-qsgd:bits=3"), HasSubstr("valid values: 8"));
+  EXPECT_THAT(error_of("global-qsgd:bits=3"), HasSubstr("valid values: 8, 4"));
+  EXPECT_THAT(error_of("global-qsgd:bits=4,dither=exp"), HasSubstr("exponential dithering is 8-bit"));
   EXPECT_THAT(error_of("fp16:bits=8"), HasSubstr("valid: none"));
 }
 

@@ -11,6 +11,7 @@
 #include "../support/collective_checks.h"
 #include "../support/patterns.h"
 #include "../support/world.h"
+#include "codec_statistics.h"
 #include "qccl/codecs/codec_spec.h"
 #include "qccl/codecs/counter_rng.h"
 #include "qccl/codecs/exp_dither.h"
@@ -144,53 +145,10 @@ std::vector<float> input_of(int rank, std::size_t d) {
 using Param = std::tuple<int, Algorithm>;
 class ExpDitherCodecTest : public ::testing::TestWithParam<Param> {};
 
-// Unbiased end to end: per element within 5 sample standard errors of the
-// exact mean, and jointly by the chi-square of the z-scores; identical
-// bytes on every rank in every round.
 TEST_P(ExpDitherCodecTest, UnbiasedEndToEnd) {
   const auto [n, algorithm] = GetParam();
-  constexpr std::size_t kD = 64;
-  constexpr int kRounds = 3000;
-  std::vector<double> exact(kD, 0.0);
-  for (int r = 0; r < n; ++r) {
-    const auto x = input_of(r, kD);
-    for (std::size_t i = 0; i < kD; ++i) exact[i] += x[i] / static_cast<double>(n);
-  }
-  std::vector<double> m1(kD, 0.0), m2(kD, 0.0);
-  run_world(n, [&](Communicator& comm) {
-    auto codec = make_codec("global-qsgd:dither=exp", {.seed = 77, .bucket = 1});
-    CollectiveOptions options;
-    options.algorithm = algorithm;
-    options.chunk_bytes = 32;
-    const auto input = input_of(comm.rank(), kD);
-    std::int64_t running_hash = 0;
-    for (int round = 0; round < kRounds; ++round) {
-      auto data = input;
-      codec->allreduce_mean(comm, data, options);
-      running_hash = running_hash * 31 + bytes_hash(data);
-      if (comm.rank() != 0) continue;
-      for (std::size_t i = 0; i < kD; ++i) {
-        m1[i] += data[i];
-        m2[i] += static_cast<double>(data[i]) * data[i];
-      }
-    }
-    std::vector<float> carrier(2);
-    std::memcpy(carrier.data(), &running_hash, sizeof running_hash);
-    expect_identical_across_ranks(comm, carrier);
-  });
-  double chi_square = 0;
-  int degrees = 0;
-  for (std::size_t i = 0; i < kD; ++i) {
-    const double mean = m1[i] / kRounds;
-    const double variance = std::max(m2[i] / kRounds - mean * mean, 0.0);
-    const double se = std::sqrt(variance / (kRounds - 1));
-    EXPECT_NEAR(mean, exact[i], 5 * se + 1e-6 * std::abs(exact[i]) + 1e-30) << "element " << i;
-    if (se > 0) {
-      chi_square += (mean - exact[i]) * (mean - exact[i]) / (se * se);
-      ++degrees;
-    }
-  }
-  EXPECT_NEAR(chi_square, degrees, 5 * std::sqrt(2.0 * degrees)) << "elements jointly biased";
+  expect_unbiased_end_to_end("global-qsgd:dither=exp", n, algorithm,
+                             [](int r) { return input_of(r, 64); }, 3000);
 }
 
 INSTANTIATE_TEST_SUITE_P(RanksAlgorithms, ExpDitherCodecTest,

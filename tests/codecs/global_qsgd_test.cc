@@ -12,6 +12,7 @@
 #include "../support/collective_checks.h"
 #include "../support/patterns.h"
 #include "../support/world.h"
+#include "codec_statistics.h"
 #include "qccl/codecs/codec_spec.h"
 #include "qccl/codecs/global_qsgd.h"
 #include "qccl/common/errors.h"
@@ -193,6 +194,60 @@ std::vector<float> mean_of(int n, const std::function<std::vector<float>(int)>& 
     if (comm.rank() == 0) result = data;
   });
   return result;
+}
+
+// 4-bit linear dithering averages inside every step (§8): unbiased for every
+// rank count, including n = 2 and n > 4, with odd lengths (two values share a
+// byte) and several chunks per segment.
+class GlobalQsgd4BitTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(GlobalQsgd4BitTest, UnbiasedEndToEnd) {
+  const auto [n, algorithm] = GetParam();
+  expect_unbiased_end_to_end("global-qsgd:bits=4", n, algorithm,
+                             [](int r) { return input_of(r, 63); }, 3000, 16);
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksAlgorithms, GlobalQsgd4BitTest,
+                         ::testing::Combine(::testing::Values(2, 3, 4, 5, 8),
+                                            ::testing::Values(Algorithm::ring, Algorithm::tree)),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           return "n" + std::to_string(std::get<0>(info.param)) + "_" +
+                                  std::string(to_string(std::get<1>(info.param)));
+                         });
+
+TEST(GlobalQsgd4BitMeanTest, TwoRanksGetTheMeanNotTheSum) {
+  // Levels 7 and 3 (norm 7, so one level is 1.0): the mean, 5, needs no rounding.
+  const auto out = mean_of(2, [](int r) { return std::vector<float>(9, r == 0 ? 7.0f : 3.0f); },
+                           "global-qsgd:bits=4");
+  for (float y : out) EXPECT_EQ(y, 5.0f);
+  // All ranks at +max / -max and alternating signs: no saturation or wrap.
+  // Each of the n-1 ring reductions rounds by less than one level (2/7), and
+  // later averaging only shrinks earlier errors, so the result is within n-1
+  // levels of the exact mean.
+  for (int n : {2, 5, 8}) {
+    for (float y : mean_of(n, [](int) { return std::vector<float>(7, -2.0f); }, "global-qsgd:bits=4")) {
+      EXPECT_EQ(y, -2.0f);
+    }
+    const float mean = n % 2 ? 2.0f / static_cast<float>(n) : 0.0f;
+    for (float y : mean_of(n, [](int r) { return std::vector<float>(7, r % 2 ? -2.0f : 2.0f); },
+                           "global-qsgd:bits=4")) {
+      EXPECT_LE(std::abs(y - mean), (n - 1) * 2.0f / 7 + 1e-6f);
+    }
+  }
+}
+
+// Beyond 127 ranks 8-bit sums would overflow: the codec averages per step.
+// On the ring the step that forms an average of k ranks rounds by a zero-mean
+// error of variance <= 1/4 level^2, which reaches the final mean with weight
+// k/n; quantization adds <= 1/(4n) level^2. The result is within 5 sd of the
+// exact mean 1.5.
+TEST(GlobalQsgdManyRanksTest, EightBitAtOneHundredThirtyRanksAverages) {
+  constexpr int n = 130;
+  const auto out = mean_of(n, [](int r) { return std::vector<float>(20, static_cast<float>(r % 4)); });
+  const double level = 3.0 / 127;
+  double variance = 1.0 / (4 * n);
+  for (int k = 2; k <= n; ++k) variance += (static_cast<double>(k) / n) * (static_cast<double>(k) / n) / 4;
+  for (float y : out) EXPECT_NEAR(y, 1.5, 5 * level * std::sqrt(variance));
 }
 
 TEST(GlobalQsgdExtremesTest, AllAtPlusOrMinusMaxNeitherWrapsNorOverflows) {

@@ -20,8 +20,8 @@ constexpr CatalogEntry kCatalog[] = {
     {"fp32", "no compression: fp32 ring/tree/native allreduce", make_fp32_codec},
     {"fp16", "fp16 on the wire, summed in fp16 hop by hop", make_fp16_codec},
     {"global-qsgd",
-     "Global-QSGD (global-norm quantization, summed in transit); params bits=8, "
-     "dither=linear|exp, norm=inf|2",
+     "Global-QSGD (global-norm quantization, summed in transit); params bits=8|4, "
+     "dither=linear|exp (exp: 8-bit), norm=inf|2",
      make_global_qsgd_codec},
 };
 

@@ -99,6 +99,135 @@ class LinearDitherReduction final : public Reduction {
   CounterRng rng_;
 };
 
+// Linear dithering with averaging inside every reduction step (Global-QSGD
+// §8), for bit widths where summing would overflow (4-bit, or 8-bit beyond
+// 127 ranks). Each rank quantizes to s = 2^(A-1) - 1 levels; a chunk is
+// [uint32 k][packed A-bit two's-complement levels], where k is how many ranks
+// the chunk already averages. Combining (q_a, k_a) with (q_b, k_b) rounds the
+// weighted mean (k_a q_a + k_b q_b) / (k_a + k_b) stochastically, up with
+// probability equal to its fractional part: unbiased for any n (no
+// saturation, unlike averaging pairs for n > 4), always within [-s, s] (a
+// convex combination), and already the mean at the end (no final division to
+// forget for n = 2). decode checks that the chunk averages all n ranks.
+class LinearAverageReduction final : public Reduction {
+ public:
+  LinearAverageReduction(std::string name, double norm, int bits, int ranks, CounterRng quantize,
+                         const CodecSettings& settings, std::uint64_t step)
+      : name_(std::move(name)), bits_(bits), levels_((1 << (bits - 1)) - 1), ranks_(ranks),
+        norm_(static_cast<float>(norm)), scale_(static_cast<float>(levels_ / norm)),
+        value_(static_cast<float>(norm / levels_)), quantize_(quantize), settings_(settings),
+        step_(step) {}
+
+  std::string name() const override { return name_; }
+  std::size_t granularity() const override { return bits_ == 4 ? 2 : 1; }
+  std::size_t max_encoded_bytes(std::size_t count) const override {
+    return kHeader + payload_bytes(count);
+  }
+
+  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
+    const bool multiply = std::isfinite(scale_);
+    const auto levels = static_cast<float>(levels_);
+    write_header(out, 1);
+    if (bits_ == 4 && in.size() % 2) out[kHeader + in.size() / 2] = std::byte{0};  // padding nibble
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const float v = multiply ? std::abs(in[i]) * scale_ : std::abs(in[i]) / norm_ * levels;
+      const float lower = std::floor(v);
+      int level = static_cast<int>(lower) + (quantize_.uniform(first + i) < v - lower ? 1 : 0);
+      level = std::min(level, levels_);
+      set(out, i, std::signbit(in[i]) ? -level : level);
+    }
+    return kHeader + payload_bytes(in.size());
+  }
+
+  void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
+    check(in.size(), out.size());
+    const std::uint32_t k = read_header(in);
+    if (k != static_cast<std::uint32_t>(ranks_)) {
+      throw CommError(name_ + ": a decoded chunk averages " + std::to_string(k) + " of " +
+                      std::to_string(ranks_) + " ranks (incomplete or corrupt aggregation)");
+    }
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(get(in, i)) * value_;
+  }
+
+  std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
+                     std::size_t accum_bytes, const ReduceContext& context) override {
+    check(incoming.size(), context.count);
+    check(accum_bytes, context.count);
+    const std::uint32_t ka = read_header(accum), kb = read_header(incoming);
+    const std::uint64_t k = std::uint64_t{ka} + kb;
+    if (ka == 0 || kb == 0 || k > static_cast<std::uint64_t>(ranks_)) {
+      throw CommError(name_ + ": chunks averaging " + std::to_string(ka) + " and " +
+                      std::to_string(kb) + " ranks cannot be combined among " +
+                      std::to_string(ranks_) + " (corrupt message?)");
+    }
+    const CounterRng rng(settings_.seed, step_, settings_.bucket,
+                         static_cast<std::uint64_t>(context.rank), RngStream::reduce);
+    const std::uint64_t hop_base = static_cast<std::uint64_t>(context.hop) << 40;
+    const auto signed_k = static_cast<std::int64_t>(k);
+    for (std::size_t i = 0; i < context.count; ++i) {
+      const std::int64_t total = std::int64_t{ka} * get(accum, i) + std::int64_t{kb} * get(incoming, i);
+      // floor(total / k) and remainder in [0, k); round up with probability
+      // remainder / k (exact to 2^-32).
+      std::int64_t quotient = total / signed_k, remainder = total % signed_k;
+      if (remainder < 0) {
+        remainder += signed_k;
+        --quotient;
+      }
+      const std::uint64_t r = rng.bits(hop_base + context.first + i);
+      const bool up = (r * k) >> 32 < static_cast<std::uint64_t>(remainder);
+      set(accum, i, static_cast<int>(quotient + (up ? 1 : 0)));
+    }
+    write_header(accum, static_cast<std::uint32_t>(k));
+    return accum_bytes;
+  }
+
+ private:
+  static constexpr std::size_t kHeader = 4;
+
+  std::size_t payload_bytes(std::size_t count) const {
+    return bits_ == 4 ? (count + 1) / 2 : count;
+  }
+  // Level of element i, sign-extended from its A bits.
+  int get(std::span<const std::byte> chunk, std::size_t i) const {
+    const auto byte = static_cast<std::uint8_t>(chunk[kHeader + (bits_ == 4 ? i / 2 : i)]);
+    if (bits_ == 8) return static_cast<std::int8_t>(byte);
+    const int nibble = (i % 2 ? byte >> 4 : byte) & 0xF;
+    return nibble >= 8 ? nibble - 16 : nibble;
+  }
+  void set(std::span<std::byte> chunk, std::size_t i, int level) const {
+    auto& byte = reinterpret_cast<std::uint8_t&>(chunk[kHeader + (bits_ == 4 ? i / 2 : i)]);
+    if (bits_ == 8) {
+      byte = static_cast<std::uint8_t>(static_cast<std::int8_t>(level));
+      return;
+    }
+    const auto nibble = static_cast<std::uint8_t>(level & 0xF);
+    byte = i % 2 ? static_cast<std::uint8_t>((byte & 0x0F) | (nibble << 4))
+                 : static_cast<std::uint8_t>((byte & 0xF0) | nibble);
+  }
+  static void write_header(std::span<std::byte> chunk, std::uint32_t k) {
+    std::memcpy(chunk.data(), &k, kHeader);
+  }
+  static std::uint32_t read_header(std::span<const std::byte> chunk) {
+    std::uint32_t k;
+    std::memcpy(&k, chunk.data(), kHeader);
+    return k;
+  }
+  void check(std::size_t bytes, std::size_t count) const {
+    if (bytes != kHeader + payload_bytes(count)) {
+      throw CommError(name_ + ": a chunk of " + std::to_string(count) + " elements must be " +
+                      std::to_string(kHeader + payload_bytes(count)) + " bytes, got " +
+                      std::to_string(bytes) + " (corrupt or truncated message?)");
+    }
+  }
+
+  std::string name_;
+  int bits_, levels_, ranks_;
+  float norm_, scale_, value_;
+  CounterRng quantize_;
+  CodecSettings settings_;
+  std::uint64_t step_;
+};
+
 // Exponential dithering E_s (Global-QSGD §4.2-4.3) as a Reduction on
 // one-byte codes (exp_dither.h): encode quantizes y = |x|/norm to a power of
 // two, pre-scaled by 2^-c; reduce is Algorithm 2's C_nat, drawing its random
@@ -182,6 +311,7 @@ class GlobalQsgdCodec final : public Codec {
   }
   bool unbiased() const override { return true; }
   Aggregation aggregation() const override { return Aggregation::compressed_domain; }
+  // Payload only; averaging chunks add a 4-byte header per pipelined chunk.
   std::size_t wire_bytes(std::size_t count) const override {
     return (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
   }
@@ -206,8 +336,15 @@ class GlobalQsgdCodec final : public Codec {
     const CounterRng rng(settings().seed, step(), settings().bucket,
                          static_cast<std::uint64_t>(comm.rank()), RngStream::quantize);
     if (config_.dither == Dither::linear) {
-      LinearDitherReduction reduction(spec(), norm, linear_levels_per_rank(config_.bits, n), n, rng);
-      allreduce(comm, data, reduction, options);
+      // Summing in transit (§4.2) while n·s fits the signed range; averaging
+      // inside each step (§8) otherwise.
+      if (config_.bits == 8 && n <= 127) {
+        LinearDitherReduction reduction(spec(), norm, linear_levels_per_rank(8, n), n, rng);
+        allreduce(comm, data, reduction, options);
+      } else {
+        LinearAverageReduction reduction(spec(), norm, config_.bits, n, rng, settings(), step());
+        allreduce(comm, data, reduction, options);
+      }
       return;
     }
     const int c = exp_dither::headroom(n, options.algorithm == Algorithm::ring);
@@ -223,9 +360,13 @@ class GlobalQsgdCodec final : public Codec {
 
 std::unique_ptr<Codec> make_global_qsgd_codec(const GlobalQsgdConfig& config,
                                               CodecSettings settings) {
-  if (config.bits != 8) {
+  if (config.bits != 8 && config.bits != 4) {
     throw InvalidArgument("global-qsgd: bits=" + std::to_string(config.bits) +
-                          " is not available; valid: 8");
+                          " is not available; valid: 8, 4");
+  }
+  if (config.bits == 4 && config.dither == Dither::exponential) {
+    throw InvalidArgument("global-qsgd: exponential dithering is 8-bit; use bits=8 with "
+                          "dither=exp, or bits=4 with dither=linear");
   }
   return std::make_unique<GlobalQsgdCodec>(config, settings);
 }
@@ -233,7 +374,7 @@ std::unique_ptr<Codec> make_global_qsgd_codec(const GlobalQsgdConfig& config,
 std::unique_ptr<Codec> make_global_qsgd_codec(const CodecSpec& spec, CodecSettings settings) {
   CodecParams params(spec);
   GlobalQsgdConfig config;
-  config.bits = std::stoi(params.choice("bits", {"8"}, "8"));
+  config.bits = std::stoi(params.choice("bits", {"8", "4"}, "8"));
   config.dither = params.choice("dither", {"linear", "exp"}, "linear") == "linear"
                       ? Dither::linear
                       : Dither::exponential;

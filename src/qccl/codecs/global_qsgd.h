@@ -22,7 +22,9 @@ struct GlobalQsgdConfig {
   NormKind norm = NormKind::inf;  // Definition 1's (q,p) with q = p
 };
 
-// Levels per rank for linear dithering so that the sum over `ranks` ranks
+// Levels per rank for linear dithering summed in transit (8-bit, at most 127
+// ranks; beyond that, and at 4 bits, the codec averages inside each reduction
+// step instead, with 2^(A-1) - 1 levels), so that the sum over `ranks` ranks
 // fits a signed `bits`-bit integer (§4.2: 1 + log(s+1) + log n <= A):
 // s = floor((2^(A-1) - 1) / n). Taking the floor is what makes overflow
 // impossible: with ceil, 4 ranks at 8 bits would get 32 levels and a sum of

@@ -1,0 +1,71 @@
+// Shared statistical check for randomized codecs: unbiasedness end to end.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "../support/collective_checks.h"
+#include "../support/patterns.h"
+#include "../support/world.h"
+#include "qccl/codecs/codec_spec.h"
+
+namespace qccl::test {
+
+// Runs `rounds` independent allreduce_mean calls of `spec` on `ranks` ranks
+// (input(rank) each time) and expects: each element's sample mean within 5
+// sample standard errors of the exact mean; the squared z-scores jointly
+// within 5 sd of their chi-square expectation (catching a bias too small to
+// show in one element); identical bytes on every rank in every round.
+inline void expect_unbiased_end_to_end(const std::string& spec, int ranks, Algorithm algorithm,
+                                       const std::function<std::vector<float>(int)>& input,
+                                       int rounds, std::size_t chunk_bytes = 32) {
+  const std::size_t d = input(0).size();
+  std::vector<double> exact(d, 0.0);
+  for (int r = 0; r < ranks; ++r) {
+    const auto x = input(r);
+    for (std::size_t i = 0; i < d; ++i) exact[i] += x[i] / static_cast<double>(ranks);
+  }
+  std::vector<double> m1(d, 0.0), m2(d, 0.0);
+  run_world(ranks, [&](Communicator& comm) {
+    auto codec = make_codec(spec, {.seed = 77, .bucket = 1});
+    CollectiveOptions options;
+    options.algorithm = algorithm;
+    options.chunk_bytes = chunk_bytes;
+    const auto x = input(comm.rank());
+    std::int64_t running_hash = 0;
+    for (int round = 0; round < rounds; ++round) {
+      auto data = x;
+      codec->allreduce_mean(comm, data, options);
+      running_hash = running_hash * 31 + bytes_hash(data);
+      if (comm.rank() != 0) continue;
+      for (std::size_t i = 0; i < d; ++i) {
+        m1[i] += data[i];
+        m2[i] += static_cast<double>(data[i]) * data[i];
+      }
+    }
+    std::vector<float> carrier(2);
+    std::memcpy(carrier.data(), &running_hash, sizeof running_hash);
+    expect_identical_across_ranks(comm, carrier);
+  });
+  double chi_square = 0;
+  int degrees = 0;
+  for (std::size_t i = 0; i < d; ++i) {
+    const double mean = m1[i] / rounds;
+    const double variance = std::max(m2[i] / rounds - mean * mean, 0.0);
+    const double se = std::sqrt(variance / (rounds - 1));
+    EXPECT_NEAR(mean, exact[i], 5 * se + 1e-6 * std::abs(exact[i]) + 1e-30)
+        << spec << ", element " << i;
+    if (se > 0) {
+      chi_square += (mean - exact[i]) * (mean - exact[i]) / (se * se);
+      ++degrees;
+    }
+  }
+  EXPECT_NEAR(chi_square, degrees, 5 * std::sqrt(2.0 * degrees)) << spec << ": jointly biased";
+}
+
+}  // namespace qccl::test
