@@ -47,6 +47,25 @@ for op in allreduce allgather reduce-scatter broadcast; do
   expect "mpi $op, 4 ranks" 0 'Out of bounds values : 0 OK' -- \
     "${mpirun[@]}" -np 4 "$qccl" bench "$op" --max-bytes 256K --step-factor 16 --iters 2 --warmup 1
 done
+expect "mpi compressed allreduce next to MPI fp32" 0 'Out of bounds values : 0 OK' -- \
+  "${mpirun[@]}" -np 4 "$qccl" bench allreduce --codec global-qsgd:bits=8,dither=exp --max-bytes 256K \
+  --step-factor 16 --iters 2 --warmup 1
+expect "unknown codec lists the valid ones" 2 'valid codecs: fp32, fp16, global-qsgd' -- \
+  "$qccl" bench allreduce --codec zstd --ranks 2
+expect "codec bench" 0 'global-qsgd:bits=4,dither=linear,norm=inf' -- \
+  "$qccl" bench codec --size 256K --iters 2
+simdir=$(mktemp -d)
+head -c 4800 /dev/zero >"$simdir/in.f32"
+expect "simulate" 0 'bytes sent per rank per round' -- \
+  "$qccl" simulate allreduce --ranks 3 --codec global-qsgd --input "$simdir/in.f32" \
+  --rounds 2 --output "$simdir/out.f32"
+[ "$(stat -c %s "$simdir/out.f32" 2>/dev/null)" = 3200 ] || { echo "FAIL: simulate output size"; failures=$((failures + 1)); }
+head -c 4001 /dev/zero >"$simdir/bad.f32"
+expect "simulate rejects a bad file" 2 'not a non-zero multiple' -- \
+  "$qccl" simulate allreduce --ranks 3 --codec fp16 --input "$simdir/bad.f32" --output "$simdir/x.f32"
+expect "simulate needs its arguments" 2 'input is required|--input' -- \
+  "$qccl" simulate allreduce --ranks 3 --codec fp16
+rm -rf "$simdir"
 expect "--ranks under mpirun is refused" 2 'do not combine it' -- \
   "${mpirun[@]}" -np 2 "$qccl" bench allreduce --ranks 2
 

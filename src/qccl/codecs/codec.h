@@ -14,8 +14,10 @@
 #include <span>
 #include <string>
 
+#include "qccl/codecs/global_norm.h"
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
+#include "qccl/collectives/reduction.h"
 
 namespace qccl {
 
@@ -45,6 +47,18 @@ class Codec {
   virtual Aggregation aggregation() const = 0;
   // Bytes one rank's encoding of `count` elements takes on the wire.
   virtual std::size_t wire_bytes(std::size_t count) const = 0;
+  // The norm the codec exchanges before its allreduce (every codec exchanges
+  // one: it is also how non-finite input on any rank is caught everywhere).
+  virtual NormKind norm_kind() const { return NormKind::inf; }
+  // The reduction allreduce_mean runs at the current step on rank `rank` of
+  // `ranks`, given the global norm; exposed so tools can time encode, reduce
+  // and decode directly.
+  virtual std::unique_ptr<Reduction> reduction_for(double norm, int ranks, int rank,
+                                                   Algorithm algorithm) const = 0;
+  // A bound that |result - exact mean| never exceeds, for any element, when
+  // the ranks' inputs have the given global ∞-norm: the benchmark's
+  // correctness check for lossy codecs.
+  virtual double max_abs_error(double inf_norm, int ranks, Algorithm algorithm) const = 0;
 
   // Replaces `data` on every rank by the (compressed) mean over ranks of the
   // ranks' `data`; every rank ends with bitwise identical values. All ranks

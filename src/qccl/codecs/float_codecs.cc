@@ -1,5 +1,6 @@
 #include "qccl/codecs/float_codecs.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "qccl/codecs/global_norm.h"
@@ -22,14 +23,21 @@ class Fp32Codec final : public Codec {
   bool unbiased() const override { return true; }
   Aggregation aggregation() const override { return Aggregation::compressed_domain; }
   std::size_t wire_bytes(std::size_t count) const override { return count * sizeof(float); }
+  std::unique_ptr<Reduction> reduction_for(double, int, int, Algorithm) const override {
+    return std::make_unique<Fp32Sum>();
+  }
+  // n-1 additions of values <= n·norm, then a division: n·2^-23·norm.
+  double max_abs_error(double norm, int ranks, Algorithm) const override {
+    return ranks * std::ldexp(norm, -23);
+  }
 
  protected:
   void run_allreduce_mean(Communicator& comm, std::span<float> data,
                           const CollectiveOptions& options) override {
     global_norm(comm, data, NormKind::inf, "fp32 step " + std::to_string(step()),
                 timeout_of(comm, options));
-    Fp32Sum sum;
-    allreduce(comm, data, sum, options);
+    const auto sum = reduction_for(0, comm.size(), comm.rank(), options.algorithm);
+    allreduce(comm, data, *sum, options);
     const auto n = static_cast<float>(comm.size());
     for (float& x : data) x /= n;
   }
@@ -83,6 +91,14 @@ class Fp16Codec final : public Codec {
   bool unbiased() const override { return false; }  // round to nearest
   Aggregation aggregation() const override { return Aggregation::compressed_domain; }
   std::size_t wire_bytes(std::size_t count) const override { return 2 * count; }
+  std::unique_ptr<Reduction> reduction_for(double, int ranks, int, Algorithm) const override {
+    return std::make_unique<Fp16MeanReduction>(ranks);
+  }
+  // n encodings and n-1 sums, each rounding by at most 2^-11 of a magnitude
+  // <= norm (plus fp16's subnormal spacing 2^-24 each).
+  double max_abs_error(double norm, int ranks, Algorithm) const override {
+    return (2 * ranks - 1) * (std::ldexp(norm, -11) + std::ldexp(1.0, -24));
+  }
 
  protected:
   void run_allreduce_mean(Communicator& comm, std::span<float> data,
@@ -96,8 +112,8 @@ class Fp16Codec final : public Codec {
                             std::to_string(largest) + ", so x/n exceeds fp16's largest value " +
                             "65504; use fp32 or global-qsgd for this tensor");
     }
-    Fp16MeanReduction reduction(comm.size());
-    allreduce(comm, data, reduction, options);
+    const auto reduction = reduction_for(largest, comm.size(), comm.rank(), options.algorithm);
+    allreduce(comm, data, *reduction, options);
   }
 };
 

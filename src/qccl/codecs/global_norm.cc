@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "qccl/common/errors.h"
@@ -10,22 +11,29 @@ namespace qccl {
 
 std::string_view to_string(NormKind kind) { return kind == NormKind::inf ? "inf" : "2"; }
 
+double local_norm_statistic(std::span<const float> data, NormKind kind) {
+  double statistic = 0.0;
+  for (float x : data) {
+    if (!std::isfinite(x)) return std::numeric_limits<double>::quiet_NaN();
+    const double a = std::abs(static_cast<double>(x));
+    statistic = kind == NormKind::inf ? std::max(statistic, a) : statistic + a * a;
+  }
+  return statistic;
+}
+
+double local_norm(std::span<const float> data, NormKind kind) {
+  const double statistic = local_norm_statistic(data, kind);
+  return kind == NormKind::inf ? statistic : std::sqrt(statistic);
+}
+
 double global_norm(Communicator& comm, std::span<const float> data, NormKind kind,
                    std::string_view what, Timeout timeout) {
   // [local statistic, one non-finite flag per rank]; MAX combines both for
   // the ∞-norm, SUM for the 2-norm (each flag is set by one rank only).
   const auto n = static_cast<std::size_t>(comm.size());
   std::vector<double> values(1 + n, 0.0);
-  double statistic = 0.0;
-  bool finite = true;
-  for (float x : data) {
-    if (!std::isfinite(x)) {
-      finite = false;
-      break;
-    }
-    const double a = std::abs(static_cast<double>(x));
-    statistic = kind == NormKind::inf ? std::max(statistic, a) : statistic + a * a;
-  }
+  const double statistic = local_norm_statistic(data, kind);
+  const bool finite = !std::isnan(statistic);
   values[0] = finite ? statistic : 0.0;
   values[1 + static_cast<std::size_t>(comm.rank())] = finite ? 0.0 : 1.0;
 

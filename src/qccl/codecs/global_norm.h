@@ -17,6 +17,12 @@ enum class NormKind {
 
 std::string_view to_string(NormKind kind);
 
+// This rank's contribution: max|x| (inf) or sum of x^2 (two); NaN if any
+// element is NaN or Inf.
+double local_norm_statistic(std::span<const float> data, NormKind kind);
+// The norm of one rank's data alone.
+double local_norm(std::span<const float> data, NormKind kind);
+
 // Returns the (q,p)-mixed norm of Definition 1 (q = p) over the ranks' `data`.
 // If any rank's data holds NaN or Inf, every rank throws InvalidArgument
 // naming those ranks and `what` (e.g. the codec and step). One allreduce of

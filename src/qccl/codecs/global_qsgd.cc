@@ -315,10 +315,47 @@ class GlobalQsgdCodec final : public Codec {
   std::size_t wire_bytes(std::size_t count) const override {
     return (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
   }
+  NormKind norm_kind() const override { return config_.norm; }
+
+  // Linear: summed in transit (§4.2) while n·s fits the signed 8-bit range,
+  // averaged inside each step (§8) otherwise. Exponential: Algorithm 2.
+  std::unique_ptr<Reduction> reduction_for(double norm, int ranks, int rank,
+                                           Algorithm algorithm) const override {
+    const CounterRng rng(settings().seed, step(), settings().bucket,
+                         static_cast<std::uint64_t>(rank), RngStream::quantize);
+    if (config_.dither == Dither::exponential) {
+      const int c = exp_dither::headroom(ranks, algorithm == Algorithm::ring);
+      return std::make_unique<ExpDitherReduction>(spec(), norm, c, exp_dither::levels(c), ranks,
+                                                  rng, settings(), step());
+    }
+    if (sums_in_transit(ranks)) {
+      return std::make_unique<LinearDitherReduction>(spec(), norm, linear_levels_per_rank(8, ranks),
+                                                     ranks, rng);
+    }
+    return std::make_unique<LinearAverageReduction>(spec(), norm, config_.bits, ranks, rng,
+                                                    settings(), step());
+  }
+
+  // Worst cases, with H the reductions on an element's path (ring: n-1;
+  // tree: ceil(log2 n) rounds). Linear sum: each rank errs by less than one
+  // level, so the mean does too. Linear average: one level from quantizing
+  // plus one per averaging step. Exponential: every rank's value is at most
+  // 2^-c in pre-scaled units and each reduction at most doubles the larger
+  // operand, so |result| <= 2^H·norm/n.
+  double max_abs_error(double norm, int ranks, Algorithm algorithm) const override {
+    int rounds = 0;
+    while ((1 << rounds) < ranks) ++rounds;
+    const int hops = algorithm == Algorithm::ring ? ranks - 1 : rounds;
+    if (config_.dither == Dither::exponential) {
+      return std::ldexp(norm, std::min(hops, 64)) / ranks + norm;
+    }
+    if (sums_in_transit(ranks)) return norm / linear_levels_per_rank(8, ranks);
+    return (1 + hops) * norm / ((1 << (config_.bits - 1)) - 1);
+  }
 
  protected:
   // Algorithm 1: global norm (line 1), local quantization (lines 2-5), and
-  // the allreduce of the quantized integers (line 9), decoded to the mean.
+  // the allreduce of the quantized values (line 9), decoded to the mean.
   void run_allreduce_mean(Communicator& comm, std::span<float> data,
                           const CollectiveOptions& options) override {
     const std::string what = spec() + " step " + std::to_string(step()) + " bucket " +
@@ -328,31 +365,17 @@ class GlobalQsgdCodec final : public Codec {
     if (config_.dither == Dither::exponential && options.algorithm == Algorithm::native) {
       throw InvalidArgument(spec() + ": runs on algorithm ring or tree");
     }
-    const int n = comm.size();
     if (norm == 0.0) {  // every rank's input is zero, and every rank knows it
       std::fill(data.begin(), data.end(), 0.0f);
       return;
     }
-    const CounterRng rng(settings().seed, step(), settings().bucket,
-                         static_cast<std::uint64_t>(comm.rank()), RngStream::quantize);
-    if (config_.dither == Dither::linear) {
-      // Summing in transit (§4.2) while n·s fits the signed range; averaging
-      // inside each step (§8) otherwise.
-      if (config_.bits == 8 && n <= 127) {
-        LinearDitherReduction reduction(spec(), norm, linear_levels_per_rank(8, n), n, rng);
-        allreduce(comm, data, reduction, options);
-      } else {
-        LinearAverageReduction reduction(spec(), norm, config_.bits, n, rng, settings(), step());
-        allreduce(comm, data, reduction, options);
-      }
-      return;
-    }
-    const int c = exp_dither::headroom(n, options.algorithm == Algorithm::ring);
-    ExpDitherReduction reduction(spec(), norm, c, exp_dither::levels(c), n, rng, settings(), step());
-    allreduce(comm, data, reduction, options);
+    const auto reduction = reduction_for(norm, comm.size(), comm.rank(), options.algorithm);
+    allreduce(comm, data, *reduction, options);
   }
 
  private:
+  bool sums_in_transit(int ranks) const { return config_.bits == 8 && ranks <= 127; }
+
   GlobalQsgdConfig config_;
 };
 

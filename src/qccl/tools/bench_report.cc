@@ -37,7 +37,10 @@ std::string line(const char* format, auto... args) {
 void print_table(std::ostream& out, const BenchContext& context, const std::vector<BenchRow>& rows) {
   const auto& c = context.config;
   out << "# qccl bench " << to_string(c.operation) << ": " << context.ranks << " ranks, "
-      << context.transport << ", fp32 sum, " << (c.in_place ? "in place" : "out of place") << "\n"
+      << context.transport << ", "
+      << (c.codec.empty() ? std::string("fp32 sum")
+                          : "codec " + c.codec + " (mean) on ring/tree, native = MPI fp32 sum")
+      << ", " << (c.in_place ? "in place" : "out of place") << "\n"
       << "# " << c.iterations << " timed iterations after " << c.warmup
       << " warm-up; time per iteration = slowest rank; chunk " << format_bytes(c.chunk_bytes)
       << ", window " << c.window << "\n"
@@ -73,6 +76,7 @@ nlohmann::json to_json(const BenchContext& context, const std::vector<BenchRow>&
   const auto& c = context.config;
   nlohmann::json j;
   j["operation"] = to_string(c.operation);
+  j["codec"] = c.codec.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.codec);
   j["ranks"] = context.ranks;
   j["transport"] = context.transport;
   j["in_place"] = c.in_place;

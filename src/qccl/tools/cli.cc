@@ -7,7 +7,10 @@
 #include <sstream>
 
 #include "qccl/common/errors.h"
+#include "qccl/codecs/codec_spec.h"
 #include "qccl/tools/bench_report.h"
+#include "qccl/tools/codec_bench.h"
+#include "qccl/tools/simulate.h"
 #include "qccl/tools/units.h"
 #include "qccl/transport/local_transport.h"
 #include "qccl/transport/mpi_transport.h"
@@ -64,6 +67,93 @@ void add_bench_operation(CLI::App& bench, BenchOperation op, std::string descrip
   sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
   sub->add_flag("--no-arg-check", command.no_arg_check,
                 "skip the per-call check that all ranks pass the same arguments");
+  if (op == BenchOperation::allreduce) {
+    sub->add_option("--codec", command.config.codec,
+                    "compress with this codec spec (e.g. global-qsgd:bits=8,dither=exp) on "
+                    "ring/tree; native stays MPI fp32 (default: plain fp32 sum)");
+  }
+}
+
+std::string codec_list() {
+  std::string text = "codec spec: NAME or NAME:key=value,...; codecs:";
+  for (const auto& [name, description] : codec_catalog()) text += "\n  " + name + ": " + description;
+  return text;
+}
+
+// `qccl bench codec`
+struct CodecBenchCommand {
+  CodecBenchConfig config;
+  std::string size = "64M";
+  bool json = false;
+};
+
+void add_codec_bench(CLI::App& bench, CodecBenchCommand& command) {
+  auto* sub = bench.add_subcommand("codec", "encode/decode/reduce throughput next to memcpy");
+  sub->footer(codec_list());
+  sub->add_option("--codec", command.config.codecs,
+                  "codec spec, repeatable (default: every codec in its common settings)");
+  sub->add_option("--size", command.size, "fp32 bytes per call, e.g. 64M (default 64M)");
+  sub->add_option("--iters", command.config.iterations, "iterations, medians reported (default 10)");
+  sub->add_option("--scale-ranks", command.config.ranks,
+                  "rank count the codec's scale is set for (default 4)");
+  sub->add_flag("--json", command.json, "print JSON instead of the table");
+}
+
+int run_codec_bench_command(CodecBenchCommand& command) {
+  try {
+    command.config.bytes = parse_bytes(command.size);
+    if (command.config.codecs.empty()) {
+      command.config.codecs = {"fp32", "fp16", "global-qsgd:bits=8,dither=linear",
+                               "global-qsgd:bits=4", "global-qsgd:bits=8,dither=exp"};
+    }
+    const auto rows = run_codec_bench(command.config);
+    if (command.json) {
+      std::cout << codec_rows_to_json(command.config, rows).dump(2) << std::endl;
+    } else {
+      print_codec_table(std::cout, command.config, rows);
+    }
+    return kExitOk;
+  } catch (const InvalidArgument& e) {
+    std::cerr << "qccl: " << e.what() << "\n";
+    return kExitUsage;
+  }
+}
+
+// `qccl simulate allreduce`
+struct SimulateCommand {
+  SimulateConfig config;
+  std::string algorithm = "ring";
+};
+
+void add_simulate(CLI::App& app, SimulateCommand& command) {
+  auto* simulate = app.add_subcommand("simulate", "run codecs on your own data, in one process");
+  simulate->require_subcommand(1);
+  auto* sub = simulate->add_subcommand(
+      "allreduce", "R compressed mean-allreduces of N dumped vectors on N in-process ranks");
+  sub->footer(codec_list());
+  sub->add_option("--ranks", command.config.ranks, "number of ranks N")->required();
+  sub->add_option("--codec", command.config.codec, "codec spec")->required();
+  sub->add_option("--input", command.config.input,
+                  "N·d little-endian fp32 values, rank-major")->required();
+  sub->add_option("--output", command.config.output,
+                  "where to write the R·d fp32 results, one mean vector per round")->required();
+  sub->add_option("--rounds", command.config.rounds, "independent rounds R (default 1)");
+  sub->add_option("--seed", command.config.seed, "random seed (default 0)");
+  sub->add_option("--algo", command.algorithm, "ring or tree (default ring)");
+}
+
+int run_simulate_command(SimulateCommand& command) {
+  try {
+    command.config.algorithm = parse_algorithm(command.algorithm);
+    print_summary(std::cout, run_simulation(command.config));
+    return kExitOk;
+  } catch (const InvalidArgument& e) {
+    std::cerr << "qccl: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "qccl: error: " << e.what() << "\n";
+    return kExitError;
+  }
 }
 
 // The deepest subcommand the parser entered, for error messages.
@@ -182,6 +272,10 @@ int run_cli(int argc, char** argv) {
   add_bench_operation(*bench, BenchOperation::allgather, "allgather (ring)", command);
   add_bench_operation(*bench, BenchOperation::reduce_scatter, "reduce-scatter (ring)", command);
   add_bench_operation(*bench, BenchOperation::broadcast, "broadcast (pipelined binomial tree)", command);
+  CodecBenchCommand codec_command;
+  add_codec_bench(*bench, codec_command);
+  SimulateCommand simulate_command;
+  add_simulate(app, simulate_command);
 
   try {
     app.parse(argc, argv);
@@ -198,6 +292,8 @@ int run_cli(int argc, char** argv) {
     std::cerr << "run '" << command_path(active) << " --help' for details\n";
     return kExitUsage;
   }
+  if (app.got_subcommand("simulate")) return run_simulate_command(simulate_command);
+  if (bench->got_subcommand("codec")) return run_codec_bench_command(codec_command);
   if (bench->parsed()) return run_bench(command, argc, argv);
   return kExitUsage;
 }

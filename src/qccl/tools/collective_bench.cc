@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 
+#include "qccl/codecs/codec_spec.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/broadcast.h"
@@ -60,6 +61,12 @@ void validate(const BenchConfig& c) {
   if (c.step_factor < 2) throw InvalidArgument("bench: --step-factor must be at least 2");
   if (c.iterations < 1) throw InvalidArgument("bench: --iters must be at least 1");
   if (c.warmup < 0) throw InvalidArgument("bench: --warmup must not be negative");
+  if (!c.codec.empty()) {
+    if (c.operation != BenchOperation::allreduce) {
+      throw InvalidArgument("bench " + op + ": --codec applies to allreduce only");
+    }
+    make_codec(c.codec);  // throws for an unknown codec or parameter
+  }
   if (c.in_place && (c.operation == BenchOperation::reduce_scatter ||
                      c.operation == BenchOperation::broadcast)) {
     throw InvalidArgument("bench " + op +
@@ -106,9 +113,31 @@ class BenchCase {
         break;
     }
     for (std::size_t i = 0; i < input_.size(); ++i) input_[i] = value(rank_, i);
+    if (!config.codec.empty()) {
+      codec_ = make_codec(config.codec);
+      // The global norm of every rank's input, in closed form.
+      for (int r = 0; r < n_; ++r) {
+        double statistic = 0;
+        for (std::size_t i = 0; i < total_; ++i) {
+          const double v = std::abs(static_cast<double>(value(r, i)));
+          statistic = codec_->norm_kind() == NormKind::inf ? std::max(statistic, v) : statistic + v * v;
+        }
+        norm_ = codec_->norm_kind() == NormKind::inf ? std::max(norm_, statistic) : norm_ + statistic;
+      }
+      if (codec_->norm_kind() == NormKind::two) norm_ = std::sqrt(norm_);
+    }
   }
 
   std::size_t total_elements() const { return total_; }
+
+  // Whether `algorithm` runs the codec (native is always the fp32 baseline).
+  bool uses_codec(Algorithm algorithm) const { return codec_ && algorithm != Algorithm::native; }
+
+  // Before each call: which algorithm it is for (the check depends on it).
+  void select(Algorithm algorithm) {
+    algorithm_ = algorithm;
+    tolerance_ = uses_codec(algorithm) ? codec_->max_abs_error(norm_, n_, algorithm) : 0.0;
+  }
 
   // Untimed: restores inputs an in-place call overwrote and poisons outputs,
   // so a call that silently does nothing is caught by the check.
@@ -116,7 +145,7 @@ class BenchCase {
     const float poison = std::numeric_limits<float>::quiet_NaN();
     switch (config_.operation) {
       case BenchOperation::allreduce:
-        if (config_.in_place) {
+        if (config_.in_place || uses_codec(algorithm_)) {
           for (std::size_t i = 0; i < total_; ++i) output_[i] = value(rank_, i);
         } else {
           std::fill(output_.begin(), output_.end(), poison);
@@ -141,7 +170,9 @@ class BenchCase {
   void run(const CollectiveOptions& options) {
     switch (config_.operation) {
       case BenchOperation::allreduce:
-        if (config_.in_place) {
+        if (uses_codec(algorithm_)) {
+          codec_->allreduce_mean(comm_, output_, options);  // in place: codecs are
+        } else if (config_.in_place) {
           allreduce(comm_, output_, sum_, options);
         } else {
           allreduce(comm_, input_, output_, sum_, options);
@@ -169,7 +200,15 @@ class BenchCase {
     for (std::size_t i = 0; i < output_.size(); ++i) {
       float expected = 0;
       switch (config_.operation) {
-        case BenchOperation::allreduce: expected = value_sum(n_, i); break;
+        case BenchOperation::allreduce:
+          if (uses_codec(algorithm_)) {
+            // The mean, within the codec's worst-case error.
+            const double mean = static_cast<double>(value_sum(n_, i)) / n_;
+            if (!(std::abs(output_[i] - mean) <= tolerance_)) ++wrong;
+            continue;
+          }
+          expected = value_sum(n_, i);
+          break;
         case BenchOperation::allgather:
           expected = value(static_cast<int>(i / per_rank_), i % per_rank_);
           break;
@@ -189,6 +228,10 @@ class BenchCase {
   Range block_;
   std::vector<float> input_, output_;
   Fp32Sum sum_;
+  std::unique_ptr<Codec> codec_;
+  double norm_ = 0;
+  Algorithm algorithm_ = Algorithm::ring;
+  double tolerance_ = 0;
 };
 
 double percentile(std::vector<double> sorted, double q) {
@@ -217,6 +260,7 @@ std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig
       options.algorithm = algorithm;
       options.chunk_bytes = config.chunk_bytes;
       options.window = config.window;
+      bench.select(algorithm);
       for (int i = 0; i < config.warmup; ++i) {
         bench.prepare();
         bench.run(options);

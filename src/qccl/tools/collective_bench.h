@@ -29,6 +29,10 @@ struct BenchConfig {
   bool in_place = false;
   std::size_t chunk_bytes = std::size_t{1} << 20;
   int window = 4;
+  // Allreduce only: a codec spec run on ring and tree as a mean-allreduce;
+  // `native` stays MPI_Allreduce in fp32, the baseline beside it. Empty: the
+  // plain fp32 sum on every algorithm.
+  std::string codec;
 };
 
 // Throws InvalidArgument for an inconsistent configuration.
@@ -45,7 +49,9 @@ struct BenchRow {
   // Bytes this collective sent per rank per call (the most of any rank);
   // unset for native, whose traffic happens inside MPI.
   std::optional<double> sent_bytes_per_rank;
-  std::size_t wrong = 0;   // elements that differ from the closed form, summed over ranks
+  // Elements that differ from the closed form (beyond the codec's worst-case
+  // error bound for a lossy codec), summed over ranks.
+  std::size_t wrong = 0;
 };
 
 // Runs the benchmark on every rank (all ranks must call it); every rank

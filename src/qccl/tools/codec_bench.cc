@@ -1,0 +1,130 @@
+#include "qccl/tools/codec_bench.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+
+#include "qccl/codecs/codec_spec.h"
+#include "qccl/common/errors.h"
+#include "qccl/tools/units.h"
+
+namespace qccl::tools {
+namespace {
+
+double seconds_of(const std::function<void()>& f) {
+  const auto start = Clock::now();
+  f();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// Gradient-like data: smooth magnitudes over many binades, both signs.
+std::vector<float> sample_data(std::size_t count) {
+  std::vector<float> data(count);
+  std::uint64_t x = 0x243F6A8885A308D3ULL;
+  for (auto& v : data) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    const double u = static_cast<double>(x >> 11) / 9007199254740992.0;
+    v = static_cast<float>((u - 0.5) * std::exp2(-static_cast<double>(x & 15)));
+  }
+  return data;
+}
+
+}  // namespace
+
+std::vector<CodecBenchRow> run_codec_bench(const CodecBenchConfig& config) {
+  if (config.iterations < 1) throw InvalidArgument("bench codec: --iters must be at least 1");
+  if (config.ranks < 1) throw InvalidArgument("bench codec: --scale-ranks must be at least 1");
+  const std::size_t count = config.bytes / sizeof(float);
+  if (count == 0) throw InvalidArgument("bench codec: --size must be at least 4 bytes");
+  const auto input = sample_data(count);
+  std::vector<float> output(count), copy(count);
+  std::vector<CodecBenchRow> rows;
+  for (const auto& text : config.codecs) {
+    auto codec = make_codec(text);
+    CodecBenchRow row;
+    row.spec = codec->spec();
+    row.wire_bytes = codec->wire_bytes(count);
+    // Encode/decode as one rank of `ranks` would (the scale depends on n);
+    // decode needs a complete aggregation, which one rank's encoding is
+    // for a 1-rank reduction, so encode and decode use that one; the hop
+    // reduce combines two encodings of a 2-rank reduction.
+    const double norm = local_norm(input, codec->norm_kind());
+    const auto single = codec->reduction_for(norm, 1, 0, Algorithm::ring);
+    const auto pair = codec->reduction_for(norm, 2, 0, Algorithm::ring);
+    std::vector<std::byte> encoded(single->max_encoded_bytes(count));
+    std::vector<std::byte> a(pair->max_encoded_bytes(count)), b(a.size()), accum(a.size());
+    const std::size_t a_bytes = pair->encode(input, 0, a);
+    const std::size_t b_bytes = pair->encode(input, 0, b);
+    std::vector<double> t_copy, t_encode, t_decode, t_reduce;
+    std::size_t encoded_bytes = 0;
+    for (int i = 0; i < config.iterations; ++i) {
+      t_copy.push_back(seconds_of([&] { std::memcpy(copy.data(), input.data(), count * sizeof(float)); }));
+      t_encode.push_back(seconds_of([&] {
+        volatile double sink = local_norm(input, codec->norm_kind());
+        (void)sink;
+        encoded_bytes = single->encode(input, 0, encoded);
+      }));
+      t_decode.push_back(seconds_of([&] {
+        single->decode(std::span(encoded).first(encoded_bytes), 0, output);
+      }));
+      std::memcpy(accum.data(), a.data(), a_bytes);
+      t_reduce.push_back(seconds_of([&] {
+        pair->reduce(std::span(b).first(b_bytes), accum, a_bytes, {0, count, 0, 0});
+      }));
+    }
+    const double s = static_cast<double>(count * sizeof(float));
+    const double copy_s = median(t_copy), enc_s = median(t_encode), dec_s = median(t_decode);
+    row.memcpy_gbps = s / copy_s / 1e9;
+    row.encode_gbps = s / enc_s / 1e9;
+    row.decode_gbps = s / dec_s / 1e9;
+    row.reduce_gbps = s / median(t_reduce) / 1e9;
+    row.encode_decode_vs_memcpy = copy_s / (enc_s + dec_s);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+void print_codec_table(std::ostream& out, const CodecBenchConfig& config,
+                       const std::vector<CodecBenchRow>& rows) {
+  out << "# qccl bench codec: " << format_bytes(config.bytes) << " of fp32 per call, one thread, "
+      << config.iterations << " iterations (medians); GB/s of fp32 input (GB = 1e9 bytes)\n"
+      << "# encode includes the local norm; vs_memcpy = memcpy time / (encode + decode time)\n#\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "# %-42s %10s %9s %9s %9s %9s %10s\n", "codec", "wire(B)",
+                "memcpy", "encode", "decode", "reduce", "vs_memcpy");
+  out << line;
+  for (const auto& r : rows) {
+    std::snprintf(line, sizeof line, "  %-42s %10zu %9.2f %9.2f %9.2f %9.2f %10.3f\n",
+                  r.spec.c_str(), r.wire_bytes, r.memcpy_gbps, r.encode_gbps, r.decode_gbps,
+                  r.reduce_gbps, r.encode_decode_vs_memcpy);
+    out << line;
+  }
+}
+
+nlohmann::json codec_rows_to_json(const CodecBenchConfig& config,
+                                  const std::vector<CodecBenchRow>& rows) {
+  nlohmann::json j{{"bytes", config.bytes}, {"iterations", config.iterations}};
+  j["rows"] = nlohmann::json::array();
+  for (const auto& r : rows) {
+    j["rows"].push_back({{"codec", r.spec},
+                         {"wire_bytes", r.wire_bytes},
+                         {"memcpy_gbps", r.memcpy_gbps},
+                         {"encode_gbps", r.encode_gbps},
+                         {"decode_gbps", r.decode_gbps},
+                         {"reduce_gbps", r.reduce_gbps},
+                         {"encode_decode_vs_memcpy", r.encode_decode_vs_memcpy}});
+  }
+  return j;
+}
+
+}  // namespace qccl::tools

@@ -1,0 +1,122 @@
+#include "qccl/tools/simulate.h"
+
+#include <bit>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <vector>
+
+#include "qccl/codecs/codec_spec.h"
+#include "qccl/common/errors.h"
+#include "qccl/transport/local_transport.h"
+
+namespace qccl::tools {
+
+static_assert(std::endian::native == std::endian::little,
+              "simulate reads and writes little-endian fp32 as raw bytes");
+
+namespace {
+
+std::vector<float> read_input(const std::string& path, int ranks) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) throw InvalidArgument("simulate: cannot open input file '" + path + "'");
+  const auto bytes = static_cast<std::size_t>(in.tellg());
+  const std::size_t unit = sizeof(float) * static_cast<std::size_t>(ranks);
+  if (bytes == 0 || bytes % unit != 0) {
+    throw InvalidArgument("simulate: input file '" + path + "' has " + std::to_string(bytes) +
+                          " bytes, which is not a non-zero multiple of 4·ranks = " +
+                          std::to_string(unit) + "; it must hold ranks·d fp32 values, rank-major");
+  }
+  std::vector<float> values(bytes / sizeof(float));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(bytes));
+  if (!in) throw InvalidArgument("simulate: could not read all of '" + path + "'");
+  return values;
+}
+
+// Writes next to the target and renames, so a failure never leaves a
+// truncated file where the results should be.
+void write_output(const std::string& path, const std::vector<float>& values) {
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    if (!out) throw InvalidArgument("simulate: cannot write output file '" + path + "'");
+    out.write(reinterpret_cast<const char*>(values.data()),
+              static_cast<std::streamsize>(values.size() * sizeof(float)));
+    if (!out) throw InvalidArgument("simulate: writing '" + path + "' failed (disk full?)");
+  }
+  std::filesystem::rename(partial, path);
+}
+
+}  // namespace
+
+SimulateSummary run_simulation(const SimulateConfig& config) {
+  if (config.ranks < 1) throw InvalidArgument("simulate: --ranks must be at least 1");
+  if (config.rounds < 1) throw InvalidArgument("simulate: --rounds must be at least 1");
+  if (config.output.empty()) throw InvalidArgument("simulate: --output is required");
+  const std::string spec = make_codec(config.codec)->spec();  // validates before reading
+  const auto all = read_input(config.input, config.ranks);
+  const std::size_t d = all.size() / static_cast<std::size_t>(config.ranks);
+  std::vector<double> exact(d, 0.0);
+  for (int r = 0; r < config.ranks; ++r) {
+    for (std::size_t i = 0; i < d; ++i) exact[i] += all[static_cast<std::size_t>(r) * d + i];
+  }
+  for (auto& e : exact) e /= config.ranks;
+
+  std::vector<float> results(static_cast<std::size_t>(config.rounds) * d);
+  std::mutex sent_mutex;
+  double most_sent = 0;
+  run_in_process(config.ranks, [&](Transport& transport) {
+    Communicator comm(transport);
+    auto codec = make_codec(config.codec, {.seed = config.seed, .bucket = 0});
+    CollectiveOptions options;
+    options.algorithm = config.algorithm;
+    const auto mine = std::span(all).subspan(static_cast<std::size_t>(comm.rank()) * d, d);
+    const auto before = transport.stats().bytes_sent;
+    std::vector<float> data(d);
+    for (int round = 0; round < config.rounds; ++round) {
+      std::copy(mine.begin(), mine.end(), data.begin());
+      codec->allreduce_mean(comm, data, options);
+      if (comm.rank() == 0) {
+        std::copy(data.begin(), data.end(), results.begin() + static_cast<long>(round * d));
+      }
+    }
+    std::lock_guard lock(sent_mutex);
+    most_sent = std::max(most_sent, static_cast<double>(transport.stats().bytes_sent - before));
+  });
+
+  SimulateSummary summary;
+  summary.codec = spec;
+  summary.ranks = config.ranks;
+  summary.dimension = d;
+  summary.rounds = config.rounds;
+  double error = 0, magnitude = 0;
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    const double e = results[k] - exact[k % d];
+    error += e * e;
+  }
+  for (double e : exact) magnitude += e * e;
+  summary.mean_squared_error = error / static_cast<double>(results.size());
+  summary.relative_squared_error =
+      magnitude > 0 ? summary.mean_squared_error / (magnitude / static_cast<double>(d)) : 0.0;
+  summary.bytes_sent_per_rank = most_sent / config.rounds;
+  summary.fp32_ring_bytes = 2.0 * (config.ranks - 1) / config.ranks * static_cast<double>(d) * 4;
+  write_output(config.output, results);
+  return summary;
+}
+
+void print_summary(std::ostream& out, const SimulateSummary& s) {
+  char line[512];
+  std::snprintf(line, sizeof line,
+                "codec %s, %d ranks, d = %zu, %d rounds\n"
+                "mean squared error vs the exact mean: %.6g (relative to the mean square of the "
+                "exact mean: %.6g)\n"
+                "bytes sent per rank per round: %.0f (an fp32 ring allreduce: %.0f, ratio %.3f)\n",
+                s.codec.c_str(), s.ranks, s.dimension, s.rounds, s.mean_squared_error,
+                s.relative_squared_error, s.bytes_sent_per_rank, s.fp32_ring_bytes,
+                s.fp32_ring_bytes > 0 ? s.bytes_sent_per_rank / s.fp32_ring_bytes : 0.0);
+  out << line;
+}
+
+}  // namespace qccl::tools

@@ -1,0 +1,155 @@
+// The codec-facing tools: bench allreduce --codec, bench codec, simulate.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "../support/patterns.h"
+#include "../support/world.h"
+#include "qccl/common/errors.h"
+#include "qccl/tools/codec_bench.h"
+#include "qccl/tools/collective_bench.h"
+#include "qccl/tools/simulate.h"
+
+namespace qccl::tools {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<BenchRow> run(int ranks, const BenchConfig& config) {
+  std::vector<BenchRow> rows;
+  test::run_world(ranks, [&](Communicator& comm) {
+    auto mine = run_collective_bench(comm, config);
+    if (comm.rank() == 0) rows = mine;
+  });
+  return rows;
+}
+
+// Every codec's results stay within its worst-case bound, and a compressed
+// ring sends 2(n-1)/n of the compressed (not the fp32) bytes.
+TEST(CodecAllreduceBenchTest, EveryCodecWithinItsBoundAndSendsCompressedBytes) {
+  for (const std::string codec : {"fp32", "fp16", "global-qsgd", "global-qsgd:bits=4",
+                                  "global-qsgd:dither=exp", "global-qsgd:norm=2"}) {
+    BenchConfig config;
+    config.codec = codec;
+    config.min_bytes = 4096;
+    config.max_bytes = 65536;
+    config.step_factor = 16;
+    config.iterations = 3;
+    config.warmup = 1;
+    config.chunk_bytes = 8192;
+    const auto rows = run(4, config);
+    ASSERT_EQ(rows.size(), 2u * 3u) << codec;
+    for (const auto& r : rows) {
+      EXPECT_EQ(r.wrong, 0u) << codec << " " << to_string(r.algorithm) << " " << r.bytes;
+      if (codec == "global-qsgd" && r.algorithm == Algorithm::ring) {
+        EXPECT_DOUBLE_EQ(*r.sent_bytes_per_rank, 1.5 * static_cast<double>(r.bytes) / 4) << r.bytes;
+      }
+    }
+  }
+}
+
+TEST(CodecAllreduceBenchTest, CodecOnlyForAllreduce) {
+  BenchConfig config;
+  config.operation = BenchOperation::allgather;
+  config.algorithms = {Algorithm::ring};
+  config.codec = "fp16";
+  EXPECT_THROW(validate(config), InvalidArgument);
+  config.operation = BenchOperation::allreduce;
+  config.codec = "nope";
+  EXPECT_THROW(validate(config), InvalidArgument);
+}
+
+TEST(CodecBenchTest, ReportsEveryCodec) {
+  CodecBenchConfig config;
+  config.codecs = {"fp32", "global-qsgd:bits=4", "global-qsgd:dither=exp"};
+  config.bytes = 1 << 16;
+  config.iterations = 2;
+  const auto rows = run_codec_bench(config);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].spec, "global-qsgd:bits=4,dither=linear,norm=inf");
+  EXPECT_EQ(rows[1].wire_bytes, (1u << 16) / 8);
+  for (const auto& r : rows) {
+    EXPECT_GT(r.memcpy_gbps, 0);
+    EXPECT_GT(r.encode_gbps, 0);
+    EXPECT_GT(r.decode_gbps, 0);
+    EXPECT_GT(r.reduce_gbps, 0);
+  }
+}
+
+class SimulateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("qccl_simulate_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(const std::vector<float>& values) {
+    const auto path = (dir_ / "input.f32").string();
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(values.data()),
+               static_cast<std::streamsize>(values.size() * sizeof(float)));
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(SimulateTest, WritesEveryRoundAndSummarises) {
+  constexpr int kRanks = 3, kRounds = 5;
+  constexpr std::size_t kD = 100;
+  std::vector<float> input;
+  for (int r = 0; r < kRanks; ++r) {
+    for (std::size_t i = 0; i < kD; ++i) input.push_back(test::noise(r, i));
+  }
+  SimulateConfig config{kRanks, "global-qsgd:dither=exp", write(input),
+                        (dir_ / "out.f32").string(), kRounds, 3, Algorithm::tree};
+  const auto summary = run_simulation(config);
+  EXPECT_EQ(summary.dimension, kD);
+  EXPECT_EQ(std::filesystem::file_size(config.output), kRounds * kD * sizeof(float));
+  EXPECT_GT(summary.mean_squared_error, 0);
+  EXPECT_LT(summary.relative_squared_error, 1.0);
+  EXPECT_LT(summary.bytes_sent_per_rank, summary.fp32_ring_bytes / 2);
+  // Same seed, same results; the fp32 codec is exact up to rounding.
+  const auto again = run_simulation(config);
+  EXPECT_EQ(again.mean_squared_error, summary.mean_squared_error);
+  config.codec = "fp32";
+  EXPECT_LT(run_simulation(config).mean_squared_error, 1e-12);
+}
+
+TEST_F(SimulateTest, RejectsBadInputWithoutWritingOutput) {
+  const auto path = write(std::vector<float>(10, 1.0f));  // 40 bytes: not a multiple of 4·3
+  SimulateConfig config{3, "fp16", path, (dir_ / "out.f32").string(), 1, 0, Algorithm::ring};
+  try {
+    run_simulation(config);
+    ADD_FAILURE() << "accepted a file of the wrong size";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("not a non-zero multiple of 4·ranks = 12"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(config.output));
+  config.codec = "global-qsgd:bitz=8";
+  EXPECT_THROW(run_simulation(config), InvalidArgument);
+  config.codec = "fp16";
+  config.input = (dir_ / "missing.f32").string();
+  EXPECT_THROW(run_simulation(config), InvalidArgument);
+}
+
+TEST_F(SimulateTest, NonFiniteInputIsReported) {
+  std::vector<float> input(6, 1.0f);
+  input[4] = std::numeric_limits<float>::infinity();  // rank 2 of 3, d = 2
+  SimulateConfig config{3, "global-qsgd", write(input), (dir_ / "out.f32").string(), 1, 0,
+                        Algorithm::ring};
+  try {
+    run_simulation(config);
+    ADD_FAILURE() << "accepted Inf";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("rank(s) 2"));
+  }
+  EXPECT_FALSE(std::filesystem::exists(config.output));
+}
+
+}  // namespace
+}  // namespace qccl::tools
