@@ -14,6 +14,15 @@ namespace qccl {
 // What a draw is for, so independent uses never reuse numbers.
 enum class RngStream : std::uint64_t { quantize = 1, reduce = 2, shared = 3 };
 
+constexpr std::uint32_t mix32(std::uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x21F0AAADU;
+  x ^= x >> 15;
+  x *= 0x735A2D97U;
+  x ^= x >> 15;
+  return x;
+}
+
 constexpr std::uint64_t mix64(std::uint64_t x) {
   x ^= x >> 30;
   x *= 0xBF58476D1CE4E5B9ULL;
@@ -35,6 +44,15 @@ class CounterRng {
   constexpr std::uint32_t bits(std::uint64_t counter) const {
     return static_cast<std::uint32_t>(mix64(key_ + counter * 0x9E3779B97F4A7C15ULL) >> 32);
   }
+  // 32 random bits for `counter` (taken mod 2^32) from the 32-bit hash, as
+  // the vectorised kernels compute them: counter·φ + k1 is a bijection, so
+  // distinct counters hash distinct inputs.
+  constexpr std::uint32_t bits32(std::uint64_t counter) const {
+    return mix32(static_cast<std::uint32_t>(counter) * 0x9E3779B9U + key_low()) ^ key_high();
+  }
+  constexpr std::uint32_t key_low() const { return static_cast<std::uint32_t>(key_); }
+  constexpr std::uint32_t key_high() const { return static_cast<std::uint32_t>(key_ >> 32); }
+
   // 64 random bits for `counter`.
   constexpr std::uint64_t bits64(std::uint64_t counter) const {
     return mix64(key_ + counter * 0x9E3779B97F4A7C15ULL);

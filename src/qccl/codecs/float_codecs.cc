@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "qccl/codecs/global_norm.h"
+#include "qccl/codecs/kernels.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/common/errors.h"
@@ -52,24 +53,20 @@ class Fp16MeanReduction final : public Reduction {
   std::size_t max_encoded_bytes(std::size_t count) const override { return 2 * count; }
 
   std::size_t encode(std::span<const float> in, std::size_t, std::span<std::byte> out) override {
-    auto* h = reinterpret_cast<_Float16*>(out.data());
-    for (std::size_t i = 0; i < in.size(); ++i) h[i] = static_cast<_Float16>(in[i] / ranks_);
+    kernels::fp16_encode(in.data(), reinterpret_cast<_Float16*>(out.data()), in.size(),
+                         1.0f / ranks_);
     return 2 * in.size();
   }
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
     check(in.size(), out.size());
-    const auto* h = reinterpret_cast<const _Float16*>(in.data());
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(h[i]);
+    kernels::fp16_decode(reinterpret_cast<const _Float16*>(in.data()), out.data(), out.size());
   }
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
                      std::size_t accum_bytes, const ReduceContext& context) override {
     check(incoming.size(), context.count);
     check(accum_bytes, context.count);
-    auto* a = reinterpret_cast<_Float16*>(accum.data());
-    const auto* b = reinterpret_cast<const _Float16*>(incoming.data());
-    for (std::size_t i = 0; i < context.count; ++i) {
-      a[i] = static_cast<_Float16>(static_cast<float>(a[i]) + static_cast<float>(b[i]));
-    }
+    kernels::fp16_add(reinterpret_cast<_Float16*>(accum.data()),
+                      reinterpret_cast<const _Float16*>(incoming.data()), context.count);
     return accum_bytes;
   }
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
+#include "qccl/codecs/kernels.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -12,13 +14,12 @@ namespace qccl {
 std::string_view to_string(NormKind kind) { return kind == NormKind::inf ? "inf" : "2"; }
 
 double local_norm_statistic(std::span<const float> data, NormKind kind) {
-  double statistic = 0.0;
-  for (float x : data) {
-    if (!std::isfinite(x)) return std::numeric_limits<double>::quiet_NaN();
-    const double a = std::abs(static_cast<double>(x));
-    statistic = kind == NormKind::inf ? std::max(statistic, a) : statistic + a * a;
-  }
-  return statistic;
+  const std::uint32_t largest = kernels::max_abs_bits(data.data(), data.size());
+  if (largest >= 0x7F800000U) return std::numeric_limits<double>::quiet_NaN();  // Inf or NaN
+  if (kind == NormKind::two) return kernels::sum_of_squares(data.data(), data.size());
+  float value;
+  std::memcpy(&value, &largest, 4);
+  return value;
 }
 
 double local_norm(std::span<const float> data, NormKind kind) {

@@ -5,6 +5,7 @@
 
 #include "qccl/codecs/counter_rng.h"
 #include "qccl/codecs/exp_dither.h"
+#include "qccl/codecs/kernels.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/common/errors.h"
 
@@ -24,6 +25,26 @@ int linear_levels_per_rank(int bits, int ranks) {
 
 namespace {
 
+// Stochastic rounding of |x|·(levels/norm) to an integer level with x's sign
+// (Definition 1, Eq. 2): the vectorised kernel, or — when levels/norm
+// overflows fp32 for a tiny norm — the same rounding after dividing by the
+// norm, with the same random numbers.
+void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q, float scale,
+                   float norm, int levels, const CounterRng& rng) {
+  if (std::isfinite(scale)) {
+    kernels::linear_encode_i8(in.data(), q, in.size(), scale, levels, rng.key_low(),
+                              rng.key_high(), first);
+    return;
+  }
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const float v = std::abs(in[i]) / norm * static_cast<float>(levels);
+    const auto lower = static_cast<int>(v);
+    const float u = static_cast<float>(rng.bits32(first + i) >> 8) * 0x1p-24f;
+    const int level = std::min(lower + (u < v - static_cast<float>(lower) ? 1 : 0), levels);
+    q[i] = static_cast<std::int8_t>(std::signbit(in[i]) ? -level : level);
+  }
+}
+
 // Linear dithering L_s (Global-QSGD §4.2, Definition 1, Eq. 2) as a
 // Reduction on int8 chunks. encode: y = |x|/norm in [0,1], scaled to s levels
 // and rounded stochastically — up with probability equal to the fractional
@@ -42,40 +63,23 @@ class LinearDitherReduction final : public Reduction {
   std::size_t max_encoded_bytes(std::size_t count) const override { return count; }
 
   std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
-    auto* q = reinterpret_cast<std::int8_t*>(out.data());
-    // For a tiny norm, s/norm overflows fp32 (and 0·inf would be NaN): then
-    // divide by the norm first.
-    const bool multiply = std::isfinite(scale_);
-    const auto levels = static_cast<float>(levels_);
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      const float v = multiply ? std::abs(in[i]) * scale_ : std::abs(in[i]) / norm_ * levels;
-      const float lower = std::floor(v);
-      int level = static_cast<int>(lower) + (rng_.uniform(first + i) < v - lower ? 1 : 0);
-      level = std::min(level, levels_);  // |x| = norm may round v just above s
-      q[i] = static_cast<std::int8_t>(std::signbit(in[i]) ? -level : level);
-    }
+    encode_levels(in, first, reinterpret_cast<std::int8_t*>(out.data()), scale_, norm_, levels_, rng_);
     return in.size();
   }
 
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
     check(in.size(), out.size());
-    const auto* q = reinterpret_cast<const std::int8_t*>(in.data());
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(q[i]) * step_;
+    kernels::linear_decode_i8(reinterpret_cast<const std::int8_t*>(in.data()), out.data(),
+                              out.size(), step_);
   }
 
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
                      std::size_t accum_bytes, const ReduceContext& context) override {
     check(incoming.size(), context.count);
     check(accum_bytes, context.count);
-    auto* a = reinterpret_cast<std::int8_t*>(accum.data());
-    const auto* b = reinterpret_cast<const std::int8_t*>(incoming.data());
-    int outside = 0;
-    for (std::size_t i = 0; i < context.count; ++i) {
-      const int sum = a[i] + b[i];
-      outside |= static_cast<int>(sum > limit_) | static_cast<int>(sum < -limit_);
-      a[i] = static_cast<std::int8_t>(sum);
-    }
-    if (outside) {
+    if (!kernels::add_i8_checked(reinterpret_cast<std::int8_t*>(accum.data()),
+                                 reinterpret_cast<const std::int8_t*>(incoming.data()),
+                                 context.count, limit_)) {
       throw CommError(name_ + ": a partial sum exceeds n·s = " + std::to_string(limit_) +
                       " at elements " + std::to_string(context.first) + ".." +
                       std::to_string(context.first + context.count) +
@@ -125,16 +129,14 @@ class LinearAverageReduction final : public Reduction {
   }
 
   std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
-    const bool multiply = std::isfinite(scale_);
-    const auto levels = static_cast<float>(levels_);
     write_header(out, 1);
-    if (bits_ == 4 && in.size() % 2) out[kHeader + in.size() / 2] = std::byte{0};  // padding nibble
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      const float v = multiply ? std::abs(in[i]) * scale_ : std::abs(in[i]) / norm_ * levels;
-      const float lower = std::floor(v);
-      int level = static_cast<int>(lower) + (quantize_.uniform(first + i) < v - lower ? 1 : 0);
-      level = std::min(level, levels_);
-      set(out, i, std::signbit(in[i]) ? -level : level);
+    auto* payload = reinterpret_cast<std::uint8_t*>(out.data() + kHeader);
+    if (bits_ == 8) {
+      encode_levels(in, first, reinterpret_cast<std::int8_t*>(payload), scale_, norm_, levels_, quantize_);
+    } else {
+      std::vector<std::int8_t>& q = levels_scratch(in.size());
+      encode_levels(in, first, q.data(), scale_, norm_, levels_, quantize_);
+      kernels::pack_i4(q.data(), payload, in.size());
     }
     return kHeader + payload_bytes(in.size());
   }
@@ -146,7 +148,14 @@ class LinearAverageReduction final : public Reduction {
       throw CommError(name_ + ": a decoded chunk averages " + std::to_string(k) + " of " +
                       std::to_string(ranks_) + " ranks (incomplete or corrupt aggregation)");
     }
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(get(in, i)) * value_;
+    const auto* payload = reinterpret_cast<const std::uint8_t*>(in.data() + kHeader);
+    const std::int8_t* q = reinterpret_cast<const std::int8_t*>(payload);
+    if (bits_ == 4) {
+      std::vector<std::int8_t>& unpacked = levels_scratch(out.size());
+      kernels::unpack_i4(payload, unpacked.data(), out.size());
+      q = unpacked.data();
+    }
+    kernels::linear_decode_i8(q, out.data(), out.size(), value_);
   }
 
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
@@ -183,6 +192,11 @@ class LinearAverageReduction final : public Reduction {
 
  private:
   static constexpr std::size_t kHeader = 4;
+
+  std::vector<std::int8_t>& levels_scratch(std::size_t count) {
+    if (scratch_.size() < count) scratch_.resize(count);
+    return scratch_;
+  }
 
   std::size_t payload_bytes(std::size_t count) const {
     return bits_ == 4 ? (count + 1) / 2 : count;
@@ -226,6 +240,7 @@ class LinearAverageReduction final : public Reduction {
   CounterRng quantize_;
   CodecSettings settings_;
   std::uint64_t step_;
+  std::vector<std::int8_t> scratch_;  // unpacked levels of one chunk
 };
 
 // Exponential dithering E_s (Global-QSGD §4.2-4.3) as a Reduction on
@@ -248,7 +263,7 @@ class ExpDitherReduction final : public Reduction {
     auto* code = reinterpret_cast<std::uint8_t*>(out.data());
     for (std::size_t i = 0; i < in.size(); ++i) {
       const float y = std::abs(in[i]) / norm_;
-      code[i] = exp_dither::quantize(y, std::signbit(in[i]), c_, s_, quantize_.bits(first + i) >> 9);
+      code[i] = exp_dither::quantize(y, std::signbit(in[i]), c_, s_, quantize_.bits32(first + i) >> 9);
     }
     return in.size();
   }

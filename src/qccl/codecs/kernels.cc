@@ -1,0 +1,177 @@
+#include "qccl/codecs/kernels.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "qccl/codecs/counter_rng.h"
+
+#define QCCL_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+
+namespace qccl::kernels {
+namespace {
+
+constexpr std::size_t kBlock = 256;
+
+inline std::uint32_t bits_of(float f) {
+  std::uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+}  // namespace
+
+QCCL_MULTIVERSION
+std::uint32_t max_abs_bits(const float* x, std::size_t n) {
+  std::uint32_t m = 0;
+  for (std::size_t i = 0; i < n; ++i) m = std::max(m, bits_of(x[i]) & 0x7FFFFFFFU);
+  return m;
+}
+
+// 16 fixed lanes (lane j sums elements j, j+16, ...) in fp32 per block of
+// 1024, lanes and blocks then summed in double in a fixed order: the same
+// result on every instruction set, whatever its vector width.
+QCCL_MULTIVERSION
+double sum_of_squares(const float* x, std::size_t n) {
+  constexpr std::size_t kLanes = 16;
+  double total = 0;
+  std::size_t base = 0;
+  for (; base + 1024 <= n; base += 1024) {
+    float lane[kLanes] = {};
+    for (std::size_t i = 0; i < 1024; i += kLanes) {
+      for (std::size_t j = 0; j < kLanes; ++j) lane[j] += x[base + i + j] * x[base + i + j];
+    }
+    for (float l : lane) total += l;
+  }
+  for (; base < n; ++base) total += static_cast<double>(x[base]) * x[base];
+  return total;
+}
+
+// Per block: levels as int32 (one element width, so the loop vectorises),
+// then narrowed to int8.
+QCCL_MULTIVERSION
+void linear_encode_i8(const float* x, std::int8_t* q, std::size_t n, float scale,
+                      std::int32_t levels, std::uint32_t k_low, std::uint32_t k_high,
+                      std::uint64_t first) {
+  std::int32_t level[kBlock];
+  const auto first32 = static_cast<std::uint32_t>(first);
+  for (std::size_t base = 0; base < n; base += kBlock) {
+    const std::size_t m = std::min(kBlock, n - base);
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::uint32_t counter = first32 + static_cast<std::uint32_t>(base + i);
+      const std::uint32_t r = mix32(counter * 0x9E3779B9U + k_low) ^ k_high;
+      const float u = static_cast<float>(static_cast<std::int32_t>(r >> 8)) * 0x1p-24f;
+      const float xv = x[base + i];
+      const float v = __builtin_fabsf(xv) * scale;
+      const auto lower = static_cast<std::int32_t>(v);  // v >= 0: truncation is floor
+      // Up when u < v - lower: the sign bit of their difference.
+      const auto up = static_cast<std::int32_t>(bits_of(u - (v - static_cast<float>(lower))) >> 31);
+      const std::int32_t l = std::min(lower + up, levels);
+      const auto negative = -static_cast<std::int32_t>(bits_of(xv) >> 31);  // 0 or -1
+      level[i] = (l ^ negative) - negative;
+    }
+    for (std::size_t i = 0; i < m; ++i) q[base + i] = static_cast<std::int8_t>(level[i]);
+  }
+}
+
+QCCL_MULTIVERSION
+void pack_i4(const std::int8_t* q, std::uint8_t* packed, std::size_t n) {
+  for (std::size_t j = 0; j < n / 2; ++j) {
+    packed[j] = static_cast<std::uint8_t>((q[2 * j] & 0xF) | ((q[2 * j + 1] & 0xF) << 4));
+  }
+  if (n % 2) packed[n / 2] = static_cast<std::uint8_t>(q[n - 1] & 0xF);
+}
+
+QCCL_MULTIVERSION
+void unpack_i4(const std::uint8_t* packed, std::int8_t* q, std::size_t n) {
+  for (std::size_t j = 0; j < n / 2; ++j) {
+    // Shift each nibble to the top, then arithmetic-shift back: sign extension.
+    q[2 * j] = static_cast<std::int8_t>(static_cast<std::int8_t>(packed[j] << 4) >> 4);
+    q[2 * j + 1] = static_cast<std::int8_t>(static_cast<std::int8_t>(packed[j]) >> 4);
+  }
+  if (n % 2) q[n - 1] = static_cast<std::int8_t>(static_cast<std::int8_t>(packed[n / 2] << 4) >> 4);
+}
+
+QCCL_MULTIVERSION
+void linear_decode_i8(const std::int8_t* q, float* out, std::size_t n, float step) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(q[i]) * step;
+}
+
+QCCL_MULTIVERSION
+bool add_i8_checked(std::int8_t* acc, const std::int8_t* in, std::size_t n, std::int32_t limit) {
+  int outside = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto sum = static_cast<std::int16_t>(acc[i] + in[i]);
+    outside |= static_cast<int>(sum > limit) | static_cast<int>(sum < -limit);
+    acc[i] = static_cast<std::int8_t>(sum);
+  }
+  return outside == 0;
+}
+
+// fp16: F16C converts 8 values per instruction; the baseline converts one at
+// a time in software. Both round to nearest even. The versions are internal
+// and called through GCC's dispatcher below: a caller in another file would
+// otherwise bind to the default version directly.
+namespace {
+
+__attribute__((target("default"))) void fp16_encode_impl(const float* x, _Float16* h, std::size_t n,
+                                                    float factor) {
+  for (std::size_t i = 0; i < n; ++i) h[i] = static_cast<_Float16>(x[i] * factor);
+}
+
+__attribute__((target("avx2,f16c"))) void fp16_encode_impl(const float* x, _Float16* h, std::size_t n,
+                                                      float factor) {
+  const __m256 f = _mm256_set1_ps(factor);
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i packed = _mm256_cvtps_ph(_mm256_mul_ps(_mm256_loadu_ps(x + i), f),
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), packed);
+  }
+  for (; i < n; ++i) h[i] = static_cast<_Float16>(x[i] * factor);
+}
+
+__attribute__((target("default"))) void fp16_decode_impl(const _Float16* h, float* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(h[i]);
+}
+
+__attribute__((target("avx2,f16c"))) void fp16_decode_impl(const _Float16* h, float* out,
+                                                      std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(out + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + i))));
+  }
+  for (; i < n; ++i) out[i] = static_cast<float>(h[i]);
+}
+
+__attribute__((target("default"))) void fp16_add_impl(_Float16* acc, const _Float16* in, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    acc[i] = static_cast<_Float16>(static_cast<float>(acc[i]) + static_cast<float>(in[i]));
+  }
+}
+
+__attribute__((target("avx2,f16c"))) void fp16_add_impl(_Float16* acc, const _Float16* in,
+                                                   std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(acc + i)));
+    const __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(acc + i),
+                     _mm256_cvtps_ph(_mm256_add_ps(a, b), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  for (; i < n; ++i) {
+    acc[i] = static_cast<_Float16>(static_cast<float>(acc[i]) + static_cast<float>(in[i]));
+  }
+}
+
+}  // namespace
+
+void fp16_encode(const float* x, _Float16* h, std::size_t n, float factor) {
+  fp16_encode_impl(x, h, n, factor);
+}
+void fp16_decode(const _Float16* h, float* out, std::size_t n) { fp16_decode_impl(h, out, n); }
+void fp16_add(_Float16* acc, const _Float16* in, std::size_t n) { fp16_add_impl(acc, in, n); }
+
+}  // namespace qccl::kernels

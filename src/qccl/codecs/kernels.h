@@ -1,0 +1,43 @@
+// The codecs' hot loops over plain arrays, each compiled for several
+// instruction sets and chosen at run time from the CPU's features (GCC
+// function multiversioning: AVX-512, AVX2+FMA+F16C, or baseline x86-64), so a
+// generic build runs at full speed on the machine it lands on. Each loop is
+// written so the compiler vectorises it: one element width per loop, no
+// branches, truncation instead of floor, sign-bit arithmetic instead of
+// selects. Results are identical on every instruction set.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace qccl::kernels {
+
+// max over i of the bits of |x[i]|: >= 0x7F800000 iff some x[i] is Inf or
+// NaN; otherwise the bits of max|x[i]| (non-negative floats order as their bits).
+std::uint32_t max_abs_bits(const float* x, std::size_t n);
+// sum of x[i]^2: fp32 partial sums in 16 fixed lanes per block of 1024,
+// summed in double; identical on every instruction set.
+double sum_of_squares(const float* x, std::size_t n);
+
+// Linear dithering (Global-QSGD L_s): q[i] = sign(x[i]) · (floor(v) + [u < frac(v)]),
+// v = |x[i]|·scale, clamped to `levels`, where u = bits32(first + i) / 2^32 of
+// the generator with key halves (k_low, k_high). Requires |x|·scale finite.
+void linear_encode_i8(const float* x, std::int8_t* q, std::size_t n, float scale,
+                      std::int32_t levels, std::uint32_t k_low, std::uint32_t k_high,
+                      std::uint64_t first);
+// Two's-complement 4-bit values, two per byte (element 2j in the low nibble);
+// q[i] must be in [-8, 7]. An odd count leaves the last high nibble zero.
+void pack_i4(const std::int8_t* q, std::uint8_t* packed, std::size_t n);
+void unpack_i4(const std::uint8_t* packed, std::int8_t* q, std::size_t n);
+// out[i] = q[i] · step.
+void linear_decode_i8(const std::int8_t* q, float* out, std::size_t n, float step);
+// acc[i] += in[i]; returns false if any sum leaves [-limit, limit].
+bool add_i8_checked(std::int8_t* acc, const std::int8_t* in, std::size_t n, std::int32_t limit);
+
+// fp16 (round to nearest even): h[i] = fp16(x[i] · factor), out[i] = float(h[i]),
+// acc[i] = fp16(float(acc[i]) + float(in[i])).
+void fp16_encode(const float* x, _Float16* h, std::size_t n, float factor);
+void fp16_decode(const _Float16* h, float* out, std::size_t n);
+void fp16_add(_Float16* acc, const _Float16* in, std::size_t n);
+
+}  // namespace qccl::kernels

@@ -1,0 +1,128 @@
+// The vectorised kernels (whichever instruction set this CPU selects) against
+// plain scalar reference code of the same definition, bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "../support/patterns.h"
+#include "qccl/codecs/counter_rng.h"
+#include "qccl/codecs/kernels.h"
+
+namespace qccl {
+namespace {
+
+// Lengths that exercise full vectors, the 256-element blocks and tails.
+const std::size_t kLengths[] = {0, 1, 7, 15, 16, 17, 255, 256, 257, 1000, 4099};
+
+std::vector<float> data_of(std::size_t n) {
+  return test::make_vector(n, [](std::size_t i) {
+    return test::noise(1, i) * std::ldexp(1.0f, -static_cast<int>(i % 9));
+  });
+}
+
+TEST(KernelsTest, LinearEncodeMatchesTheScalarDefinition) {
+  const CounterRng rng(5, 6, 7, 8, RngStream::quantize);
+  for (std::size_t n : kLengths) {
+    const auto x = data_of(n);
+    for (int levels : {1, 7, 31, 127}) {
+      const float scale = static_cast<float>(levels);  // |x| <= 1
+      std::vector<std::int8_t> q(n);
+      const std::uint64_t first = 12345;
+      kernels::linear_encode_i8(x.data(), q.data(), n, scale, levels, rng.key_low(), rng.key_high(), first);
+      for (std::size_t i = 0; i < n; ++i) {
+        const float v = std::abs(x[i]) * scale;
+        const float lower = std::floor(v);
+        const float u = static_cast<float>(rng.bits32(first + i) >> 8) * 0x1p-24f;
+        const int level = std::min(static_cast<int>(lower) + (u < v - lower ? 1 : 0), levels);
+        ASSERT_EQ(q[i], std::signbit(x[i]) ? -level : level) << "n=" << n << " i=" << i;
+      }
+    }
+  }
+}
+
+TEST(KernelsTest, DecodeAddAndPackMatchTheirDefinitions) {
+  for (std::size_t n : kLengths) {
+    std::vector<std::int8_t> a(n), b(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = static_cast<std::int8_t>(static_cast<int>(i % 15) - 7);
+      b[i] = static_cast<std::int8_t>(static_cast<int>((i * 7) % 15) - 7);
+    }
+    std::vector<float> out(n);
+    kernels::linear_decode_i8(a.data(), out.data(), n, 0.25f);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], a[i] * 0.25f);
+
+    std::vector<std::uint8_t> packed((n + 1) / 2, 0xFF);
+    std::vector<std::int8_t> unpacked(n);
+    kernels::pack_i4(a.data(), packed.data(), n);
+    kernels::unpack_i4(packed.data(), unpacked.data(), n);
+    ASSERT_EQ(unpacked, a);
+    if (n % 2) {
+      ASSERT_EQ(packed.back() >> 4, 0) << "padding nibble not zero";
+    }
+
+    auto sum = a;
+    ASSERT_TRUE(kernels::add_i8_checked(sum.data(), b.data(), n, 14));
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(sum[i], a[i] + b[i]);
+    if (n > 0) {
+      auto over = a;
+      std::vector<std::int8_t> push(n, 0);
+      push[n - 1] = static_cast<std::int8_t>(20 - a[n - 1]);  // the last element reaches 20
+      EXPECT_FALSE(kernels::add_i8_checked(over.data(), push.data(), n, 14));
+    }
+  }
+}
+
+TEST(KernelsTest, Fp16RoundsToNearestEvenLikeTheScalarConversion) {
+  for (std::size_t n : kLengths) {
+    auto x = data_of(n);
+    if (n > 3) {
+      x[0] = 70000.0f;  // overflows fp16
+      x[1] = 1e-8f;     // fp16 subnormal
+      x[2] = -0.0f;
+    }
+    std::vector<_Float16> h(n), g(n);
+    kernels::fp16_encode(x.data(), h.data(), n, 0.5f);
+    for (std::size_t i = 0; i < n; ++i) {
+      const _Float16 expected = static_cast<_Float16>(x[i] * 0.5f);
+      ASSERT_EQ(std::memcmp(&h[i], &expected, 2), 0) << "i=" << i;
+    }
+    std::vector<float> out(n);
+    kernels::fp16_decode(h.data(), out.data(), n);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], static_cast<float>(h[i]));
+    g = h;
+    kernels::fp16_add(g.data(), h.data(), n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const _Float16 expected = static_cast<_Float16>(static_cast<float>(h[i]) * 2.0f);
+      ASSERT_EQ(std::memcmp(&g[i], &expected, 2), 0) << "i=" << i;
+    }
+  }
+}
+
+TEST(KernelsTest, NormsDetectNonFiniteValuesAndMatchReferences) {
+  for (std::size_t n : kLengths) {
+    auto x = data_of(n);
+    float largest = 0;
+    double squares = 0;
+    for (float v : x) {
+      largest = std::max(largest, std::abs(v));
+      squares += static_cast<double>(v) * v;
+    }
+    std::uint32_t bits;
+    std::memcpy(&bits, &largest, 4);
+    ASSERT_EQ(kernels::max_abs_bits(x.data(), n), bits);
+    EXPECT_NEAR(kernels::sum_of_squares(x.data(), n), squares, 1e-6 * squares + 1e-30);
+    if (n == 0) continue;
+    for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                      std::numeric_limits<float>::quiet_NaN()}) {
+      auto y = x;
+      y[n - 1] = bad;
+      EXPECT_GE(kernels::max_abs_bits(y.data(), n), 0x7F800000U);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace qccl
