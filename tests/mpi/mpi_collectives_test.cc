@@ -7,6 +7,8 @@
 #include <tuple>
 
 #include "../support/collective_checks.h"
+#include "../support/patterns.h"
+#include "qccl/codecs/codec_spec.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/common/errors.h"
@@ -93,6 +95,56 @@ TEST_P(MpiCollectivesTest, BroadcastFromEveryRoot) {
 INSTANTIATE_TEST_SUITE_P(Sizes, MpiCollectivesTest,
                          ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{10},
                                            std::size_t{1000}, std::size_t{100000}));
+
+// Every codec under mpirun: bitwise identical results on every rank, each
+// element within the codec's worst-case error of the exact mean.
+class MpiCodecTest : public ::testing::TestWithParam<std::tuple<std::string, Algorithm>> {};
+
+TEST_P(MpiCodecTest, IdenticalOnEveryRankAndWithinTheErrorBound) {
+  const auto& [spec, algorithm] = GetParam();
+  Communicator& comm = *world().comm;
+  const int n = comm.size();
+  auto codec = make_codec(spec, {.seed = 3, .bucket = 0});
+  CollectiveOptions options;
+  options.algorithm = algorithm;
+  options.chunk_bytes = 4096;
+  constexpr std::size_t kD = 10007;
+  // The global norm of every rank's input, of the kind the codec uses.
+  double largest = 0, squares = 0;
+  for (int r = 0; r < n; ++r) {
+    for (std::size_t i = 0; i < kD; ++i) {
+      largest = std::max(largest, std::abs(static_cast<double>(noise(r, i))));
+      squares += static_cast<double>(noise(r, i)) * noise(r, i);
+    }
+  }
+  const double norm = codec->norm_kind() == NormKind::inf ? largest : std::sqrt(squares);
+  const double bound = codec->max_abs_error(norm, n, algorithm);
+  for (int round = 0; round < 3; ++round) {
+    auto data = make_vector(kD, [&](std::size_t i) { return noise(comm.rank(), i); });
+    codec->allreduce_mean(comm, data, options);
+    expect_identical_across_ranks(comm, data);
+    std::size_t outside = 0;
+    for (std::size_t i = 0; i < kD; ++i) {
+      double mean = 0;
+      for (int r = 0; r < n; ++r) mean += noise(r, i) / static_cast<double>(n);
+      outside += std::abs(data[i] - mean) > bound;
+    }
+    EXPECT_EQ(outside, 0u) << spec;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Codecs, MpiCodecTest,
+    ::testing::Combine(::testing::Values("fp32", "fp16", "global-qsgd", "global-qsgd:bits=4",
+                                         "global-qsgd:dither=exp", "global-qsgd:norm=2"),
+                       ::testing::Values(Algorithm::ring, Algorithm::tree)),
+    [](const ::testing::TestParamInfo<std::tuple<std::string, Algorithm>>& info) {
+      std::string name = std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param)));
+      for (char& c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+      }
+      return name;
+    });
 
 TEST(MpiFailureTest, LengthMismatchRaisesOnEveryRankAndCommunicatorStaysUsable) {
   Communicator& comm = *world().comm;
