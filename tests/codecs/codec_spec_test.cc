@@ -35,7 +35,7 @@ TEST(CodecSpecTest, RejectsMalformedSpecs) {
 }
 
 TEST(CodecSpecTest, ErrorsListWhatIsValid) {
-  EXPECT_THAT(error_of("zstd"), HasSubstr("valid codecs: fp32, fp16, global-qsgd"));
+  EXPECT_THAT(error_of("zstd"), HasSubstr("valid codecs: fp32, fp16, global-qsgd, qsgd"));
   EXPECT_THAT(error_of("global-qsgd:level=3"), HasSubstr("valid: bits, dither, norm"));
   EXPECT_THAT(error_of("global-qsgd:norm=1"), HasSubstr("valid values: inf, 2"));
   EXPECT_THAT(error_of("global-qsgd:bits=3"), HasSubstr("valid values: 8, 4"));
@@ -51,7 +51,11 @@ TEST(CodecSpecTest, CanonicalSpecsNameEveryParameter) {
   EXPECT_EQ(make_codec("fp16")->wire_bytes(10), 20u);
   EXPECT_EQ(make_codec("global-qsgd")->wire_bytes(10), 10u);
   EXPECT_TRUE(make_codec("global-qsgd")->unbiased());
-  EXPECT_EQ(codec_catalog().size(), 3u);
+  EXPECT_EQ(codec_catalog().size(), 4u);
+  EXPECT_EQ(make_codec("qsgd")->spec(), "qsgd:bits=8,bucket=512,norm=2");
+  EXPECT_EQ(make_codec("qsgd")->wire_bytes(1000), 2 * 4 + 1000u);  // 2 bucket norms + levels
+  EXPECT_EQ(make_codec("qsgd:bits=4,bucket=128")->wire_bytes(1000), 8 * 4 + 500u);
+  EXPECT_THAT(error_of("qsgd:bucket=100"), HasSubstr("valid values: 128, 256, 512"));
 }
 
 }  // namespace

@@ -136,7 +136,8 @@ TEST_P(MpiCodecTest, IdenticalOnEveryRankAndWithinTheErrorBound) {
 INSTANTIATE_TEST_SUITE_P(
     Codecs, MpiCodecTest,
     ::testing::Combine(::testing::Values("fp32", "fp16", "global-qsgd", "global-qsgd:bits=4",
-                                         "global-qsgd:dither=exp", "global-qsgd:norm=2"),
+                                         "global-qsgd:dither=exp", "global-qsgd:norm=2", "qsgd",
+                                         "qsgd:bits=4,norm=inf"),
                        ::testing::Values(Algorithm::ring, Algorithm::tree)),
     [](const ::testing::TestParamInfo<std::tuple<std::string, Algorithm>>& info) {
       std::string name = std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param)));

@@ -31,7 +31,8 @@ std::vector<BenchRow> run(int ranks, const BenchConfig& config) {
 // ring sends 2(n-1)/n of the compressed (not the fp32) bytes.
 TEST(CodecAllreduceBenchTest, EveryCodecWithinItsBoundAndSendsCompressedBytes) {
   for (const std::string codec : {"fp32", "fp16", "global-qsgd", "global-qsgd:bits=4",
-                                  "global-qsgd:dither=exp", "global-qsgd:norm=2"}) {
+                                  "global-qsgd:dither=exp", "global-qsgd:norm=2", "qsgd",
+                                  "qsgd:bits=4,norm=inf"}) {
     BenchConfig config;
     config.codec = codec;
     config.min_bytes = 4096;

@@ -4,6 +4,7 @@
 
 #include "qccl/codecs/float_codecs.h"
 #include "qccl/codecs/global_qsgd.h"
+#include "qccl/codecs/qsgd.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -23,6 +24,10 @@ constexpr CatalogEntry kCatalog[] = {
      "Global-QSGD (global-norm quantization, summed in transit); params bits=8|4, "
      "dither=linear|exp (exp: 8-bit), norm=inf|2",
      make_global_qsgd_codec},
+    {"qsgd",
+     "QSGD baseline (per-rank bucket norms, allgather then decode); params bits=8|4, "
+     "bucket=128..4096 (512), norm=2|inf",
+     make_qsgd_codec},
 };
 
 std::string join_names() {

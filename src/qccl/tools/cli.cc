@@ -104,7 +104,7 @@ int run_codec_bench_command(CodecBenchCommand& command) {
     command.config.bytes = parse_bytes(command.size);
     if (command.config.codecs.empty()) {
       command.config.codecs = {"fp32", "fp16", "global-qsgd:bits=8,dither=linear",
-                               "global-qsgd:bits=4", "global-qsgd:bits=8,dither=exp"};
+                               "global-qsgd:bits=4", "global-qsgd:bits=8,dither=exp", "qsgd"};
     }
     const auto rows = run_codec_bench(command.config);
     if (command.json) {

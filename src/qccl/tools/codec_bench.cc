@@ -77,6 +77,7 @@ std::vector<CodecBenchRow> run_codec_bench(const CodecBenchConfig& config) {
       t_decode.push_back(seconds_of([&] {
         single->decode(std::span(encoded).first(encoded_bytes), 0, output);
       }));
+      if (codec->aggregation() != Aggregation::compressed_domain) continue;
       std::memcpy(accum.data(), a.data(), a_bytes);
       t_reduce.push_back(seconds_of([&] {
         pair->reduce(std::span(b).first(b_bytes), accum, a_bytes, {0, count, 0, 0});
@@ -87,7 +88,7 @@ std::vector<CodecBenchRow> run_codec_bench(const CodecBenchConfig& config) {
     row.memcpy_gbps = s / copy_s / 1e9;
     row.encode_gbps = s / enc_s / 1e9;
     row.decode_gbps = s / dec_s / 1e9;
-    row.reduce_gbps = s / median(t_reduce) / 1e9;
+    row.reduce_gbps = t_reduce.empty() ? 0.0 : s / median(t_reduce) / 1e9;
     row.encode_decode_vs_memcpy = copy_s / (enc_s + dec_s);
     rows.push_back(row);
   }
@@ -104,9 +105,15 @@ void print_codec_table(std::ostream& out, const CodecBenchConfig& config,
                 "memcpy", "encode", "decode", "reduce", "vs_memcpy");
   out << line;
   for (const auto& r : rows) {
-    std::snprintf(line, sizeof line, "  %-42s %10zu %9.2f %9.2f %9.2f %9.2f %10.3f\n",
+    char reduce[16];
+    if (r.reduce_gbps > 0) {
+      std::snprintf(reduce, sizeof reduce, "%9.2f", r.reduce_gbps);
+    } else {
+      std::snprintf(reduce, sizeof reduce, "%9s", "-");  // aggregates by allgather
+    }
+    std::snprintf(line, sizeof line, "  %-42s %10zu %9.2f %9.2f %9.2f %s %10.3f\n",
                   r.spec.c_str(), r.wire_bytes, r.memcpy_gbps, r.encode_gbps, r.decode_gbps,
-                  r.reduce_gbps, r.encode_decode_vs_memcpy);
+                  reduce, r.encode_decode_vs_memcpy);
     out << line;
   }
 }
@@ -121,7 +128,8 @@ nlohmann::json codec_rows_to_json(const CodecBenchConfig& config,
                          {"memcpy_gbps", r.memcpy_gbps},
                          {"encode_gbps", r.encode_gbps},
                          {"decode_gbps", r.decode_gbps},
-                         {"reduce_gbps", r.reduce_gbps},
+                         {"reduce_gbps", r.reduce_gbps > 0 ? nlohmann::json(r.reduce_gbps)
+                                                           : nlohmann::json(nullptr)},
                          {"encode_decode_vs_memcpy", r.encode_decode_vs_memcpy}});
   }
   return j;

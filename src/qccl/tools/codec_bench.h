@@ -23,7 +23,7 @@ struct CodecBenchRow {
   double memcpy_gbps = 0;      // S / t, GB = 1e9 bytes, fp32 input bytes S
   double encode_gbps = 0;      // local norm + encode
   double decode_gbps = 0;
-  double reduce_gbps = 0;      // one hop: combine two encodings
+  double reduce_gbps = 0;      // one hop: combine two encodings (0: none, allgather codec)
   // memcpy time / (encode + decode time): 1.0 means as fast as a copy.
   double encode_decode_vs_memcpy = 0;
 };

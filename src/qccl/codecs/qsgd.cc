@@ -1,0 +1,175 @@
+#include "qccl/codecs/qsgd.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "qccl/codecs/counter_rng.h"
+#include "qccl/codecs/kernels.h"
+#include "qccl/collectives/allgather.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+struct QsgdConfig {
+  int bits = 8;               // sign + level bits per element
+  std::size_t bucket = 512;   // elements per norm
+  NormKind norm = NormKind::two;
+};
+
+// One rank's QSGD encoding of a chunk: for each bucket of `bucket` elements,
+// [float local norm], then all levels (int8, or int4 packed two per byte).
+// Levels are the linear stochastic rounding of |x|/norm_bucket to s levels,
+// s = 2^(bits-1) - 1, unbiased. reduce is not defined: QSGD's scales differ
+// per rank, so it aggregates by allgather and decode.
+class QsgdReduction final : public Reduction {
+ public:
+  QsgdReduction(std::string name, QsgdConfig config, CounterRng rng)
+      : name_(std::move(name)), config_(config), levels_((1 << (config.bits - 1)) - 1), rng_(rng) {}
+
+  std::string name() const override { return name_; }
+  std::size_t granularity() const override { return config_.bucket; }
+  std::size_t max_encoded_bytes(std::size_t count) const override {
+    return buckets(count) * sizeof(float) + payload_bytes(count);
+  }
+
+  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
+    const std::size_t nb = buckets(in.size());
+    auto* norms = reinterpret_cast<float*>(out.data());
+    auto* payload = reinterpret_cast<std::uint8_t*>(out.data() + nb * sizeof(float));
+    std::vector<std::int8_t> levels(config_.bits == 8 ? 0 : in.size());
+    auto* q = config_.bits == 8 ? reinterpret_cast<std::int8_t*>(payload) : levels.data();
+    for (std::size_t b = 0; b < nb; ++b) {
+      const auto bucket = in.subspan(b * config_.bucket, std::min(config_.bucket, in.size() - b * config_.bucket));
+      const auto norm = static_cast<float>(local_norm(bucket, config_.norm));
+      norms[b] = norm;
+      const float scale = norm > 0 ? static_cast<float>(levels_ / static_cast<double>(norm)) : 0.0f;
+      if (std::isfinite(scale)) {
+        kernels::linear_encode_i8(bucket.data(), q + b * config_.bucket, bucket.size(), scale,
+                                  levels_, rng_.key_low(), rng_.key_high(), first + b * config_.bucket);
+      } else {  // a tiny norm: divide first, same random numbers
+        for (std::size_t i = 0; i < bucket.size(); ++i) {
+          const float v = std::abs(bucket[i]) / norm * static_cast<float>(levels_);
+          const auto lower = static_cast<int>(v);
+          const float u = static_cast<float>(rng_.bits32(first + b * config_.bucket + i) >> 8) * 0x1p-24f;
+          const int level = std::min(lower + (u < v - static_cast<float>(lower) ? 1 : 0), levels_);
+          q[b * config_.bucket + i] = static_cast<std::int8_t>(std::signbit(bucket[i]) ? -level : level);
+        }
+      }
+    }
+    if (config_.bits == 4) kernels::pack_i4(levels.data(), payload, in.size());
+    return max_encoded_bytes(in.size());
+  }
+
+  void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
+    if (in.size() != max_encoded_bytes(out.size())) {
+      throw CommError(name_ + ": an encoding of " + std::to_string(out.size()) + " elements must be " +
+                      std::to_string(max_encoded_bytes(out.size())) + " bytes, got " +
+                      std::to_string(in.size()) + " (corrupt or truncated message?)");
+    }
+    const std::size_t nb = buckets(out.size());
+    const auto* norms = reinterpret_cast<const float*>(in.data());
+    const auto* payload = reinterpret_cast<const std::uint8_t*>(in.data() + nb * sizeof(float));
+    std::vector<std::int8_t> levels(config_.bits == 8 ? 0 : out.size());
+    const std::int8_t* q = reinterpret_cast<const std::int8_t*>(payload);
+    if (config_.bits == 4) {
+      kernels::unpack_i4(payload, levels.data(), out.size());
+      q = levels.data();
+    }
+    for (std::size_t b = 0; b < nb; ++b) {
+      if (!std::isfinite(norms[b]) || norms[b] < 0) {
+        throw CommError(name_ + ": bucket norm " + std::to_string(norms[b]) + " is invalid (corrupt message?)");
+      }
+      const std::size_t start = b * config_.bucket;
+      kernels::linear_decode_i8(q + start, out.data() + start, std::min(config_.bucket, out.size() - start),
+                                static_cast<float>(norms[b] / static_cast<double>(levels_)));
+    }
+  }
+
+  std::size_t reduce(std::span<const std::byte>, std::span<std::byte>, std::size_t,
+                     const ReduceContext&) override {
+    throw InvalidArgument(name_ + " has no in-transit reduction: its ranks' scales differ, so it "
+                          "aggregates by allgather");
+  }
+
+ private:
+  std::size_t buckets(std::size_t count) const { return (count + config_.bucket - 1) / config_.bucket; }
+  std::size_t payload_bytes(std::size_t count) const { return config_.bits == 8 ? count : (count + 1) / 2; }
+
+  std::string name_;
+  QsgdConfig config_;
+  int levels_;
+  CounterRng rng_;
+};
+
+class QsgdCodec final : public Codec {
+ public:
+  QsgdCodec(QsgdConfig config, CodecSettings settings) : Codec(settings), config_(config) {}
+
+  std::string spec() const override {
+    return "qsgd:bits=" + std::to_string(config_.bits) + ",bucket=" + std::to_string(config_.bucket) +
+           ",norm=" + std::string(to_string(config_.norm));
+  }
+  bool unbiased() const override { return true; }
+  Aggregation aggregation() const override { return Aggregation::allgather_decode; }
+  std::size_t wire_bytes(std::size_t count) const override {
+    return QsgdReduction(spec(), config_, CounterRng(0, 0, 0, 0, RngStream::quantize)).max_encoded_bytes(count);
+  }
+  NormKind norm_kind() const override { return config_.norm; }
+  std::unique_ptr<Reduction> reduction_for(double, int, int rank, Algorithm) const override {
+    return std::make_unique<QsgdReduction>(
+        spec(), config_,
+        CounterRng(settings().seed, step(), settings().bucket, static_cast<std::uint64_t>(rank),
+                   RngStream::quantize));
+  }
+  // Each rank errs by less than one level of a bucket norm, itself at most
+  // the global norm of the same kind; so does their mean.
+  double max_abs_error(double norm, int, Algorithm) const override {
+    return norm / ((1 << (config_.bits - 1)) - 1);
+  }
+
+ protected:
+  // Encode locally, allgather every rank's encoding (ring), decode each and
+  // sum in rank order — the same values in the same order on every rank —
+  // then divide by n. The norm exchange only detects NaN/Inf on any rank.
+  void run_allreduce_mean(Communicator& comm, std::span<float> data,
+                          const CollectiveOptions& options) override {
+    global_norm(comm, data, config_.norm, spec() + " step " + std::to_string(step()),
+                options.timeout.value_or(comm.options().timeout));
+    const auto reduction = reduction_for(0, comm.size(), comm.rank(), options.algorithm);
+    const std::size_t bytes = reduction->max_encoded_bytes(data.size());
+    const auto n = static_cast<std::size_t>(comm.size());
+    std::vector<std::byte> mine(bytes), all(bytes * n);
+    reduction->encode(data, 0, mine);
+    CollectiveOptions gather = options;
+    gather.algorithm = Algorithm::ring;
+    allgatherv_bytes(comm, mine, std::vector<std::size_t>(n, bytes), all, gather);
+    std::vector<float> decoded(data.size());
+    std::fill(data.begin(), data.end(), 0.0f);
+    for (std::size_t r = 0; r < n; ++r) {
+      reduction->decode(std::span(all).subspan(r * bytes, bytes), 0, decoded);
+      for (std::size_t i = 0; i < data.size(); ++i) data[i] += decoded[i];
+    }
+    const auto ranks = static_cast<float>(n);
+    for (float& x : data) x /= ranks;
+  }
+
+ private:
+  QsgdConfig config_;
+};
+
+}  // namespace
+
+std::unique_ptr<Codec> make_qsgd_codec(const CodecSpec& spec, CodecSettings settings) {
+  CodecParams params(spec);
+  QsgdConfig config;
+  config.bits = std::stoi(params.choice("bits", {"8", "4"}, "8"));
+  config.bucket = static_cast<std::size_t>(
+      std::stoul(params.choice("bucket", {"128", "256", "512", "1024", "2048", "4096"}, "512")));
+  config.norm = params.choice("norm", {"2", "inf"}, "2") == "2" ? NormKind::two : NormKind::inf;
+  params.finish();
+  return std::make_unique<QsgdCodec>(config, settings);
+}
+
+}  // namespace qccl
