@@ -36,7 +36,7 @@ TEST(CodecSpecTest, RejectsMalformedSpecs) {
 
 TEST(CodecSpecTest, ErrorsListWhatIsValid) {
   EXPECT_THAT(error_of("zstd"), HasSubstr("valid codecs: fp32, fp16, global-qsgd, qsgd"));
-  EXPECT_THAT(error_of("global-qsgd:level=3"), HasSubstr("valid: bits, dither, norm"));
+  EXPECT_THAT(error_of("global-qsgd:level=3"), HasSubstr("valid: bits, dither, norm, sparse"));
   EXPECT_THAT(error_of("global-qsgd:norm=1"), HasSubstr("valid values: inf, 2"));
   EXPECT_THAT(error_of("global-qsgd:bits=3"), HasSubstr("valid values: 8, 4"));
   EXPECT_THAT(error_of("global-qsgd:bits=4,dither=exp"), HasSubstr("exponential dithering is 8-bit"));
@@ -44,8 +44,8 @@ TEST(CodecSpecTest, ErrorsListWhatIsValid) {
 }
 
 TEST(CodecSpecTest, CanonicalSpecsNameEveryParameter) {
-  EXPECT_EQ(make_codec("global-qsgd")->spec(), "global-qsgd:bits=8,dither=linear,norm=inf");
-  EXPECT_EQ(make_codec("global-qsgd:norm=2")->spec(), "global-qsgd:bits=8,dither=linear,norm=2");
+  EXPECT_EQ(make_codec("global-qsgd")->spec(), "global-qsgd:bits=8,dither=linear,norm=inf,sparse=off");
+  EXPECT_EQ(make_codec("global-qsgd:norm=2")->spec(), "global-qsgd:bits=8,dither=linear,norm=2,sparse=off");
   EXPECT_EQ(make_codec("fp16")->spec(), "fp16");
   EXPECT_EQ(make_codec("fp32")->wire_bytes(10), 40u);
   EXPECT_EQ(make_codec("fp16")->wire_bytes(10), 20u);

@@ -147,6 +147,19 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// Sparse aggregation under mpirun: the same bits as the dense allreduce.
+TEST(MpiSparseTest, SparseEqualsDenseOnEveryRank) {
+  Communicator& comm = *world().comm;
+  auto input = make_vector(30000, [&](std::size_t i) {
+    return (i + 31 * static_cast<std::size_t>(comm.rank())) % 101 == 0 ? noise(comm.rank(), i) : 0.0f;
+  });
+  auto dense = input, sparse = input;
+  make_codec("global-qsgd", {.seed = 6})->allreduce_mean(comm, dense);
+  make_codec("global-qsgd:sparse=auto", {.seed = 6})->allreduce_mean(comm, sparse);
+  EXPECT_EQ(sparse, dense);
+  expect_identical_across_ranks(comm, sparse);
+}
+
 TEST(MpiFailureTest, LengthMismatchRaisesOnEveryRankAndCommunicatorStaysUsable) {
   Communicator& comm = *world().comm;
   Fp32Sum sum;

@@ -52,7 +52,7 @@ expect "mpi compressed allreduce next to MPI fp32" 0 'Out of bounds values : 0 O
   --step-factor 16 --iters 2 --warmup 1
 expect "unknown codec lists the valid ones" 2 'valid codecs: fp32, fp16, global-qsgd' -- \
   "$qccl" bench allreduce --codec zstd --ranks 2
-expect "codec bench" 0 'global-qsgd:bits=4,dither=linear,norm=inf' -- \
+expect "codec bench" 0 'global-qsgd:bits=4,dither=linear,norm=inf,sparse=off' -- \
   "$qccl" bench codec --size 256K --iters 2
 simdir=$(mktemp -d)
 head -c 4800 /dev/zero >"$simdir/in.f32"

@@ -70,7 +70,7 @@ TEST(CodecBenchTest, ReportsEveryCodec) {
   config.iterations = 2;
   const auto rows = run_codec_bench(config);
   ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[1].spec, "global-qsgd:bits=4,dither=linear,norm=inf");
+  EXPECT_EQ(rows[1].spec, "global-qsgd:bits=4,dither=linear,norm=inf,sparse=off");
   EXPECT_EQ(rows[1].wire_bytes, (1u << 16) / 8);
   for (const auto& r : rows) {
     EXPECT_GT(r.memcpy_gbps, 0);

@@ -40,7 +40,7 @@ class Codec {
   Codec(const Codec&) = delete;
   Codec& operator=(const Codec&) = delete;
 
-  // Canonical spec with every parameter, e.g. "global-qsgd:bits=8,dither=linear,norm=inf".
+  // Canonical spec with every parameter, e.g. "global-qsgd:bits=8,dither=linear,norm=inf,sparse=off".
   virtual std::string spec() const = 0;
   // E[result] equals the exact mean of the ranks' inputs.
   virtual bool unbiased() const = 0;

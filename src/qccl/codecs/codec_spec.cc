@@ -22,7 +22,7 @@ constexpr CatalogEntry kCatalog[] = {
     {"fp16", "fp16 on the wire, summed in fp16 hop by hop", make_fp16_codec},
     {"global-qsgd",
      "Global-QSGD (global-norm quantization, summed in transit); params bits=8|4, "
-     "dither=linear|exp (exp: 8-bit), norm=inf|2",
+     "dither=linear|exp (exp: 8-bit), norm=inf|2, sparse=off|auto (8-bit)",
      make_global_qsgd_codec},
     {"qsgd",
      "QSGD baseline (per-rank bucket norms, allgather then decode); params bits=8|4, "

@@ -2,10 +2,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "qccl/codecs/counter_rng.h"
 #include "qccl/codecs/exp_dither.h"
 #include "qccl/codecs/kernels.h"
+#include "qccl/collectives/allgather.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/common/errors.h"
 
@@ -322,7 +325,8 @@ class GlobalQsgdCodec final : public Codec {
   std::string spec() const override {
     return "global-qsgd:bits=" + std::to_string(config_.bits) +
            ",dither=" + (config_.dither == Dither::linear ? "linear" : "exp") +
-           ",norm=" + std::string(to_string(config_.norm));
+           ",norm=" + std::string(to_string(config_.norm)) +
+           ",sparse=" + (config_.sparse ? "auto" : "off");
   }
   bool unbiased() const override { return true; }
   Aggregation aggregation() const override { return Aggregation::compressed_domain; }
@@ -385,11 +389,88 @@ class GlobalQsgdCodec final : public Codec {
       return;
     }
     const auto reduction = reduction_for(norm, comm.size(), comm.rank(), options.algorithm);
+    if (config_.sparse && allreduce_sparse(comm, data, norm, *reduction, options)) return;
     allreduce(comm, data, *reduction, options);
   }
 
  private:
   bool sums_in_transit(int ranks) const { return config_.bits == 8 && ranks <= 127; }
+
+  // Sparse aggregation (Algorithm 1, lines 6-8). Each rank quantizes exactly
+  // as the dense path would (same generator, same codes) and counts its
+  // non-zero codes; one small exchange gives every rank every count, so all
+  // take the same branch. If the non-zeros, 5 bytes each (uint32 index +
+  // code), total less than twice one dense encoding (the ring's per-rank
+  // traffic against the allgather's), they are allgathered and every rank
+  // adds them up in rank order: linear codes as exact integer sums (the
+  // dense result, bit for bit), exponential codes exactly in double (no
+  // C_nat rounding). Returns false, having moved no data, when dense is
+  // smaller; the dense allreduce then encodes again.
+  bool allreduce_sparse(Communicator& comm, std::span<float> data, double norm,
+                        Reduction& reduction, const CollectiveOptions& options) const {
+    constexpr std::size_t kEntryBytes = 5;
+    const std::size_t d = data.size();
+    if (d > std::numeric_limits<std::uint32_t>::max()) return false;  // same on every rank
+    std::vector<std::byte> codes(d);
+    if (d > 0) reduction.encode(data, 0, codes);
+    std::vector<std::uint32_t> index;
+    for (std::size_t i = 0; i < d; ++i) {
+      if (codes[i] != std::byte{0}) index.push_back(static_cast<std::uint32_t>(i));
+    }
+    const auto counts = allgather_counts(comm, index.size(), options);
+    std::size_t total = 0;
+    for (auto c : counts) total += c;
+    if (total * kEntryBytes >= 2 * d) return false;
+
+    const std::size_t nnz = index.size();
+    std::vector<std::byte> mine(nnz * kEntryBytes);
+    std::memcpy(mine.data(), index.data(), nnz * 4);
+    for (std::size_t k = 0; k < nnz; ++k) mine[nnz * 4 + k] = codes[index[k]];
+    std::vector<std::size_t> byte_counts(counts.size());
+    for (std::size_t r = 0; r < counts.size(); ++r) byte_counts[r] = counts[r] * kEntryBytes;
+    std::vector<std::byte> all(total * kEntryBytes);
+    CollectiveOptions gather = options;
+    gather.algorithm = Algorithm::ring;
+    allgatherv_bytes(comm, mine, byte_counts, all, gather);
+
+    const int n = comm.size();
+    const bool linear = config_.dither == Dither::linear;
+    const int levels = linear ? linear_levels_per_rank(8, n) : 0;
+    const int c = linear ? 0 : exp_dither::headroom(n, options.algorithm == Algorithm::ring);
+    std::vector<std::int32_t> level_sum(linear ? d : 0, 0);
+    std::vector<double> value_sum(linear ? 0 : d, 0.0);
+    std::size_t offset = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      const std::byte* block = all.data() + offset;
+      for (std::size_t k = 0; k < counts[r]; ++k) {
+        std::uint32_t i;
+        std::memcpy(&i, block + 4 * k, 4);
+        const auto code = static_cast<std::uint8_t>(block[4 * counts[r] + k]);
+        const int e = exp_dither::exponent(code);
+        const bool bad_code = linear ? std::abs(static_cast<std::int8_t>(code)) > levels
+                                     : (e < c || e > exp_dither::kMaxExponent);
+        if (i >= d || bad_code) {
+          throw CommError(spec() + ": sparse entry from rank " + std::to_string(r) +
+                          " is out of range (corrupt message?)");
+        }
+        if (linear) {
+          level_sum[i] += static_cast<std::int8_t>(code);
+        } else {
+          value_sum[i] += exp_dither::value(code, c);
+        }
+      }
+      offset += byte_counts[r];
+    }
+    if (linear) {
+      // The dense decode's arithmetic: integer sum times the same fp32 step.
+      const auto step = static_cast<float>(norm / (static_cast<double>(levels) * n));
+      for (std::size_t i = 0; i < d; ++i) data[i] = static_cast<float>(level_sum[i]) * step;
+    } else {
+      const double scale = norm / n;
+      for (std::size_t i = 0; i < d; ++i) data[i] = static_cast<float>(value_sum[i] * scale);
+    }
+    return true;
+  }
 
   GlobalQsgdConfig config_;
 };
@@ -401,6 +482,9 @@ std::unique_ptr<Codec> make_global_qsgd_codec(const GlobalQsgdConfig& config,
   if (config.bits != 8 && config.bits != 4) {
     throw InvalidArgument("global-qsgd: bits=" + std::to_string(config.bits) +
                           " is not available; valid: 8, 4");
+  }
+  if (config.sparse && config.bits != 8) {
+    throw InvalidArgument("global-qsgd: sparse=auto needs bits=8");
   }
   if (config.bits == 4 && config.dither == Dither::exponential) {
     throw InvalidArgument("global-qsgd: exponential dithering is 8-bit; use bits=8 with "
@@ -417,6 +501,7 @@ std::unique_ptr<Codec> make_global_qsgd_codec(const CodecSpec& spec, CodecSettin
                       ? Dither::linear
                       : Dither::exponential;
   config.norm = params.choice("norm", {"inf", "2"}, "inf") == "inf" ? NormKind::inf : NormKind::two;
+  config.sparse = params.choice("sparse", {"off", "auto"}, "off") == "auto";
   params.finish();
   return make_global_qsgd_codec(config, settings);
 }

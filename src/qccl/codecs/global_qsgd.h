@@ -20,6 +20,9 @@ struct GlobalQsgdConfig {
   int bits = 8;                  // wire bits per element
   Dither dither = Dither::linear;
   NormKind norm = NormKind::inf;  // Definition 1's (q,p) with q = p
+  // Algorithm 1, lines 6-8: allgather the non-zero codes instead of the
+  // allreduce when they take fewer bytes (8-bit only).
+  bool sparse = false;
 };
 
 // Levels per rank for linear dithering summed in transit (8-bit, at most 127
