@@ -9,6 +9,7 @@
 
 #include "../support/patterns.h"
 #include "qccl/codecs/counter_rng.h"
+#include "qccl/codecs/exp_dither.h"
 #include "qccl/codecs/kernels.h"
 
 namespace qccl {
@@ -97,6 +98,35 @@ TEST(KernelsTest, Fp16RoundsToNearestEvenLikeTheScalarConversion) {
     for (std::size_t i = 0; i < n; ++i) {
       const _Float16 expected = static_cast<_Float16>(static_cast<float>(h[i]) * 2.0f);
       ASSERT_EQ(std::memcmp(&g[i], &expected, 2), 0) << "i=" << i;
+    }
+  }
+}
+
+TEST(KernelsTest, ExpEncodeAndDecodeMatchTheScalarDefinition) {
+  const CounterRng rng(9, 1, 2, 3, RngStream::quantize);
+  for (int c : {1, 4, 65, 100}) {
+    const int s = exp_dither::levels(c);
+    for (std::size_t n : kLengths) {
+      auto x = data_of(n);
+      if (n > 4) {
+        x[0] = 0.0f;
+        x[1] = -1.0f;   // y = 1: level 0
+        x[2] = 1e-39f;  // denormal: below every level
+        x[3] = std::ldexp(1.0f, -(s + 1));  // below the smallest level
+      }
+      const float norm = 1.0f;
+      std::vector<std::uint8_t> code(n);
+      kernels::exp_encode(x.data(), code.data(), n, norm, c, s, rng.key_low(), rng.key_high(), 77);
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto expected = exp_dither::quantize(std::abs(x[i]) / norm, std::signbit(x[i]), c, s,
+                                                   rng.bits32(77 + i) >> 9);
+        ASSERT_EQ(code[i], expected) << "c=" << c << " n=" << n << " i=" << i << " x=" << x[i];
+      }
+      std::vector<float> out(n);
+      kernels::exp_decode(code.data(), out.data(), n, c, 0.75f);
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(out[i], static_cast<float>(exp_dither::value(code[i], c) * 0.75)) << i;
+      }
     }
   }
 }

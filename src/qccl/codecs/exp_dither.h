@@ -69,9 +69,12 @@ inline std::uint8_t quantize(float y, bool sign, int c, int s, std::uint32_t ran
     j = -e_floor - (up ? 1 : 0);  // level 2^-j; y = 1 has mantissa 0: j = 0
     if (j < 0) j = 0;
   } else {
-    // Below the smallest level: 0 or 2^-deepest.
-    const double p = std::ldexp(static_cast<double>(y), deepest);
-    if (static_cast<double>(random23) >= p * 8388608.0) return 0;
+    // Below the smallest level: 0 or 2^-deepest, up with probability
+    // y·2^deepest (< 1), compared in 23-bit units. Two fp32 scalings by
+    // powers of two, each exact and in range (the vectorised kernel
+    // computes the same).
+    const float p23 = y * std::ldexp(1.0f, deepest) * 8388608.0f;
+    if (!(static_cast<float>(random23) < p23)) return 0;
     j = deepest;
   }
   const int e = j + c;

@@ -263,20 +263,15 @@ class ExpDitherReduction final : public Reduction {
   std::size_t max_encoded_bytes(std::size_t count) const override { return count; }
 
   std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
-    auto* code = reinterpret_cast<std::uint8_t*>(out.data());
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      const float y = std::abs(in[i]) / norm_;
-      code[i] = exp_dither::quantize(y, std::signbit(in[i]), c_, s_, quantize_.bits32(first + i) >> 9);
-    }
+    kernels::exp_encode(in.data(), reinterpret_cast<std::uint8_t*>(out.data()), in.size(), norm_,
+                        c_, s_, quantize_.key_low(), quantize_.key_high(), first);
     return in.size();
   }
 
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
     check(in.size(), out.size());
-    const auto* code = reinterpret_cast<const std::uint8_t*>(in.data());
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i] = static_cast<float>(exp_dither::value(code[i], c_) * mean_scale_);
-    }
+    kernels::exp_decode(reinterpret_cast<const std::uint8_t*>(in.data()), out.data(), out.size(),
+                        c_, static_cast<float>(mean_scale_));
   }
 
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,

@@ -109,6 +109,55 @@ bool add_i8_checked(std::int8_t* acc, const std::int8_t* in, std::size_t n, std:
   return outside == 0;
 }
 
+// The branch-free form of exp_dither::quantize (see there): all 32-bit lanes.
+QCCL_MULTIVERSION
+void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,
+                std::int32_t s, std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first) {
+  std::int32_t out[kBlock];
+  const auto first32 = static_cast<std::uint32_t>(first);
+  const std::int32_t deepest = s - 1;
+  const float below_scale = __builtin_ldexpf(1.0f, deepest);
+  for (std::size_t base = 0; base < n; base += kBlock) {
+    const std::size_t m = std::min(kBlock, n - base);
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::uint32_t counter = first32 + static_cast<std::uint32_t>(base + i);
+      const std::uint32_t random23 = (mix32(counter * 0x9E3779B9U + k_low) ^ k_high) >> 9;
+      const float xv = x[base + i];
+      const float y = __builtin_fabsf(xv) / norm;
+      const std::uint32_t bits = bits_of(y);
+      const auto biased = static_cast<std::int32_t>(bits >> 23);
+      const auto mantissa = static_cast<std::int32_t>(bits & 0x7FFFFF);
+      const std::int32_t e_floor = biased - 127;
+      // In a level's range: j = -e_floor, one less (the level above) with
+      // probability mantissa / 2^23; never below level 0.
+      const std::int32_t up = static_cast<std::int32_t>(static_cast<std::int32_t>(random23) < mantissa);
+      const std::int32_t j_range = std::max(-e_floor - up, 0);
+      const std::int32_t in_range = static_cast<std::int32_t>((biased != 0) & (-e_floor <= deepest));
+      // Below the smallest level: 2^-deepest with probability y·2^deepest.
+      const float p23 = y * below_scale * 8388608.0f;
+      const std::int32_t below_up = static_cast<std::int32_t>(static_cast<float>(random23) < p23);
+      const std::int32_t nonzero = in_range | below_up;
+      const std::int32_t j = in_range ? j_range : deepest;
+      const std::int32_t sign = static_cast<std::int32_t>((bits_of(xv) >> 31) << 7);
+      out[i] = static_cast<std::int32_t>(y > 0.0f) * nonzero * (sign | (j + c));
+    }
+    for (std::size_t i = 0; i < m; ++i) code[base + i] = static_cast<std::uint8_t>(out[i]);
+  }
+}
+
+// 2^(c-e) as fp32 bits (c-e in [-126, 0]: a normal number), signed, scaled.
+QCCL_MULTIVERSION
+void exp_decode(const std::uint8_t* code, float* out, std::size_t n, std::int32_t c, float scale) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t e = code[i] & 0x7F;
+    const std::uint32_t sign = static_cast<std::uint32_t>(code[i] & 0x80) << 24;
+    const std::uint32_t bits = (static_cast<std::uint32_t>(127 + c - e) << 23) | sign;
+    float value;
+    std::memcpy(&value, &bits, 4);
+    out[i] = e == 0 ? 0.0f : value * scale;
+  }
+}
+
 // fp16: F16C converts 8 values per instruction; the baseline converts one at
 // a time in software. Both round to nearest even. The versions are internal
 // and called through GCC's dispatcher below: a caller in another file would

@@ -34,6 +34,12 @@ void linear_decode_i8(const std::int8_t* q, float* out, std::size_t n, float ste
 // acc[i] += in[i]; returns false if any sum leaves [-limit, limit].
 bool add_i8_checked(std::int8_t* acc, const std::int8_t* in, std::size_t n, std::int32_t limit);
 
+// Exponential dithering codes (exp_dither.h): code[i] = quantize(|x[i]|/norm,
+// sign, c, s, bits32(first + i) >> 9); out[i] = sign · 2^(c-e) · scale.
+void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,
+                std::int32_t s, std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first);
+void exp_decode(const std::uint8_t* code, float* out, std::size_t n, std::int32_t c, float scale);
+
 // fp16 (round to nearest even): h[i] = fp16(x[i] · factor), out[i] = float(h[i]),
 // acc[i] = fp16(float(acc[i]) + float(in[i])).
 void fp16_encode(const float* x, _Float16* h, std::size_t n, float factor);

@@ -101,7 +101,7 @@ void print_codec_table(std::ostream& out, const CodecBenchConfig& config,
       << config.iterations << " iterations (medians); GB/s of fp32 input (GB = 1e9 bytes)\n"
       << "# encode includes the local norm; vs_memcpy = memcpy time / (encode + decode time)\n#\n";
   char line[256];
-  std::snprintf(line, sizeof line, "# %-42s %10s %9s %9s %9s %9s %10s\n", "codec", "wire(B)",
+  std::snprintf(line, sizeof line, "# %-50s %10s %9s %9s %9s %9s %10s\n", "codec", "wire(B)",
                 "memcpy", "encode", "decode", "reduce", "vs_memcpy");
   out << line;
   for (const auto& r : rows) {
@@ -111,7 +111,7 @@ void print_codec_table(std::ostream& out, const CodecBenchConfig& config,
     } else {
       std::snprintf(reduce, sizeof reduce, "%9s", "-");  // aggregates by allgather
     }
-    std::snprintf(line, sizeof line, "  %-42s %10zu %9.2f %9.2f %9.2f %s %10.3f\n",
+    std::snprintf(line, sizeof line, "  %-50s %10zu %9.2f %9.2f %9.2f %s %10.3f\n",
                   r.spec.c_str(), r.wire_bytes, r.memcpy_gbps, r.encode_gbps, r.decode_gbps,
                   reduce, r.encode_decode_vs_memcpy);
     out << line;
