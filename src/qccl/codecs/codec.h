@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -59,6 +60,13 @@ class Codec {
   // the ranks' inputs have the given global ∞-norm: the benchmark's
   // correctness check for lossy codecs.
   virtual double max_abs_error(double inf_norm, int ranks, Algorithm algorithm) const = 0;
+  // The published bound on E||result - exact mean||^2 for inputs with
+  // ||x||_{2,2}^2 = `squared_norm` (sum over ranks of ||x_i||^2) of length d,
+  // where the codec's paper gives one; nullopt otherwise.
+  virtual std::optional<double> variance_bound(double /*squared_norm*/, std::size_t /*d*/,
+                                               int /*ranks*/, Algorithm /*algorithm*/) const {
+    return std::nullopt;
+  }
 
   // Replaces `data` on every rank by the (compressed) mean over ranks of the
   // ranks' `data`; every rank ends with bitwise identical values. All ranks

@@ -129,6 +129,16 @@ class QsgdCodec final : public Codec {
     return norm / ((1 << (config_.bits - 1)) - 1);
   }
 
+  // QSGD's Lemma 3.1 per bucket of B elements with its 2-norm:
+  // E||Q(v) - v||^2 <= min(B/s^2, sqrt(B)/s) ||v||^2; the mean of n
+  // independent ranks divides by n^2. (Stated for the 2-norm only.)
+  std::optional<double> variance_bound(double squared_norm, std::size_t, int ranks,
+                                       Algorithm) const override {
+    if (config_.norm != NormKind::two) return std::nullopt;
+    const double s = (1 << (config_.bits - 1)) - 1, b = static_cast<double>(config_.bucket);
+    return std::min(b / (s * s), std::sqrt(b) / s) * squared_norm / (static_cast<double>(ranks) * ranks);
+  }
+
  protected:
   // Encode locally, allgather every rank's encoding (ring), decode each and
   // sum in rank order — the same values in the same order on every rank —

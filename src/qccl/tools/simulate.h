@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -28,6 +29,10 @@ struct SimulateSummary {
   int rounds = 0;
   double mean_squared_error = 0;     // over rounds and elements, vs the exact mean
   double relative_squared_error = 0;  // divided by the mean of the exact mean squared
+  // E||result - exact mean||^2 per round, measured, and the codec's
+  // published bound for these inputs (if it has one).
+  double squared_error_per_round = 0;
+  std::optional<double> variance_bound;
   double bytes_sent_per_rank = 0;     // per round, the most of any rank
   double fp32_ring_bytes = 0;         // what an fp32 ring allreduce sends per rank
 };
