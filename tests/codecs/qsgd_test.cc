@@ -24,7 +24,7 @@ TEST_P(QsgdTest, UnbiasedEndToEnd) {
 INSTANTIATE_TEST_SUITE_P(SpecsRanks, QsgdTest,
                          ::testing::Combine(::testing::Values("qsgd:bucket=128", "qsgd:bits=4,bucket=128",
                                                               "qsgd:norm=inf,bucket=256"),
-                                            ::testing::Values(2, 3, 5)),
+                                            ::testing::Values(2, 3, 4, 5, 8)),
                          [](const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {
                            std::string name = std::get<0>(info.param) + "_n" +
                                               std::to_string(std::get<1>(info.param));

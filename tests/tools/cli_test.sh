@@ -63,8 +63,11 @@ expect "simulate" 0 'bytes sent per rank per round' -- \
 head -c 4001 /dev/zero >"$simdir/bad.f32"
 expect "simulate rejects a bad file" 2 'not a non-zero multiple' -- \
   "$qccl" simulate allreduce --ranks 3 --codec fp16 --input "$simdir/bad.f32" --output "$simdir/x.f32"
-expect "simulate needs its arguments" 2 'input is required|--input' -- \
-  "$qccl" simulate allreduce --ranks 3 --codec fp16
+expect "simulate needs an input" 2 'give --input FILE' -- \
+  "$qccl" simulate allreduce --ranks 3 --codec fp16 --output "$simdir/x.f32"
+expect "simulate on synthetic data reports the bound" 0 'published bound' -- \
+  "$qccl" simulate allreduce --ranks 4 --codec global-qsgd:dither=exp --synthetic 5000 --rounds 2 \
+  --output "$simdir/s.f32"
 rm -rf "$simdir"
 expect "--ranks under mpirun is refused" 2 'do not combine it' -- \
   "${mpirun[@]}" -np 2 "$qccl" bench allreduce --ranks 2

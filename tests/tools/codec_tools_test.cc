@@ -106,7 +106,7 @@ TEST_F(SimulateTest, WritesEveryRoundAndSummarises) {
   for (int r = 0; r < kRanks; ++r) {
     for (std::size_t i = 0; i < kD; ++i) input.push_back(test::noise(r, i));
   }
-  SimulateConfig config{kRanks, "global-qsgd:dither=exp", write(input),
+  SimulateConfig config{kRanks, "global-qsgd:dither=exp", write(input), 0,
                         (dir_ / "out.f32").string(), kRounds, 3, Algorithm::tree};
   const auto summary = run_simulation(config);
   EXPECT_EQ(summary.dimension, kD);
@@ -123,7 +123,7 @@ TEST_F(SimulateTest, WritesEveryRoundAndSummarises) {
 
 TEST_F(SimulateTest, RejectsBadInputWithoutWritingOutput) {
   const auto path = write(std::vector<float>(10, 1.0f));  // 40 bytes: not a multiple of 4·3
-  SimulateConfig config{3, "fp16", path, (dir_ / "out.f32").string(), 1, 0, Algorithm::ring};
+  SimulateConfig config{3, "fp16", path, 0, (dir_ / "out.f32").string(), 1, 0, Algorithm::ring};
   try {
     run_simulation(config);
     ADD_FAILURE() << "accepted a file of the wrong size";
@@ -138,10 +138,24 @@ TEST_F(SimulateTest, RejectsBadInputWithoutWritingOutput) {
   EXPECT_THROW(run_simulation(config), InvalidArgument);
 }
 
+TEST_F(SimulateTest, SyntheticInputIsReproducibleAndExclusiveWithAFile) {
+  SimulateConfig config{4, "global-qsgd", "", 1000, (dir_ / "out.f32").string(), 3, 8, Algorithm::ring};
+  const auto first = run_simulation(config);
+  EXPECT_EQ(first.dimension, 1000u);
+  EXPECT_EQ(run_simulation(config).squared_error_per_round, first.squared_error_per_round);
+  ASSERT_TRUE(first.variance_bound.has_value());
+  EXPECT_LT(first.squared_error_per_round, *first.variance_bound);
+  config.input = write(std::vector<float>(4, 1.0f));
+  EXPECT_THROW(run_simulation(config), InvalidArgument);
+  config.input.clear();
+  config.synthetic = 0;
+  EXPECT_THROW(run_simulation(config), InvalidArgument);
+}
+
 TEST_F(SimulateTest, NonFiniteInputIsReported) {
   std::vector<float> input(6, 1.0f);
   input[4] = std::numeric_limits<float>::infinity();  // rank 2 of 3, d = 2
-  SimulateConfig config{3, "global-qsgd", write(input), (dir_ / "out.f32").string(), 1, 0,
+  SimulateConfig config{3, "global-qsgd", write(input), 0, (dir_ / "out.f32").string(), 1, 0,
                         Algorithm::ring};
   try {
     run_simulation(config);

@@ -133,8 +133,9 @@ void add_simulate(CLI::App& app, SimulateCommand& command) {
   sub->footer(codec_list());
   sub->add_option("--ranks", command.config.ranks, "number of ranks N")->required();
   sub->add_option("--codec", command.config.codec, "codec spec")->required();
-  sub->add_option("--input", command.config.input,
-                  "N·d little-endian fp32 values, rank-major")->required();
+  sub->add_option("--input", command.config.input, "N·d little-endian fp32 values, rank-major");
+  sub->add_option("--synthetic", command.config.synthetic,
+                  "instead of --input: D gradient-like values per rank, from --seed");
   sub->add_option("--output", command.config.output,
                   "where to write the R·d fp32 results, one mean vector per round")->required();
   sub->add_option("--rounds", command.config.rounds, "independent rounds R (default 1)");

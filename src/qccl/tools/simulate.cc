@@ -1,6 +1,7 @@
 #include "qccl/tools/simulate.h"
 
 #include <bit>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/counter_rng.h"
 #include "qccl/common/errors.h"
 #include "qccl/transport/local_transport.h"
 
@@ -35,6 +37,20 @@ std::vector<float> read_input(const std::string& path, int ranks) {
   return values;
 }
 
+std::vector<float> synthetic_input(int ranks, std::size_t d, std::uint64_t seed) {
+  std::vector<float> values(static_cast<std::size_t>(ranks) * d);
+  for (int r = 0; r < ranks; ++r) {
+    const CounterRng rng(seed, 0, 0, static_cast<std::uint64_t>(r), RngStream::shared);
+    for (std::size_t i = 0; i < d; ++i) {
+      const std::uint64_t bits = rng.bits64(i);
+      const float u = static_cast<float>(bits >> 40) * 0x1p-24f;  // [0, 1)
+      values[static_cast<std::size_t>(r) * d + i] =
+          (u - 0.5f) * std::ldexp(1.0f + 0.25f * static_cast<float>(r), -static_cast<int>(bits % 12));
+    }
+  }
+  return values;
+}
+
 // Writes next to the target and renames, so a failure never leaves a
 // truncated file where the results should be.
 void write_output(const std::string& path, const std::vector<float>& values) {
@@ -56,7 +72,14 @@ SimulateSummary run_simulation(const SimulateConfig& config) {
   if (config.rounds < 1) throw InvalidArgument("simulate: --rounds must be at least 1");
   if (config.output.empty()) throw InvalidArgument("simulate: --output is required");
   const std::string spec = make_codec(config.codec)->spec();  // validates before reading
-  const auto all = read_input(config.input, config.ranks);
+  if (config.synthetic > 0 && !config.input.empty()) {
+    throw InvalidArgument("simulate: give either --input or --synthetic, not both");
+  }
+  if (config.synthetic == 0 && config.input.empty()) {
+    throw InvalidArgument("simulate: give --input FILE (ranks·d fp32) or --synthetic D");
+  }
+  const auto all = config.synthetic > 0 ? synthetic_input(config.ranks, config.synthetic, config.seed)
+                                        : read_input(config.input, config.ranks);
   const std::size_t d = all.size() / static_cast<std::size_t>(config.ranks);
   std::vector<double> exact(d, 0.0);
   for (int r = 0; r < config.ranks; ++r) {

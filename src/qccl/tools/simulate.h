@@ -16,6 +16,9 @@ struct SimulateConfig {
   int ranks = 0;
   std::string codec;
   std::string input;   // ranks·d little-endian fp32, rank-major
+  // Instead of an input file: d gradient-like values per rank, generated
+  // from `seed` (magnitudes over 12 binades, differing per rank).
+  std::size_t synthetic = 0;
   std::string output;  // rounds·d little-endian fp32: each round's mean
   int rounds = 1;
   std::uint64_t seed = 0;
