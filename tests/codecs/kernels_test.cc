@@ -102,6 +102,34 @@ TEST(KernelsTest, Fp16RoundsToNearestEvenLikeTheScalarConversion) {
   }
 }
 
+TEST(KernelsTest, AverageMatchesExactIntegerDivision) {
+  const CounterRng rng(4, 4, 4, 4, RngStream::reduce);
+  for (std::size_t n : kLengths) {
+    std::vector<std::int8_t> a(n), b(n), out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = static_cast<std::int8_t>(static_cast<int>(i * 5 % 15) - 7);
+      b[i] = static_cast<std::int8_t>(static_cast<int>(i * 11 % 15) - 7);
+    }
+    for (auto [ka, kb] : {std::pair{1, 1}, {1, 2}, {3, 4}, {7, 1}, {64, 63}, {1000, 1}}) {
+      kernels::average_i8(a.data(), b.data(), out.data(), n, ka, kb, rng.key_low(), rng.key_high(), 9);
+      const int k = ka + kb;
+      for (std::size_t i = 0; i < n; ++i) {
+        const int total = ka * a[i] + kb * b[i];
+        int q = total / k, r = total % k;
+        if (r < 0) {
+          r += k;
+          --q;
+        }
+        const float u = static_cast<float>(rng.bits32(9 + i) >> 8) * 0x1p-24f;
+        const int expected = q + (u < static_cast<float>(r) * (1.0f / static_cast<float>(k)) ? 1 : 0);
+        ASSERT_EQ(out[i], expected) << ka << "," << kb << " i=" << i;
+        ASSERT_GE(out[i], std::min(a[i], b[i]));
+        ASSERT_LE(out[i], std::max(a[i], b[i]));
+      }
+    }
+  }
+}
+
 TEST(KernelsTest, ExpEncodeAndDecodeMatchTheScalarDefinition) {
   const CounterRng rng(9, 1, 2, 3, RngStream::quantize);
   for (int c : {1, 4, 65, 100}) {

@@ -172,22 +172,29 @@ class LinearAverageReduction final : public Reduction {
                       std::to_string(kb) + " ranks cannot be combined among " +
                       std::to_string(ranks_) + " (corrupt message?)");
     }
+    if (k >= kMaxRanksAveraged) {
+      throw CommError(name_ + ": averaging " + std::to_string(k) + " ranks exceeds the supported " +
+                      std::to_string(kMaxRanksAveraged));
+    }
+    // The hop goes into the key: the kernels' 32-bit counter is the element.
     const CounterRng rng(settings_.seed, step_, settings_.bucket,
-                         static_cast<std::uint64_t>(context.rank), RngStream::reduce);
-    const std::uint64_t hop_base = static_cast<std::uint64_t>(context.hop) << 40;
-    const auto signed_k = static_cast<std::int64_t>(k);
-    for (std::size_t i = 0; i < context.count; ++i) {
-      const std::int64_t total = std::int64_t{ka} * get(accum, i) + std::int64_t{kb} * get(incoming, i);
-      // floor(total / k) and remainder in [0, k); round up with probability
-      // remainder / k (exact to 2^-32).
-      std::int64_t quotient = total / signed_k, remainder = total % signed_k;
-      if (remainder < 0) {
-        remainder += signed_k;
-        --quotient;
-      }
-      const std::uint64_t r = rng.bits(hop_base + context.first + i);
-      const bool up = (r * k) >> 32 < static_cast<std::uint64_t>(remainder);
-      set(accum, i, static_cast<int>(quotient + (up ? 1 : 0)));
+                         (static_cast<std::uint64_t>(context.rank) << 16) |
+                             static_cast<std::uint64_t>(context.hop),
+                         RngStream::reduce);
+    auto* a = accum.data() + kHeader;
+    const auto* b = incoming.data() + kHeader;
+    if (bits_ == 8) {
+      kernels::average_i8(reinterpret_cast<const std::int8_t*>(a), reinterpret_cast<const std::int8_t*>(b),
+                          reinterpret_cast<std::int8_t*>(a), context.count, static_cast<std::int32_t>(ka),
+                          static_cast<std::int32_t>(kb), rng.key_low(), rng.key_high(), context.first);
+    } else {
+      std::vector<std::int8_t>& qa = levels_scratch(2 * context.count);
+      std::int8_t* qb = qa.data() + context.count;
+      kernels::unpack_i4(reinterpret_cast<const std::uint8_t*>(a), qa.data(), context.count);
+      kernels::unpack_i4(reinterpret_cast<const std::uint8_t*>(b), qb, context.count);
+      kernels::average_i8(qa.data(), qb, qa.data(), context.count, static_cast<std::int32_t>(ka),
+                          static_cast<std::int32_t>(kb), rng.key_low(), rng.key_high(), context.first);
+      kernels::pack_i4(qa.data(), reinterpret_cast<std::uint8_t*>(a), context.count);
     }
     write_header(accum, static_cast<std::uint32_t>(k));
     return accum_bytes;
@@ -195,6 +202,8 @@ class LinearAverageReduction final : public Reduction {
 
  private:
   static constexpr std::size_t kHeader = 4;
+  // The averaging kernel's fp32 floor is exact below 2^24 / 127 ranks.
+  static constexpr std::uint64_t kMaxRanksAveraged = (std::uint64_t{1} << 24) / 127;
 
   std::vector<std::int8_t>& levels_scratch(std::size_t count) {
     if (scratch_.size() < count) scratch_.resize(count);

@@ -109,6 +109,34 @@ bool add_i8_checked(std::int8_t* acc, const std::int8_t* in, std::size_t n, std:
   return outside == 0;
 }
 
+QCCL_MULTIVERSION
+void average_i8(const std::int8_t* a, const std::int8_t* b, std::int8_t* out, std::size_t n,
+                std::int32_t ka, std::int32_t kb, std::uint32_t k_low, std::uint32_t k_high,
+                std::uint64_t first) {
+  std::int32_t level[kBlock];
+  const std::int32_t k = ka + kb;
+  const float inverse_k = 1.0f / static_cast<float>(k);
+  const auto first32 = static_cast<std::uint32_t>(first);
+  for (std::size_t base = 0; base < n; base += kBlock) {
+    const std::size_t m = std::min(kBlock, n - base);
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::int32_t total = ka * a[base + i] + kb * b[base + i];
+      // floor(total / k): the fp32 quotient is within 2^-24·127 of the exact
+      // one, and a non-integer quotient is at least 1/k from an integer.
+      const float quotient = static_cast<float>(total) / static_cast<float>(k);
+      auto q = static_cast<std::int32_t>(quotient);  // truncation toward zero
+      q -= static_cast<std::int32_t>(static_cast<float>(q) > quotient);  // floor
+      const std::int32_t remainder = total - q * k;  // in [0, k)
+      const std::uint32_t counter = first32 + static_cast<std::uint32_t>(base + i);
+      const std::uint32_t r = mix32(counter * 0x9E3779B9U + k_low) ^ k_high;
+      const float u = static_cast<float>(static_cast<std::int32_t>(r >> 8)) * 0x1p-24f;
+      const float fraction = static_cast<float>(remainder) * inverse_k;
+      level[i] = q + static_cast<std::int32_t>(bits_of(u - fraction) >> 31);
+    }
+    for (std::size_t i = 0; i < m; ++i) out[base + i] = static_cast<std::int8_t>(level[i]);
+  }
+}
+
 // The branch-free form of exp_dither::quantize (see there): all 32-bit lanes.
 QCCL_MULTIVERSION
 void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,

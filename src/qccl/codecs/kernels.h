@@ -34,6 +34,15 @@ void linear_decode_i8(const std::int8_t* q, float* out, std::size_t n, float ste
 // acc[i] += in[i]; returns false if any sum leaves [-limit, limit].
 bool add_i8_checked(std::int8_t* acc, const std::int8_t* in, std::size_t n, std::int32_t limit);
 
+// One averaging step of linear dithering (Global-QSGD §8): out[i] = the
+// weighted mean (ka·a[i] + kb·b[i]) / (ka + kb), rounded up with probability
+// equal to its fractional part (u < frac, u = bits32(first + i) >> 8 / 2^24,
+// so exact to 2^-24). The floor is computed in fp32, exact while
+// |total| <= 127·K and K = ka + kb < 2^24 / 127 (checked by the caller).
+void average_i8(const std::int8_t* a, const std::int8_t* b, std::int8_t* out, std::size_t n,
+                std::int32_t ka, std::int32_t kb, std::uint32_t k_low, std::uint32_t k_high,
+                std::uint64_t first);
+
 // Exponential dithering codes (exp_dither.h): code[i] = quantize(|x[i]|/norm,
 // sign, c, s, bits32(first + i) >> 9); out[i] = sign · 2^(c-e) · scale.
 void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,

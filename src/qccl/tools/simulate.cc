@@ -148,7 +148,7 @@ void print_summary(std::ostream& out, const SimulateSummary& s) {
   if (s.variance_bound) {
     std::snprintf(line, sizeof line,
                   "squared error per round E||result - mean||^2: %.6g; the codec's published bound "
-                  "for these inputs: %.6g (ratio %.3f)\n",
+                  "for these inputs: %.6g (ratio %.3g)\n",
                   s.squared_error_per_round, *s.variance_bound,
                   *s.variance_bound > 0 ? s.squared_error_per_round / *s.variance_bound : 0.0);
   } else {
