@@ -159,6 +159,45 @@ TEST(KernelsTest, ExpEncodeAndDecodeMatchTheScalarDefinition) {
   }
 }
 
+// Every pair of codes (both signs, zero, exponents 1..127) through the
+// kernel and the scalar reduce, with the same random numbers.
+TEST(KernelsTest, ExpReduceMatchesTheScalarReduceOnEveryPairOfCodes) {
+  const CounterRng rng(1, 2, 3, 4, RngStream::reduce);
+  std::vector<std::uint8_t> a, b;
+  for (int x = 0; x < 256; ++x) {
+    for (int y = 0; y < 256; ++y) {
+      if ((x & 0x7F) == 0 && x != 0) continue;  // a negative zero code is never produced
+      if ((y & 0x7F) == 0 && y != 0) continue;
+      a.push_back(static_cast<std::uint8_t>(x));
+      b.push_back(static_cast<std::uint8_t>(y));
+    }
+  }
+  // Valid inputs only: pairs whose result stays at e >= 1.
+  std::vector<std::uint8_t> acc = a;
+  std::vector<std::uint8_t> expected(a.size());
+  std::vector<bool> valid(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) valid[i] = exp_dither::reduce(a[i], b[i], rng.bits32(100 + i), expected[i]);
+  const bool ok = kernels::exp_reduce(acc.data(), b.data(), a.size(), rng.key_low(), rng.key_high(), 100);
+  EXPECT_FALSE(ok);  // the set includes e1 = 1 same-sign pairs that would need e = 0
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (valid[i]) {
+      ASSERT_EQ(acc[i], expected[i]) << int(a[i]) << " + " << int(b[i]);
+    }
+  }
+  // Without the pairs that can need e = 0 (same sign, both non-zero, the
+  // larger at e = 1), the kernel reports success whatever the random draws.
+  std::vector<std::uint8_t> va, vb;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const int ea = a[i] & 0x7F, eb = b[i] & 0x7F;
+    const bool may_overflow = ea != 0 && eb != 0 && (a[i] & 0x80) == (b[i] & 0x80) && std::min(ea, eb) == 1;
+    if (!may_overflow) {
+      va.push_back(a[i]);
+      vb.push_back(b[i]);
+    }
+  }
+  EXPECT_TRUE(kernels::exp_reduce(va.data(), vb.data(), va.size(), rng.key_low(), rng.key_high(), 0));
+}
+
 TEST(KernelsTest, NormsDetectNonFiniteValuesAndMatchReferences) {
   for (std::size_t n : kLengths) {
     auto x = data_of(n);

@@ -18,10 +18,10 @@
 // - Ring: the accumulator absorbs one rank's value per hop and may double at
 //   each of the n-1 hops: it is at most 2^(n-1) * 2^-c; c = n keeps it <= 1/2.
 //   (The paper's 2n pre-scaling protects a balanced power-of-two tree only.)
-//   The reduce draws 64 random bits, so it never rounds up across an
-//   exponent gap of 64 or more: the accumulator stays within 2^64 of the
-//   largest input, and c = min(n, 65) suffices for any rank count.
-// Levels then fill the rest of the 7-bit exponent: s = 128 - c >= 63, so the
+//   The reduce draws 32 random bits, so it never rounds up across an
+//   exponent gap of 32 or more: the accumulator stays within 2^32 of the
+//   largest input, and c = min(n, 33) suffices for any rank count.
+// Levels then fill the rest of the 7-bit exponent: s = 128 - c >= 95, so the
 // deepest level's code is e = s - 1 + c = 127. A reduce result with e < 1
 // can only come from corrupt input and is reported, never wrapped.
 #pragma once
@@ -41,7 +41,7 @@ constexpr int headroom(int ranks, bool ring) {
   int ceil_log2 = 0;
   while ((1 << ceil_log2) < ranks) ++ceil_log2;
   if (ranks <= 1) return 1;
-  return ring ? (ranks < 65 ? ranks : 65) : 1 + ceil_log2;
+  return ring ? (ranks < 33 ? ranks : 33) : 1 + ceil_log2;
 }
 
 // Levels per value: s = 128 - c.
@@ -85,10 +85,12 @@ inline std::uint8_t quantize(float y, bool sign, int c, int s, std::uint32_t ran
 // two (or zero), unbiased. With 2^-e1 the larger operand and d = e2 - e1:
 // same signs: 2^-(e1-1) w.p. 2^-d, else 2^-e1 (exact when d = 0);
 // opposite signs: zero if d = 0, else 2^-(e1+1) w.p. 2^-(d-1), else 2^-e1.
-// `random` is 64 uniform bits, so probabilities are exact to 2^-64.
+// `random` is 32 uniform bits, so probabilities are exact to 2^-32 (an
+// up-rounding less likely than that never happens; see the headroom).
 // Returns false if the result would need e < 1 (impossible with the
-// headroom above; the caller reports corrupt input).
-inline bool reduce(std::uint8_t a, std::uint8_t b, std::uint64_t random, std::uint8_t& out) {
+// headroom above; the caller reports corrupt input). kernels::exp_reduce is
+// the vectorised form, bit for bit.
+inline bool reduce(std::uint8_t a, std::uint8_t b, std::uint32_t random, std::uint8_t& out) {
   int ea = exponent(a), eb = exponent(b);
   if (ea == 0) {
     out = b;
@@ -103,8 +105,8 @@ inline bool reduce(std::uint8_t a, std::uint8_t b, std::uint64_t random, std::ui
     std::swap(ea, eb);
   }
   const int d = eb - ea;
-  // Pr(random < 2^(64-k)) = 2^-k for 0 < k < 64; certain for k = 0.
-  auto happens = [&](int k) { return k == 0 || (k < 64 && random < (std::uint64_t{1} << (64 - k))); };
+  // Pr(random < 2^(32-k)) = 2^-k for 0 < k < 32; certain for k = 0.
+  auto happens = [&](int k) { return k == 0 || (k < 32 && random < (std::uint32_t{1} << (32 - k))); };
   int e;
   if (negative(a) == negative(b)) {
     e = happens(d) ? ea - 1 : ea;

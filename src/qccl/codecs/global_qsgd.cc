@@ -287,18 +287,18 @@ class ExpDitherReduction final : public Reduction {
                      std::size_t accum_bytes, const ReduceContext& context) override {
     check(incoming.size(), context.count);
     check(accum_bytes, context.count);
+    // The hop goes into the key: the kernel's 32-bit counter is the element.
     const CounterRng rng(settings_.seed, step_, settings_.bucket,
-                         static_cast<std::uint64_t>(context.rank), RngStream::reduce);
-    const std::uint64_t hop_base = static_cast<std::uint64_t>(context.hop) << 40;
-    auto* a = reinterpret_cast<std::uint8_t*>(accum.data());
-    const auto* b = reinterpret_cast<const std::uint8_t*>(incoming.data());
-    for (std::size_t i = 0; i < context.count; ++i) {
-      const std::uint64_t element = context.first + i;
-      if (!exp_dither::reduce(a[i], b[i], rng.bits64(hop_base + element), a[i])) {
-        throw CommError(name_ + ": the partial sum at element " + std::to_string(element) +
-                        " exceeds the exponent headroom, which valid input cannot produce "
-                        "(corrupt message?)");
-      }
+                         (static_cast<std::uint64_t>(context.rank) << 16) |
+                             static_cast<std::uint64_t>(context.hop),
+                         RngStream::reduce);
+    if (!kernels::exp_reduce(reinterpret_cast<std::uint8_t*>(accum.data()),
+                             reinterpret_cast<const std::uint8_t*>(incoming.data()), context.count,
+                             rng.key_low(), rng.key_high(), context.first)) {
+      throw CommError(name_ + ": a partial sum in elements " + std::to_string(context.first) + ".." +
+                      std::to_string(context.first + context.count) +
+                      " exceeds the exponent headroom, which valid input cannot produce "
+                      "(corrupt message?)");
     }
     return accum_bytes;
   }

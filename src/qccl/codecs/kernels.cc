@@ -186,6 +186,47 @@ void exp_decode(const std::uint8_t* code, float* out, std::size_t n, std::int32_
   }
 }
 
+// exp_dither::reduce without branches, in 32-bit lanes: bytes are widened
+// to int32 first and narrowed after, so each loop has one element width.
+QCCL_MULTIVERSION
+bool exp_reduce(std::uint8_t* acc, const std::uint8_t* in, std::size_t n, std::uint32_t k_low,
+                std::uint32_t k_high, std::uint64_t first) {
+  std::int32_t a[kBlock], b[kBlock], out[kBlock];
+  const auto first32 = static_cast<std::uint32_t>(first);
+  std::int32_t invalid = 0;
+  for (std::size_t base = 0; base < n; base += kBlock) {
+    const std::size_t m = std::min(kBlock, n - base);
+    for (std::size_t i = 0; i < m; ++i) {
+      a[i] = acc[base + i];
+      b[i] = in[base + i];
+    }
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::int32_t ea = a[i] & 0x7F, eb = b[i] & 0x7F;
+      const std::int32_t sa = a[i] & 0x80, sb = b[i] & 0x80;
+      const std::int32_t a_larger = static_cast<std::int32_t>(ea <= eb);  // smaller exponent
+      const std::int32_t e1 = a_larger ? ea : eb;
+      const std::int32_t e2 = a_larger ? eb : ea;
+      const std::int32_t sign = a_larger ? sa : sb;
+      const std::int32_t same = static_cast<std::int32_t>(sa == sb);
+      const std::int32_t d = e2 - e1;
+      const std::int32_t k = same ? d : d - 1;  // >= 0 whenever it is used
+      const std::uint32_t counter = first32 + static_cast<std::uint32_t>(base + i);
+      const std::uint32_t r = mix32(counter * 0x9E3779B9U + k_low) ^ k_high;
+      const std::int32_t shift = 32 - std::min(std::max(k, 1), 31);
+      const std::int32_t happens = static_cast<std::int32_t>(
+          (k == 0) | ((k < 32) & (r < (std::uint32_t{1} << shift))));
+      const std::int32_t e = same ? e1 - happens : e1 + happens;
+      const std::int32_t cancels = static_cast<std::int32_t>((same == 0) & (d == 0));
+      const std::int32_t both = static_cast<std::int32_t>((ea != 0) & (eb != 0));
+      const std::int32_t sum = cancels ? 0 : (sign | e);
+      invalid |= both & (cancels ^ 1) & static_cast<std::int32_t>((e < 1) | (e > 127));
+      out[i] = both ? sum : (ea == 0 ? b[i] : a[i]);
+    }
+    for (std::size_t i = 0; i < m; ++i) acc[base + i] = static_cast<std::uint8_t>(out[i]);
+  }
+  return invalid == 0;
+}
+
 // fp16: F16C converts 8 values per instruction; the baseline converts one at
 // a time in software. Both round to nearest even. The versions are internal
 // and called through GCC's dispatcher below: a caller in another file would

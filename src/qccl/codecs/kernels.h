@@ -48,6 +48,10 @@ void average_i8(const std::int8_t* a, const std::int8_t* b, std::int8_t* out, st
 void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,
                 std::int32_t s, std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first);
 void exp_decode(const std::uint8_t* code, float* out, std::size_t n, std::int32_t c, float scale);
+// acc[i] = C_nat(acc[i] + in[i]) (exp_dither::reduce with bits32(first + i));
+// returns false if some result would need an exponent below 1.
+bool exp_reduce(std::uint8_t* acc, const std::uint8_t* in, std::size_t n, std::uint32_t k_low,
+                std::uint32_t k_high, std::uint64_t first);
 
 // fp16 (round to nearest even): h[i] = fp16(x[i] · factor), out[i] = float(h[i]),
 // acc[i] = fp16(float(acc[i]) + float(in[i])).
