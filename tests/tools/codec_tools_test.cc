@@ -8,6 +8,7 @@
 
 #include "../support/patterns.h"
 #include "../support/world.h"
+#include "bench_helpers.h"
 #include "qccl/common/errors.h"
 #include "qccl/tools/codec_bench.h"
 #include "qccl/tools/collective_bench.h"
@@ -18,14 +19,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::vector<BenchRow> run(int ranks, const BenchConfig& config) {
-  std::vector<BenchRow> rows;
-  test::run_world(ranks, [&](Communicator& comm) {
-    auto mine = run_collective_bench(comm, config);
-    if (comm.rank() == 0) rows = mine;
-  });
-  return rows;
-}
 
 // Every codec's results stay within its worst-case bound, and a compressed
 // ring sends 2(n-1)/n of the compressed (not the fp32) bytes.
@@ -41,7 +34,7 @@ TEST(CodecAllreduceBenchTest, EveryCodecWithinItsBoundAndSendsCompressedBytes) {
     config.iterations = 3;
     config.warmup = 1;
     config.chunk_bytes = 8192;
-    const auto rows = run(4, config);
+    const auto rows = run_bench(4, config);
     ASSERT_EQ(rows.size(), 2u * 3u) << codec;
     for (const auto& r : rows) {
       EXPECT_EQ(r.wrong, 0u) << codec << " " << to_string(r.algorithm) << " " << r.bytes;

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "../support/world.h"
+#include "bench_helpers.h"
 #include "qccl/common/errors.h"
 #include "qccl/tools/bench_report.h"
 #include "qccl/tools/collective_bench.h"
@@ -24,17 +25,9 @@ BenchConfig small(BenchOperation op) {
   return c;
 }
 
-std::vector<BenchRow> run(int ranks, const BenchConfig& config) {
-  std::vector<BenchRow> rows;
-  test::run_world(ranks, [&](Communicator& comm) {
-    auto mine = run_collective_bench(comm, config);
-    if (comm.rank() == 0) rows = mine;
-  });
-  return rows;
-}
 
 TEST(CollectiveBenchTest, AllreduceRowsAreCorrectAndFollowTheNcclConvention) {
-  const auto rows = run(4, small(BenchOperation::allreduce));
+  const auto rows = run_bench(4, small(BenchOperation::allreduce));
   ASSERT_EQ(rows.size(), 3u * 3u);  // sizes 1K, 8K, 64K x ring, tree, native
   for (const auto& r : rows) {
     EXPECT_EQ(r.wrong, 0u);
@@ -56,7 +49,7 @@ TEST(CollectiveBenchTest, AllreduceRowsAreCorrectAndFollowTheNcclConvention) {
 
 TEST(CollectiveBenchTest, OtherOperationsAreCorrectAndSendTheirShare) {
   for (auto op : {BenchOperation::allgather, BenchOperation::reduce_scatter, BenchOperation::broadcast}) {
-    const auto rows = run(4, small(op));
+    const auto rows = run_bench(4, small(op));
     ASSERT_FALSE(rows.empty());
     for (const auto& r : rows) {
       EXPECT_EQ(r.wrong, 0u) << to_string(op);
@@ -72,11 +65,11 @@ TEST(CollectiveBenchTest, InPlaceAndOddRankCounts) {
   auto config = small(BenchOperation::allreduce);
   config.in_place = true;
   for (int ranks : {1, 3, 7}) {
-    for (const auto& r : run(ranks, config)) EXPECT_EQ(r.wrong, 0u) << ranks << " ranks";
+    for (const auto& r : run_bench(ranks, config)) EXPECT_EQ(r.wrong, 0u) << ranks << " ranks";
   }
   config.operation = BenchOperation::allgather;
   config.algorithms = {Algorithm::ring};
-  for (const auto& r : run(3, config)) EXPECT_EQ(r.wrong, 0u);
+  for (const auto& r : run_bench(3, config)) EXPECT_EQ(r.wrong, 0u);
 }
 
 TEST(CollectiveBenchTest, ValidateRejectsBadConfigurations) {
@@ -97,7 +90,7 @@ TEST(CollectiveBenchTest, ValidateRejectsBadConfigurations) {
 
 TEST(BenchReportTest, TableAndJsonCarryEveryRow) {
   const auto config = small(BenchOperation::allreduce);
-  const auto rows = run(2, config);
+  const auto rows = run_bench(2, config);
   const BenchContext context{config, 2, "in-process transport"};
   std::ostringstream table;
   print_table(table, context, rows);

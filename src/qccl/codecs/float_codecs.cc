@@ -5,6 +5,7 @@
 
 #include "qccl/codecs/global_norm.h"
 #include "qccl/codecs/kernels.h"
+#include "qccl/codecs/levels.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/common/errors.h"
@@ -72,11 +73,7 @@ class Fp16MeanReduction final : public Reduction {
 
  private:
   static void check(std::size_t bytes, std::size_t count) {
-    if (bytes != 2 * count) {
-      throw CommError("fp16: a chunk of " + std::to_string(count) + " elements must be " +
-                      std::to_string(2 * count) + " bytes, got " + std::to_string(bytes) +
-                      " (corrupt or truncated message?)");
-    }
+    require_chunk_bytes("fp16", bytes, 2 * count, count);
   }
   float ranks_;
 };

@@ -8,6 +8,7 @@
 #include "qccl/codecs/counter_rng.h"
 #include "qccl/codecs/exp_dither.h"
 #include "qccl/codecs/kernels.h"
+#include "qccl/codecs/levels.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/common/errors.h"
@@ -27,26 +28,6 @@ int linear_levels_per_rank(int bits, int ranks) {
 }
 
 namespace {
-
-// Stochastic rounding of |x|·(levels/norm) to an integer level with x's sign
-// (Definition 1, Eq. 2): the vectorised kernel, or — when levels/norm
-// overflows fp32 for a tiny norm — the same rounding after dividing by the
-// norm, with the same random numbers.
-void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q, float scale,
-                   float norm, int levels, const CounterRng& rng) {
-  if (std::isfinite(scale)) {
-    kernels::linear_encode_i8(in.data(), q, in.size(), scale, levels, rng.key_low(),
-                              rng.key_high(), first);
-    return;
-  }
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    const float v = std::abs(in[i]) / norm * static_cast<float>(levels);
-    const auto lower = static_cast<int>(v);
-    const float u = static_cast<float>(rng.bits32(first + i) >> 8) * 0x1p-24f;
-    const int level = std::min(lower + (u < v - static_cast<float>(lower) ? 1 : 0), levels);
-    q[i] = static_cast<std::int8_t>(std::signbit(in[i]) ? -level : level);
-  }
-}
 
 // Linear dithering L_s (Global-QSGD §4.2, Definition 1, Eq. 2) as a
 // Reduction on int8 chunks. encode: y = |x|/norm in [0,1], scaled to s levels
@@ -93,11 +74,7 @@ class LinearDitherReduction final : public Reduction {
 
  private:
   void check(std::size_t bytes, std::size_t count) const {
-    if (bytes != count) {
-      throw CommError(name_ + ": a chunk of " + std::to_string(count) + " elements must be " +
-                      std::to_string(count) + " bytes, got " + std::to_string(bytes) +
-                      " (corrupt or truncated message?)");
-    }
+    require_chunk_bytes(name_, bytes, count, count);
   }
 
   std::string name_;
@@ -239,11 +216,7 @@ class LinearAverageReduction final : public Reduction {
     return k;
   }
   void check(std::size_t bytes, std::size_t count) const {
-    if (bytes != kHeader + payload_bytes(count)) {
-      throw CommError(name_ + ": a chunk of " + std::to_string(count) + " elements must be " +
-                      std::to_string(kHeader + payload_bytes(count)) + " bytes, got " +
-                      std::to_string(bytes) + " (corrupt or truncated message?)");
-    }
+    require_chunk_bytes(name_, bytes, kHeader + payload_bytes(count), count);
   }
 
   std::string name_;
@@ -305,11 +278,7 @@ class ExpDitherReduction final : public Reduction {
 
  private:
   void check(std::size_t bytes, std::size_t count) const {
-    if (bytes != count) {
-      throw CommError(name_ + ": a chunk of " + std::to_string(count) + " elements must be " +
-                      std::to_string(count) + " bytes, got " + std::to_string(bytes) +
-                      " (corrupt or truncated message?)");
-    }
+    require_chunk_bytes(name_, bytes, count, count);
   }
 
   std::string name_;

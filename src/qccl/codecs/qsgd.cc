@@ -6,6 +6,7 @@
 
 #include "qccl/codecs/counter_rng.h"
 #include "qccl/codecs/kernels.h"
+#include "qccl/codecs/levels.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/common/errors.h"
 
@@ -45,29 +46,15 @@ class QsgdReduction final : public Reduction {
       const auto norm = static_cast<float>(local_norm(bucket, config_.norm));
       norms[b] = norm;
       const float scale = norm > 0 ? static_cast<float>(levels_ / static_cast<double>(norm)) : 0.0f;
-      if (std::isfinite(scale)) {
-        kernels::linear_encode_i8(bucket.data(), q + b * config_.bucket, bucket.size(), scale,
-                                  levels_, rng_.key_low(), rng_.key_high(), first + b * config_.bucket);
-      } else {  // a tiny norm: divide first, same random numbers
-        for (std::size_t i = 0; i < bucket.size(); ++i) {
-          const float v = std::abs(bucket[i]) / norm * static_cast<float>(levels_);
-          const auto lower = static_cast<int>(v);
-          const float u = static_cast<float>(rng_.bits32(first + b * config_.bucket + i) >> 8) * 0x1p-24f;
-          const int level = std::min(lower + (u < v - static_cast<float>(lower) ? 1 : 0), levels_);
-          q[b * config_.bucket + i] = static_cast<std::int8_t>(std::signbit(bucket[i]) ? -level : level);
-        }
-      }
+      encode_levels(bucket, first + b * config_.bucket, q + b * config_.bucket, scale, norm,
+                    levels_, rng_);
     }
     if (config_.bits == 4) kernels::pack_i4(levels.data(), payload, in.size());
     return max_encoded_bytes(in.size());
   }
 
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
-    if (in.size() != max_encoded_bytes(out.size())) {
-      throw CommError(name_ + ": an encoding of " + std::to_string(out.size()) + " elements must be " +
-                      std::to_string(max_encoded_bytes(out.size())) + " bytes, got " +
-                      std::to_string(in.size()) + " (corrupt or truncated message?)");
-    }
+    require_chunk_bytes(name_, in.size(), max_encoded_bytes(out.size()), out.size());
     const std::size_t nb = buckets(out.size());
     const auto* norms = reinterpret_cast<const float*>(in.data());
     const auto* payload = reinterpret_cast<const std::uint8_t*>(in.data() + nb * sizeof(float));

@@ -1,0 +1,25 @@
+// Pieces shared by the codecs that quantize to integer levels.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "qccl/codecs/counter_rng.h"
+
+namespace qccl {
+
+// Stochastic rounding of |x|·(levels/norm) to an integer level with x's sign
+// (Global-QSGD Definition 1, Eq. 2; QSGD's quantizer): the vectorised kernel,
+// or — when levels/norm overflows fp32 for a tiny norm — the same rounding
+// after dividing by the norm, with the same random numbers. `scale` is
+// levels/norm rounded to fp32.
+void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q, float scale,
+                   float norm, int levels, const CounterRng& rng);
+
+// Throws CommError naming `codec` unless a chunk of `count` elements arrived
+// with exactly `expected` bytes.
+void require_chunk_bytes(std::string_view codec, std::size_t got, std::size_t expected,
+                         std::size_t count);
+
+}  // namespace qccl
