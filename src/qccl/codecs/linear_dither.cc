@@ -1,0 +1,241 @@
+#include "qccl/codecs/linear_dither.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "qccl/codecs/kernels.h"
+#include "qccl/codecs/levels.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+
+int linear_levels_per_rank(int bits, int ranks) {
+  const int largest = (1 << (bits - 1)) - 1;  // largest signed A-bit value
+  const int levels = largest / ranks;
+  if (levels < 1) {
+    throw InvalidArgument("global-qsgd linear dithering at " + std::to_string(bits) +
+                          " bits leaves no quantization level for " + std::to_string(ranks) +
+                          " ranks (the in-transit sum must fit in " + std::to_string(largest) +
+                          "); use at most " + std::to_string(largest) + " ranks");
+  }
+  return levels;
+}
+
+namespace {
+
+// Linear dithering L_s (Global-QSGD §4.2, Definition 1, Eq. 2) as a
+// Reduction on int8 chunks. encode: y = |x|/norm in [0,1], scaled to s levels
+// and rounded stochastically — up with probability equal to the fractional
+// part, so E[level] = y·s — keeping the sign: q in [-s, s]. reduce: integer
+// addition; |partial sum| <= n·s <= 127 by the choice of s, so a larger value
+// can only come from corrupt data and is rejected. decode: the mean,
+// q_sum · norm / (s·n) (Algorithm 1, line 9).
+class LinearDitherReduction final : public Reduction {
+ public:
+  LinearDitherReduction(std::string name, double norm, int levels, int ranks, CounterRng rng)
+      : name_(std::move(name)), levels_(levels), limit_(levels * ranks),
+        norm_(static_cast<float>(norm)), scale_(static_cast<float>(levels / norm)),
+        step_(static_cast<float>(norm / (static_cast<double>(levels) * ranks))), rng_(rng) {}
+
+  std::string name() const override { return name_; }
+  std::size_t max_encoded_bytes(std::size_t count) const override { return count; }
+
+  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
+    encode_levels(in, first, reinterpret_cast<std::int8_t*>(out.data()), scale_, norm_, levels_, rng_);
+    return in.size();
+  }
+
+  void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
+    check(in.size(), out.size());
+    kernels::linear_decode_i8(reinterpret_cast<const std::int8_t*>(in.data()), out.data(),
+                              out.size(), step_);
+  }
+
+  std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
+                     std::size_t accum_bytes, const ReduceContext& context) override {
+    check(incoming.size(), context.count);
+    check(accum_bytes, context.count);
+    if (!kernels::add_i8_checked(reinterpret_cast<std::int8_t*>(accum.data()),
+                                 reinterpret_cast<const std::int8_t*>(incoming.data()),
+                                 context.count, limit_)) {
+      throw CommError(name_ + ": a partial sum exceeds n·s = " + std::to_string(limit_) +
+                      " at elements " + std::to_string(context.first) + ".." +
+                      std::to_string(context.first + context.count) +
+                      ", which valid input cannot produce (corrupt message?)");
+    }
+    return accum_bytes;
+  }
+
+ private:
+  void check(std::size_t bytes, std::size_t count) const {
+    require_chunk_bytes(name_, bytes, count, count);
+  }
+
+  std::string name_;
+  int levels_, limit_;
+  float norm_, scale_, step_;
+  CounterRng rng_;
+};
+
+// Linear dithering with averaging inside every reduction step (Global-QSGD
+// §8), for bit widths where summing would overflow (4-bit, or 8-bit beyond
+// 127 ranks). Each rank quantizes to s = 2^(A-1) - 1 levels; a chunk is
+// [uint32 k][packed A-bit two's-complement levels], where k is how many ranks
+// the chunk already averages. Combining (q_a, k_a) with (q_b, k_b) rounds the
+// weighted mean (k_a q_a + k_b q_b) / (k_a + k_b) stochastically, up with
+// probability equal to its fractional part: unbiased for any n (no
+// saturation, unlike averaging pairs for n > 4), always within [-s, s] (a
+// convex combination), and already the mean at the end (no final division to
+// forget for n = 2). decode checks that the chunk averages all n ranks.
+class LinearAverageReduction final : public Reduction {
+ public:
+  LinearAverageReduction(std::string name, double norm, int bits, int ranks, CounterRng quantize,
+                         const CodecSettings& settings, std::uint64_t step)
+      : name_(std::move(name)), bits_(bits), levels_((1 << (bits - 1)) - 1), ranks_(ranks),
+        norm_(static_cast<float>(norm)), scale_(static_cast<float>(levels_ / norm)),
+        value_(static_cast<float>(norm / levels_)), quantize_(quantize), settings_(settings),
+        step_(step) {}
+
+  std::string name() const override { return name_; }
+  std::size_t granularity() const override { return bits_ == 4 ? 2 : 1; }
+  std::size_t max_encoded_bytes(std::size_t count) const override {
+    return kHeader + payload_bytes(count);
+  }
+
+  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
+    write_header(out, 1);
+    auto* payload = reinterpret_cast<std::uint8_t*>(out.data() + kHeader);
+    if (bits_ == 8) {
+      encode_levels(in, first, reinterpret_cast<std::int8_t*>(payload), scale_, norm_, levels_, quantize_);
+    } else {
+      std::vector<std::int8_t>& q = levels_scratch(in.size());
+      encode_levels(in, first, q.data(), scale_, norm_, levels_, quantize_);
+      kernels::pack_i4(q.data(), payload, in.size());
+    }
+    return kHeader + payload_bytes(in.size());
+  }
+
+  void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
+    check(in.size(), out.size());
+    const std::uint32_t k = read_header(in);
+    if (k != static_cast<std::uint32_t>(ranks_)) {
+      throw CommError(name_ + ": a decoded chunk averages " + std::to_string(k) + " of " +
+                      std::to_string(ranks_) + " ranks (incomplete or corrupt aggregation)");
+    }
+    const auto* payload = reinterpret_cast<const std::uint8_t*>(in.data() + kHeader);
+    const std::int8_t* q = reinterpret_cast<const std::int8_t*>(payload);
+    if (bits_ == 4) {
+      std::vector<std::int8_t>& unpacked = levels_scratch(out.size());
+      kernels::unpack_i4(payload, unpacked.data(), out.size());
+      q = unpacked.data();
+    }
+    kernels::linear_decode_i8(q, out.data(), out.size(), value_);
+  }
+
+  std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
+                     std::size_t accum_bytes, const ReduceContext& context) override {
+    check(incoming.size(), context.count);
+    check(accum_bytes, context.count);
+    const std::uint32_t ka = read_header(accum), kb = read_header(incoming);
+    const std::uint64_t k = std::uint64_t{ka} + kb;
+    if (ka == 0 || kb == 0 || k > static_cast<std::uint64_t>(ranks_)) {
+      throw CommError(name_ + ": chunks averaging " + std::to_string(ka) + " and " +
+                      std::to_string(kb) + " ranks cannot be combined among " +
+                      std::to_string(ranks_) + " (corrupt message?)");
+    }
+    if (k >= kMaxRanksAveraged) {
+      throw CommError(name_ + ": averaging " + std::to_string(k) + " ranks exceeds the supported " +
+                      std::to_string(kMaxRanksAveraged));
+    }
+    // The hop goes into the key: the kernels' 32-bit counter is the element.
+    const CounterRng rng(settings_.seed, step_, settings_.bucket,
+                         (static_cast<std::uint64_t>(context.rank) << 16) |
+                             static_cast<std::uint64_t>(context.hop),
+                         RngStream::reduce);
+    auto* a = accum.data() + kHeader;
+    const auto* b = incoming.data() + kHeader;
+    if (bits_ == 8) {
+      kernels::average_i8(reinterpret_cast<const std::int8_t*>(a), reinterpret_cast<const std::int8_t*>(b),
+                          reinterpret_cast<std::int8_t*>(a), context.count, static_cast<std::int32_t>(ka),
+                          static_cast<std::int32_t>(kb), rng.key_low(), rng.key_high(), context.first);
+    } else {
+      std::vector<std::int8_t>& qa = levels_scratch(2 * context.count);
+      std::int8_t* qb = qa.data() + context.count;
+      kernels::unpack_i4(reinterpret_cast<const std::uint8_t*>(a), qa.data(), context.count);
+      kernels::unpack_i4(reinterpret_cast<const std::uint8_t*>(b), qb, context.count);
+      kernels::average_i8(qa.data(), qb, qa.data(), context.count, static_cast<std::int32_t>(ka),
+                          static_cast<std::int32_t>(kb), rng.key_low(), rng.key_high(), context.first);
+      kernels::pack_i4(qa.data(), reinterpret_cast<std::uint8_t*>(a), context.count);
+    }
+    write_header(accum, static_cast<std::uint32_t>(k));
+    return accum_bytes;
+  }
+
+ private:
+  static constexpr std::size_t kHeader = 4;
+  // The averaging kernel's fp32 floor is exact below 2^24 / 127 ranks.
+  static constexpr std::uint64_t kMaxRanksAveraged = (std::uint64_t{1} << 24) / 127;
+
+  std::vector<std::int8_t>& levels_scratch(std::size_t count) {
+    if (scratch_.size() < count) scratch_.resize(count);
+    return scratch_;
+  }
+
+  std::size_t payload_bytes(std::size_t count) const {
+    return bits_ == 4 ? (count + 1) / 2 : count;
+  }
+  // Level of element i, sign-extended from its A bits.
+  int get(std::span<const std::byte> chunk, std::size_t i) const {
+    const auto byte = static_cast<std::uint8_t>(chunk[kHeader + (bits_ == 4 ? i / 2 : i)]);
+    if (bits_ == 8) return static_cast<std::int8_t>(byte);
+    const int nibble = (i % 2 ? byte >> 4 : byte) & 0xF;
+    return nibble >= 8 ? nibble - 16 : nibble;
+  }
+  void set(std::span<std::byte> chunk, std::size_t i, int level) const {
+    auto& byte = reinterpret_cast<std::uint8_t&>(chunk[kHeader + (bits_ == 4 ? i / 2 : i)]);
+    if (bits_ == 8) {
+      byte = static_cast<std::uint8_t>(static_cast<std::int8_t>(level));
+      return;
+    }
+    const auto nibble = static_cast<std::uint8_t>(level & 0xF);
+    byte = i % 2 ? static_cast<std::uint8_t>((byte & 0x0F) | (nibble << 4))
+                 : static_cast<std::uint8_t>((byte & 0xF0) | nibble);
+  }
+  static void write_header(std::span<std::byte> chunk, std::uint32_t k) {
+    std::memcpy(chunk.data(), &k, kHeader);
+  }
+  static std::uint32_t read_header(std::span<const std::byte> chunk) {
+    std::uint32_t k;
+    std::memcpy(&k, chunk.data(), kHeader);
+    return k;
+  }
+  void check(std::size_t bytes, std::size_t count) const {
+    require_chunk_bytes(name_, bytes, kHeader + payload_bytes(count), count);
+  }
+
+  std::string name_;
+  int bits_, levels_, ranks_;
+  float norm_, scale_, value_;
+  CounterRng quantize_;
+  CodecSettings settings_;
+  std::uint64_t step_;
+  std::vector<std::int8_t> scratch_;  // unpacked levels of one chunk
+};
+
+}  // namespace
+
+std::unique_ptr<Reduction> make_linear_sum_reduction(std::string name, double norm, int levels,
+                                                     int ranks, CounterRng quantize) {
+  return std::make_unique<LinearDitherReduction>(std::move(name), norm, levels, ranks, quantize);
+}
+
+std::unique_ptr<Reduction> make_linear_average_reduction(std::string name, double norm, int bits,
+                                                         int ranks, CounterRng quantize,
+                                                         const CodecSettings& settings,
+                                                         std::uint64_t step) {
+  return std::make_unique<LinearAverageReduction>(std::move(name), norm, bits, ranks, quantize,
+                                                  settings, step);
+}
+
+}  // namespace qccl
