@@ -81,6 +81,21 @@ TEST(SparseTest, ExponentialSparseIsUnbiased) {
   }
 }
 
+// Beyond 127 ranks 8-bit linear codes carry a chunk header (averaging mode):
+// the sparse option then keeps the dense allreduce, with the same result.
+TEST(SparseTest, BeyondOneHundredTwentySevenRanksFallsBackToDense) {
+  // A single non-zero in all: sparse would be chosen if it were allowed.
+  auto input = [](int r) {
+    std::vector<float> v(1000, 0.0f);
+    if (r == 0) v[5] = 1.0f;
+    return v;
+  };
+  const auto dense = run("global-qsgd", 130, Algorithm::ring, input);
+  const auto automatic = run("global-qsgd:sparse=auto", 130, Algorithm::ring, input);
+  EXPECT_EQ(automatic.result, dense.result);
+  EXPECT_EQ(automatic.bytes_sent, dense.bytes_sent);
+}
+
 TEST(SparseTest, NeedsEightBits) {
   EXPECT_THROW(make_codec("global-qsgd:bits=4,sparse=auto"), InvalidArgument);
 }

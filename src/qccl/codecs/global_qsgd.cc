@@ -125,12 +125,21 @@ class GlobalQsgdCodec final : public Codec {
       return;
     }
     const auto reduction = reduction_for(norm, comm.size(), comm.rank(), options.algorithm);
-    if (config_.sparse && allreduce_sparse(comm, data, norm, *reduction, options)) return;
+    if (config_.sparse && codes_are_bytes(comm.size()) &&
+        allreduce_sparse(comm, data, norm, *reduction, options)) {
+      return;
+    }
     allreduce(comm, data, *reduction, options);
   }
 
  private:
   bool sums_in_transit(int ranks) const { return config_.bits == 8 && ranks <= 127; }
+  // One code byte per element (no chunk header): what the sparse path sends.
+  // Beyond 127 ranks 8-bit linear dithering averages, with headers, and the
+  // sparse option falls back to the dense allreduce.
+  bool codes_are_bytes(int ranks) const {
+    return config_.dither == Dither::exponential || sums_in_transit(ranks);
+  }
 
   // Sparse aggregation (Algorithm 1, lines 6-8). Each rank quantizes exactly
   // as the dense path would (same generator, same codes) and counts its
