@@ -114,10 +114,8 @@ TEST(ExpDitherHeadroomTest, WorstCaseNeverWrapsForAnyRankCount) {
     return ed::exponent(acc) >= 1;
   };
   auto tree_ok = [](int n, int c) {
-    int ceil_log2 = 0;
-    while ((1 << ceil_log2) < n) ++ceil_log2;
     std::uint8_t partial = code(1, c);
-    for (int round = 0; round < ceil_log2; ++round) {
+    for (int round = 0; round < ed::ceil_log2(n); ++round) {
       // Two equal partial sums (the largest possible) plus an up-rounding
       // from a smaller third operand would need another round, so equal
       // operands (exact doubling) are the worst case per round.
@@ -205,9 +203,7 @@ TEST(ExpDitherCodecTest, ExtremesNeverWrapOnRingOrTree) {
             // between 2^-c and 2^hops·2^-c (hops: n-1 on the ring,
             // ceil(log2 n) rounds on the tree): the mean between |m|/n and
             // 2^hops·|m|/n — unbiased, but with a long tail on the ring.
-            int rounds = 0;
-            while ((1 << rounds) < n) ++rounds;
-            const int hops = algorithm == Algorithm::ring ? n - 1 : rounds;
+            const int hops = ed::reductions_on_path(n, algorithm == Algorithm::ring);
             for (std::size_t i = 3; i < data.size(); ++i) {
               ASSERT_EQ(std::signbit(data[i]), std::signbit(m));
               ASSERT_LE(std::abs(data[i]), std::ldexp(std::abs(m), hops) / n);

@@ -36,12 +36,22 @@ namespace qccl::exp_dither {
 constexpr int kMaxExponent = 127;
 constexpr std::uint8_t kSignBit = 0x80;
 
+constexpr int ceil_log2(int x) {
+  int bits = 0;
+  while ((1 << bits) < x) ++bits;
+  return bits;
+}
+
+// Reductions on one element's path: n-1 hops on the ring, ceil(log2 n)
+// rounds on the tree (the fold counts as one).
+constexpr int reductions_on_path(int ranks, bool ring) {
+  return ring ? ranks - 1 : ceil_log2(ranks);
+}
+
 // Pre-scaling exponent c for `ranks` ranks under ring or tree (see above).
 constexpr int headroom(int ranks, bool ring) {
-  int ceil_log2 = 0;
-  while ((1 << ceil_log2) < ranks) ++ceil_log2;
   if (ranks <= 1) return 1;
-  return ring ? (ranks < 33 ? ranks : 33) : 1 + ceil_log2;
+  return ring ? (ranks < 33 ? ranks : 33) : 1 + ceil_log2(ranks);
 }
 
 // Levels per value: s = 128 - c.

@@ -1,5 +1,6 @@
 #include "qccl/codecs/exp_dither_reduction.h"
 
+#include "qccl/codecs/exp_dither.h"
 #include "qccl/codecs/kernels.h"
 #include "qccl/codecs/levels.h"
 #include "qccl/common/errors.h"
@@ -15,9 +16,10 @@ namespace {
 // value * 2^c * norm / n.
 class ExpDitherReduction final : public Reduction {
  public:
-  ExpDitherReduction(std::string name, double norm, int headroom, int levels, int ranks,
-                     CounterRng quantize, const CodecSettings& settings, std::uint64_t step)
-      : name_(std::move(name)), norm_(static_cast<float>(norm)), c_(headroom), s_(levels),
+  ExpDitherReduction(std::string name, double norm, int headroom, int ranks, CounterRng quantize,
+                     const CodecSettings& settings, std::uint64_t step)
+      : name_(std::move(name)), norm_(static_cast<float>(norm)), c_(headroom),
+        s_(exp_dither::levels(headroom)),
         mean_scale_(norm / ranks), quantize_(quantize), settings_(settings), step_(step) {}
 
   std::string name() const override { return name_; }
@@ -39,11 +41,7 @@ class ExpDitherReduction final : public Reduction {
                      std::size_t accum_bytes, const ReduceContext& context) override {
     check(incoming.size(), context.count);
     check(accum_bytes, context.count);
-    // The hop goes into the key: the kernel's 32-bit counter is the element.
-    const CounterRng rng(settings_.seed, step_, settings_.bucket,
-                         (static_cast<std::uint64_t>(context.rank) << 16) |
-                             static_cast<std::uint64_t>(context.hop),
-                         RngStream::reduce);
+    const CounterRng rng = reduce_rng(settings_, step_, context);
     if (!kernels::exp_reduce(reinterpret_cast<std::uint8_t*>(accum.data()),
                              reinterpret_cast<const std::uint8_t*>(incoming.data()), context.count,
                              rng.key_low(), rng.key_high(), context.first)) {
@@ -72,11 +70,11 @@ class ExpDitherReduction final : public Reduction {
 }  // namespace
 
 std::unique_ptr<Reduction> make_exp_dither_reduction(std::string name, double norm, int headroom,
-                                                     int levels, int ranks, CounterRng quantize,
+                                                     int ranks, CounterRng quantize,
                                                      const CodecSettings& settings,
                                                      std::uint64_t step) {
-  return std::make_unique<ExpDitherReduction>(std::move(name), norm, headroom, levels, ranks,
-                                              quantize, settings, step);
+  return std::make_unique<ExpDitherReduction>(std::move(name), norm, headroom, ranks, quantize,
+                                              settings, step);
 }
 
 }  // namespace qccl

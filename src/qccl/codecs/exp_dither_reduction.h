@@ -12,10 +12,10 @@
 
 namespace qccl {
 
-// Codes pre-scaled by 2^-headroom with `levels` levels (exp_dither.h);
+// Codes pre-scaled by 2^-headroom, with exp_dither::levels(headroom) levels;
 // decodes to the mean over `ranks` ranks.
 std::unique_ptr<Reduction> make_exp_dither_reduction(std::string name, double norm, int headroom,
-                                                     int levels, int ranks, CounterRng quantize,
+                                                     int ranks, CounterRng quantize,
                                                      const CodecSettings& settings,
                                                      std::uint64_t step);
 

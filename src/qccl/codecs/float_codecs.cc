@@ -13,10 +13,6 @@
 namespace qccl {
 namespace {
 
-Timeout timeout_of(const Communicator& comm, const CollectiveOptions& options) {
-  return options.timeout.value_or(comm.options().timeout);
-}
-
 // fp32: the exact mean. The norm exchange only guards against NaN/Inf.
 class Fp32Codec final : public Codec {
  public:
@@ -37,7 +33,7 @@ class Fp32Codec final : public Codec {
   void run_allreduce_mean(Communicator& comm, std::span<float> data,
                           const CollectiveOptions& options) override {
     global_norm(comm, data, NormKind::inf, "fp32 step " + std::to_string(step()),
-                timeout_of(comm, options));
+                comm.timeout(options.timeout));
     const auto sum = reduction_for(0, comm.size(), comm.rank(), options.algorithm);
     allreduce(comm, data, *sum, options);
     const auto n = static_cast<float>(comm.size());
@@ -99,7 +95,7 @@ class Fp16Codec final : public Codec {
                           const CollectiveOptions& options) override {
     constexpr double kFp16Max = 65504.0;
     const std::string what = "fp16 step " + std::to_string(step());
-    const double largest = global_norm(comm, data, NormKind::inf, what, timeout_of(comm, options));
+    const double largest = global_norm(comm, data, NormKind::inf, what, comm.timeout(options.timeout));
     // Every partial sum of values |x/n| <= 65504/n stays within fp16's range.
     if (largest / comm.size() > kFp16Max) {
       throw InvalidArgument(what + ": the largest |x| over the ranks is " +

@@ -43,9 +43,9 @@ class GlobalQsgdCodec final : public Codec {
     const CounterRng rng(settings().seed, step(), settings().bucket,
                          static_cast<std::uint64_t>(rank), RngStream::quantize);
     if (config_.dither == Dither::exponential) {
-      const int c = exp_dither::headroom(ranks, algorithm == Algorithm::ring);
-      return make_exp_dither_reduction(spec(), norm, c, exp_dither::levels(c), ranks, rng,
-                                       settings(), step());
+      return make_exp_dither_reduction(spec(), norm,
+                                       exp_dither::headroom(ranks, algorithm == Algorithm::ring),
+                                       ranks, rng, settings(), step());
     }
     if (sums_in_transit(ranks)) {
       return make_linear_sum_reduction(spec(), norm, linear_levels_per_rank(8, ranks), ranks, rng);
@@ -53,21 +53,18 @@ class GlobalQsgdCodec final : public Codec {
     return make_linear_average_reduction(spec(), norm, config_.bits, ranks, rng, settings(), step());
   }
 
-  // Worst cases, with H the reductions on an element's path (ring: n-1;
-  // tree: ceil(log2 n) rounds). Linear sum: each rank errs by less than one
-  // level, so the mean does too. Linear average: one level from quantizing
-  // plus one per averaging step. Exponential: every rank's value is at most
-  // 2^-c in pre-scaled units and each reduction at most doubles the larger
-  // operand, so |result| <= 2^H·norm/n.
+  // Worst cases. Linear sum: each rank errs by less than one level, so the
+  // mean does too. Linear average: one level from quantizing plus one per
+  // averaging step on the element's path. Exponential: the headroom keeps
+  // every code at e >= 1, i.e. |value| <= 2^(c-1) in pre-scaled units, so
+  // |result| <= 2^(c-1)·norm/n.
   double max_abs_error(double norm, int ranks, Algorithm algorithm) const override {
-    int rounds = 0;
-    while ((1 << rounds) < ranks) ++rounds;
-    const int hops = algorithm == Algorithm::ring ? ranks - 1 : rounds;
+    const bool ring = algorithm == Algorithm::ring;
     if (config_.dither == Dither::exponential) {
-      return std::ldexp(norm, std::min(hops, 64)) / ranks + norm;
+      return std::ldexp(norm, exp_dither::headroom(ranks, ring) - 1) / ranks + norm;
     }
     if (sums_in_transit(ranks)) return norm / linear_levels_per_rank(8, ranks);
-    return (1 + hops) * norm / ((1 << (config_.bits - 1)) - 1);
+    return (1 + exp_dither::reductions_on_path(ranks, ring)) * norm / ((1 << (config_.bits - 1)) - 1);
   }
 
   // Theorem 3 (p = q >= 2 covers the 2- and the inf-norm): L_s is in
@@ -90,9 +87,7 @@ class GlobalQsgdCodec final : public Codec {
     if (config_.dither == Dither::exponential) {
       const bool ring = algorithm == Algorithm::ring;
       const int s = exp_dither::levels(exp_dither::headroom(ranks, ring));
-      int rounds = 0;
-      while ((1 << rounds) < ranks) ++rounds;
-      const int hops = ring ? ranks - 1 : rounds;
+      const int hops = exp_dither::reductions_on_path(ranks, ring);
       const double theta = 1.0 / (8 * n) + std::sqrt(dims) / (std::sqrt(n) * std::ldexp(1.0, s - 1));
       double partial_sums = 0;
       for (int k = 1; k <= hops; ++k) {
@@ -116,7 +111,7 @@ class GlobalQsgdCodec final : public Codec {
     const std::string what = spec() + " step " + std::to_string(step()) + " bucket " +
                              std::to_string(settings().bucket);
     const double norm = global_norm(comm, data, config_.norm, what,
-                                    options.timeout.value_or(comm.options().timeout));
+                                    comm.timeout(options.timeout));
     if (config_.dither == Dither::exponential && options.algorithm == Algorithm::native) {
       throw InvalidArgument(spec() + ": runs on algorithm ring or tree");
     }

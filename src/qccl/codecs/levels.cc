@@ -25,6 +25,13 @@ void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q,
   }
 }
 
+CounterRng reduce_rng(const CodecSettings& settings, std::uint64_t step, const ReduceContext& context) {
+  return CounterRng(settings.seed, step, settings.bucket,
+                    (static_cast<std::uint64_t>(context.rank) << 16) |
+                        static_cast<std::uint64_t>(context.hop),
+                    RngStream::reduce);
+}
+
 void require_chunk_bytes(std::string_view codec, std::size_t got, std::size_t expected,
                          std::size_t count) {
   if (got != expected) {

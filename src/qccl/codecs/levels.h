@@ -1,11 +1,13 @@
-// Pieces shared by the codecs that quantize to integer levels.
+// Pieces shared by the codecs' reductions.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <string_view>
 
+#include "qccl/codecs/codec.h"
 #include "qccl/codecs/counter_rng.h"
+#include "qccl/collectives/reduction.h"
 
 namespace qccl {
 
@@ -16,6 +18,11 @@ namespace qccl {
 // levels/norm rounded to fp32.
 void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q, float scale,
                    float norm, int levels, const CounterRng& rng);
+
+// The generator for a stochastic reduction: the owner rank's reduce stream
+// at this step, with the hop in the key (the kernels' 32-bit counter is the
+// element index), so every hop rounds independently and exactly once.
+CounterRng reduce_rng(const CodecSettings& settings, std::uint64_t step, const ReduceContext& context);
 
 // Throws CommError naming `codec` unless a chunk of `count` elements arrived
 // with exactly `expected` bytes.

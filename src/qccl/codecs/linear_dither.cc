@@ -148,11 +148,7 @@ class LinearAverageReduction final : public Reduction {
       throw CommError(name_ + ": averaging " + std::to_string(k) + " ranks exceeds the supported " +
                       std::to_string(kMaxRanksAveraged));
     }
-    // The hop goes into the key: the kernels' 32-bit counter is the element.
-    const CounterRng rng(settings_.seed, step_, settings_.bucket,
-                         (static_cast<std::uint64_t>(context.rank) << 16) |
-                             static_cast<std::uint64_t>(context.hop),
-                         RngStream::reduce);
+    const CounterRng rng = reduce_rng(settings_, step_, context);
     auto* a = accum.data() + kHeader;
     const auto* b = incoming.data() + kHeader;
     if (bits_ == 8) {

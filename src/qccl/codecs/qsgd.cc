@@ -133,7 +133,7 @@ class QsgdCodec final : public Codec {
   void run_allreduce_mean(Communicator& comm, std::span<float> data,
                           const CollectiveOptions& options) override {
     global_norm(comm, data, config_.norm, spec() + " step " + std::to_string(step()),
-                options.timeout.value_or(comm.options().timeout));
+                comm.timeout(options.timeout));
     const auto reduction = reduction_for(0, comm.size(), comm.rank(), options.algorithm);
     const std::size_t bytes = reduction->max_encoded_bytes(data.size());
     const auto n = static_cast<std::size_t>(comm.size());

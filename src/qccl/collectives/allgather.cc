@@ -41,7 +41,7 @@ void ring_allgather_bytes(Communicator& comm, std::span<const std::byte> input,
     throw InvalidArgument("allgather: output has " + std::to_string(output.size()) +
                           " bytes but the contributions total " + std::to_string(total));
   }
-  const Timeout timeout = options.timeout.value_or(comm.options().timeout);
+  const Timeout timeout = comm.timeout(options.timeout);
   comm.run(fingerprint, timeout, [&](int tag) {
     const std::size_t largest = *std::max_element(byte_counts.begin(), byte_counts.end());
     const std::size_t chunks = std::max<std::size_t>(1, (largest + options.chunk_bytes - 1) / options.chunk_bytes);
@@ -94,7 +94,7 @@ std::vector<std::size_t> allgather_counts(Communicator& comm, std::size_t count,
   const auto n = static_cast<std::size_t>(comm.size());
   std::vector<std::int64_t> table(n, 0);
   table[static_cast<std::size_t>(comm.rank())] = static_cast<std::int64_t>(count);
-  const Timeout timeout = options.timeout.value_or(comm.options().timeout);
+  const Timeout timeout = comm.timeout(options.timeout);
   comm.run(Fingerprint("allgather counts"), timeout, [&](int) {
     allreduce_values<std::int64_t>(comm.transport(), table, ReduceOp::sum, timeout);
   });

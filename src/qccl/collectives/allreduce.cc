@@ -27,7 +27,7 @@ void allreduce(Communicator& comm, std::span<const float> input, std::span<float
                             "(fp32-sum); '" + reduction.name() + "' runs on ring or tree");
     }
   }
-  const Timeout timeout = options.timeout.value_or(comm.options().timeout);
+  const Timeout timeout = comm.timeout(options.timeout);
 
   Fingerprint fingerprint(op);
   fingerprint.add_text("algorithm", to_string(options.algorithm))

@@ -22,7 +22,7 @@ void broadcast_bytes(Communicator& comm, std::span<std::byte> data, int root,
     throw InvalidArgument("broadcast: root " + std::to_string(root) + " is outside 0.." +
                           std::to_string(n - 1));
   }
-  const Timeout timeout = options.timeout.value_or(comm.options().timeout);
+  const Timeout timeout = comm.timeout(options.timeout);
   Fingerprint fingerprint(op);
   fingerprint.add("root", root).add("byte count", static_cast<std::int64_t>(data.size()));
 

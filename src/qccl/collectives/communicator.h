@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ class Communicator {
   int size() const { return transport_.size(); }
   Transport& transport() { return transport_; }
   const CommunicatorOptions& options() const { return options_; }
+  // A call's timeout: its own override, else the communicator's.
+  Timeout timeout(const std::optional<Timeout>& override) const {
+    return override.value_or(options_.timeout);
+  }
   bool poisoned() const { return !poison_.empty(); }
 
   // Runs one collective call: fails at once if poisoned; verifies the

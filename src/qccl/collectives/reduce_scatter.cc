@@ -63,7 +63,7 @@ void reduce_scatter(Communicator& comm, std::span<const float> input, std::span<
                           std::to_string(output.size()));
   }
   check_no_partial_overlap(input, output, op);
-  const Timeout timeout = options.timeout.value_or(comm.options().timeout);
+  const Timeout timeout = comm.timeout(options.timeout);
 
   std::int64_t counts_hash = 0;
   for (const Range& b : blocks) counts_hash = counts_hash * 1000003 + static_cast<std::int64_t>(b.count);

@@ -71,7 +71,7 @@ SimulateSummary run_simulation(const SimulateConfig& config) {
   if (config.ranks < 1) throw InvalidArgument("simulate: --ranks must be at least 1");
   if (config.rounds < 1) throw InvalidArgument("simulate: --rounds must be at least 1");
   if (config.output.empty()) throw InvalidArgument("simulate: --output is required");
-  const std::string spec = make_codec(config.codec)->spec();  // validates before reading
+  const auto probe = make_codec(config.codec);  // validates before any reading
   if (config.synthetic > 0 && !config.input.empty()) {
     throw InvalidArgument("simulate: give either --input or --synthetic, not both");
   }
@@ -110,7 +110,7 @@ SimulateSummary run_simulation(const SimulateConfig& config) {
   });
 
   SimulateSummary summary;
-  summary.codec = spec;
+  summary.codec = probe->spec();
   summary.ranks = config.ranks;
   summary.dimension = d;
   summary.rounds = config.rounds;
@@ -126,8 +126,7 @@ SimulateSummary run_simulation(const SimulateConfig& config) {
   summary.squared_error_per_round = error / config.rounds;
   double squared_norm = 0;
   for (float x : all) squared_norm += static_cast<double>(x) * x;
-  summary.variance_bound =
-      make_codec(config.codec)->variance_bound(squared_norm, d, config.ranks, config.algorithm);
+  summary.variance_bound = probe->variance_bound(squared_norm, d, config.ranks, config.algorithm);
   summary.bytes_sent_per_rank = most_sent / config.rounds;
   summary.fp32_ring_bytes = 2.0 * (config.ranks - 1) / config.ranks * static_cast<double>(d) * 4;
   write_output(config.output, results);
