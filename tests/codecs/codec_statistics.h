@@ -16,6 +16,59 @@
 
 namespace qccl::test {
 
+// Rank 0's results of `rounds` successive allreduce_mean calls (one codec
+// instance per rank, so the step advances), each on input(rank); expects
+// bitwise identical results on every rank in every round.
+inline std::vector<std::vector<float>> collect_rounds(
+    const std::string& spec, int ranks, Algorithm algorithm,
+    const std::function<std::vector<float>(int)>& input, int rounds,
+    std::size_t chunk_bytes = std::size_t{1} << 20, CodecSettings settings = {.seed = 77, .bucket = 1}) {
+  std::vector<std::vector<float>> results;
+  run_world(ranks, [&](Communicator& comm) {
+    auto codec = make_codec(spec, settings);
+    CollectiveOptions options;
+    options.algorithm = algorithm;
+    options.chunk_bytes = chunk_bytes;
+    const auto x = input(comm.rank());
+    std::int64_t running_hash = 0;
+    for (int round = 0; round < rounds; ++round) {
+      auto data = x;
+      codec->allreduce_mean(comm, data, options);
+      running_hash = running_hash * 31 + bytes_hash(data);
+      if (comm.rank() == 0) results.push_back(std::move(data));
+    }
+    std::vector<float> carrier(2);
+    std::memcpy(carrier.data(), &running_hash, sizeof running_hash);
+    expect_identical_across_ranks(comm, carrier);
+  });
+  return results;
+}
+
+// Per round, the sum over elements of (result - reference)^2.
+inline std::vector<double> squared_errors(const std::vector<std::vector<float>>& results,
+                                          const std::vector<double>& reference) {
+  std::vector<double> errors;
+  for (const auto& result : results) {
+    double e = 0;
+    for (std::size_t i = 0; i < result.size(); ++i) e += (result[i] - reference[i]) * (result[i] - reference[i]);
+    errors.push_back(e);
+  }
+  return errors;
+}
+
+struct SampleMean {
+  double mean = 0;
+  double standard_error = 0;  // sample sd / sqrt(count)
+};
+
+inline SampleMean sample_mean(const std::vector<double>& values) {
+  const auto count = static_cast<double>(values.size());
+  double mean = 0, m2 = 0;
+  for (double v : values) mean += v / count;
+  for (double v : values) m2 += (v - mean) * (v - mean) / (count - 1);
+  return {mean, std::sqrt(m2 / count)};
+}
+
 // Runs `rounds` independent allreduce_mean calls of `spec` on `ranks` ranks
 // (input(rank) each time) and expects: each element's sample mean within 5
 // sample standard errors of the exact mean; identical bytes on every rank in
@@ -36,27 +89,12 @@ inline void expect_unbiased_end_to_end(const std::string& spec, int ranks, Algor
     for (std::size_t i = 0; i < d; ++i) exact[i] += x[i] / static_cast<double>(ranks);
   }
   std::vector<double> m1(d, 0.0), m2(d, 0.0);
-  run_world(ranks, [&](Communicator& comm) {
-    auto codec = make_codec(spec, {.seed = 77, .bucket = 1});
-    CollectiveOptions options;
-    options.algorithm = algorithm;
-    options.chunk_bytes = chunk_bytes;
-    const auto x = input(comm.rank());
-    std::int64_t running_hash = 0;
-    for (int round = 0; round < rounds; ++round) {
-      auto data = x;
-      codec->allreduce_mean(comm, data, options);
-      running_hash = running_hash * 31 + bytes_hash(data);
-      if (comm.rank() != 0) continue;
-      for (std::size_t i = 0; i < d; ++i) {
-        m1[i] += data[i];
-        m2[i] += static_cast<double>(data[i]) * data[i];
-      }
+  for (const auto& result : collect_rounds(spec, ranks, algorithm, input, rounds, chunk_bytes)) {
+    for (std::size_t i = 0; i < d; ++i) {
+      m1[i] += result[i];
+      m2[i] += static_cast<double>(result[i]) * result[i];
     }
-    std::vector<float> carrier(2);
-    std::memcpy(carrier.data(), &running_hash, sizeof running_hash);
-    expect_identical_across_ranks(comm, carrier);
-  });
+  }
   double drift = 0, magnitude_drift = 0, total_variance = 0, slack = 0;
   for (std::size_t i = 0; i < d; ++i) {
     const double mean = m1[i] / rounds;

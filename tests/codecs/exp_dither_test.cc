@@ -11,6 +11,7 @@
 #include "../support/collective_checks.h"
 #include "../support/patterns.h"
 #include "../support/world.h"
+#include "../support/test_names.h"
 #include "codec_statistics.h"
 #include "qccl/codecs/codec_spec.h"
 #include "qccl/codecs/counter_rng.h"
@@ -152,10 +153,7 @@ TEST_P(ExpDitherCodecTest, UnbiasedEndToEnd) {
 INSTANTIATE_TEST_SUITE_P(RanksAlgorithms, ExpDitherCodecTest,
                          ::testing::Combine(::testing::Values(2, 3, 4, 5, 8),
                                             ::testing::Values(Algorithm::ring, Algorithm::tree)),
-                         [](const ::testing::TestParamInfo<Param>& info) {
-                           return "n" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  std::string(to_string(std::get<1>(info.param)));
-                         });
+                         ranks_algorithm_name);
 
 // Theorem 3 for one rank: E_s is in U^{1,d}(1/8 + sqrt(d)/2^(s-1)), i.e.
 // E||Q(x) - x||^2 <= (1/8 + sqrt(d)/2^(s-1)) ||x||^2. (The theorem states it
@@ -168,20 +166,13 @@ TEST(ExpDitherCodecVarianceTest, WithinTheorem3BoundForOneRank) {
   for (float v : x) squared += static_cast<double>(v) * v;
   const int s = ed::levels(ed::headroom(1, true));
   const double bound = (1.0 / 8 + std::sqrt(static_cast<double>(kD)) / std::ldexp(1.0, s - 1)) * squared;
-  std::vector<double> mse(kRounds, 0.0);
-  run_world(1, [&](Communicator& comm) {
-    auto codec = make_codec("global-qsgd:dither=exp", {.seed = 4});
-    for (int round = 0; round < kRounds; ++round) {
-      auto data = x;
-      codec->allreduce_mean(comm, data);
-      for (std::size_t i = 0; i < kD; ++i) mse[static_cast<std::size_t>(round)] += (data[i] - x[i]) * (data[i] - x[i]);
-    }
-  });
-  double mean = 0, m2 = 0;
-  for (double v : mse) mean += v / kRounds;
-  for (double v : mse) m2 += (v - mean) * (v - mean) / (kRounds - 1);
-  EXPECT_LE(mean, bound + 5 * std::sqrt(m2 / kRounds));
-  EXPECT_GT(mean, 0.0);
+  std::vector<double> exact(x.begin(), x.end());
+  const SampleMean mse = sample_mean(squared_errors(
+      collect_rounds("global-qsgd:dither=exp", 1, Algorithm::ring, [&](int) { return x; }, kRounds,
+                     std::size_t{1} << 20, {.seed = 4, .bucket = 0}),
+      exact));
+  EXPECT_LE(mse.mean, bound + 5 * mse.standard_error);
+  EXPECT_GT(mse.mean, 0.0);
 }
 
 TEST(ExpDitherCodecTest, ExtremesNeverWrapOnRingOrTree) {

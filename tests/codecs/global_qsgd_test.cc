@@ -12,6 +12,7 @@
 #include "../support/collective_checks.h"
 #include "../support/patterns.h"
 #include "../support/world.h"
+#include "../support/test_names.h"
 #include "codec_statistics.h"
 #include "qccl/codecs/codec_spec.h"
 #include "qccl/codecs/global_qsgd.h"
@@ -87,29 +88,15 @@ TEST_P(GlobalQsgdStatisticsTest, UnbiasedWithTheExactVariance) {
     for (std::size_t i = 0; i < kD; ++i) true_mean[i] += x[i] / static_cast<double>(n);
   }
 
-  std::vector<double> sum(kD, 0.0), mse(kRounds, 0.0);
-  run_world(n, [&](Communicator& comm) {
-    auto codec = make_codec("global-qsgd", {.seed = 2024, .bucket = 3});
-    CollectiveOptions options;
-    options.algorithm = algorithm;
-    options.chunk_bytes = 64;  // several chunks, so several owners per hop
-    const auto input = input_of(comm.rank(), kD);
-    std::int64_t running_hash = 0;
-    for (int round = 0; round < kRounds; ++round) {
-      auto data = input;
-      codec->allreduce_mean(comm, data, options);
-      running_hash = running_hash * 31 + bytes_hash(data);
-      if (comm.rank() != 0) continue;
-      for (std::size_t i = 0; i < kD; ++i) {
-        sum[i] += data[i];
-        const double e = data[i] - exact.mean[i];
-        mse[static_cast<std::size_t>(round)] += e * e;
-      }
-    }
-    std::vector<float> hash_carrier(2);
-    std::memcpy(hash_carrier.data(), &running_hash, sizeof running_hash);
-    expect_identical_across_ranks(comm, hash_carrier);
-  });
+  // Several chunks per segment, so several owners per hop.
+  const auto results = collect_rounds("global-qsgd", n, algorithm,
+                                      [](int r) { return input_of(r, kD); }, kRounds, 64,
+                                      {.seed = 2024, .bucket = 3});
+  std::vector<double> sum(kD, 0.0);
+  for (const auto& result : results) {
+    for (std::size_t i = 0; i < kD; ++i) sum[i] += result[i];
+  }
+  const SampleMean mse = sample_mean(squared_errors(results, exact.mean));
 
   // Per element: within 5 sigma. Jointly: the squared z-scores of the
   // elements that are random sum to a chi-square with as many degrees of
@@ -128,20 +115,15 @@ TEST_P(GlobalQsgdStatisticsTest, UnbiasedWithTheExactVariance) {
     }
   }
   EXPECT_NEAR(chi_square, degrees, 5 * std::sqrt(2.0 * degrees)) << "elements jointly biased";
-  double expected_mse = 0, mean_mse = 0, m2 = 0;
+  double expected_mse = 0;
   for (double v : exact.variance) expected_mse += v;
-  for (double v : mse) mean_mse += v / kRounds;
-  for (double v : mse) m2 += (v - mean_mse) * (v - mean_mse) / (kRounds - 1);
-  EXPECT_NEAR(mean_mse, expected_mse, 5 * std::sqrt(m2 / kRounds));
+  EXPECT_NEAR(mse.mean, expected_mse, 5 * mse.standard_error);
 }
 
 INSTANTIATE_TEST_SUITE_P(RanksAlgorithms, GlobalQsgdStatisticsTest,
                          ::testing::Combine(::testing::Values(2, 3, 4, 5, 8),
                                             ::testing::Values(Algorithm::ring, Algorithm::tree)),
-                         [](const ::testing::TestParamInfo<Param>& info) {
-                           return "n" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  std::string(to_string(std::get<1>(info.param)));
-                         });
+                         ranks_algorithm_name);
 
 // Theorem 3: L_s is in U^{n,d}(theta) with theta = sqrt(d)/(sqrt(n) s) for
 // s <= sqrt(nd), i.e. E||G(x) - mean||^2 <= theta/n * ||x||_{2,2}^2.
@@ -162,23 +144,11 @@ TEST(GlobalQsgdVarianceTest, WithinTheorem3Bound) {
     }
     const double theta = std::sqrt(static_cast<double>(kD)) / (std::sqrt(static_cast<double>(n)) * s);
     const double bound = theta / n * squared_norm;
-    std::vector<double> mse(kRounds, 0.0);
-    run_world(n, [&](Communicator& comm) {
-      auto codec = make_codec("global-qsgd", {.seed = 5, .bucket = 0});
-      const auto input = input_of(comm.rank(), kD);
-      for (int round = 0; round < kRounds; ++round) {
-        auto data = input;
-        codec->allreduce_mean(comm, data);
-        if (comm.rank() != 0) continue;
-        for (std::size_t i = 0; i < kD; ++i) {
-          mse[static_cast<std::size_t>(round)] += (data[i] - mean[i]) * (data[i] - mean[i]);
-        }
-      }
-    });
-    double mean_mse = 0, m2 = 0;
-    for (double v : mse) mean_mse += v / kRounds;
-    for (double v : mse) m2 += (v - mean_mse) * (v - mean_mse) / (kRounds - 1);
-    EXPECT_LE(mean_mse, bound + 5 * std::sqrt(m2 / kRounds)) << n << " ranks";
+    const SampleMean mse = sample_mean(squared_errors(
+        collect_rounds("global-qsgd", n, Algorithm::ring, [](int r) { return input_of(r, kD); },
+                       kRounds, std::size_t{1} << 20, {.seed = 5, .bucket = 0}),
+        mean));
+    EXPECT_LE(mse.mean, bound + 5 * mse.standard_error) << n << " ranks";
   }
 }
 
@@ -210,10 +180,7 @@ TEST_P(GlobalQsgd4BitTest, UnbiasedEndToEnd) {
 INSTANTIATE_TEST_SUITE_P(RanksAlgorithms, GlobalQsgd4BitTest,
                          ::testing::Combine(::testing::Values(2, 3, 4, 5, 8),
                                             ::testing::Values(Algorithm::ring, Algorithm::tree)),
-                         [](const ::testing::TestParamInfo<Param>& info) {
-                           return "n" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  std::string(to_string(std::get<1>(info.param)));
-                         });
+                         ranks_algorithm_name);
 
 TEST(GlobalQsgd4BitMeanTest, TwoRanksGetTheMeanNotTheSum) {
   // Levels 7 and 3 (norm 7, so one level is 1.0): the mean, 5, needs no rounding.
@@ -330,17 +297,12 @@ TEST(GlobalQsgdReproducibilityTest, SameSeedSameResultOtherSeedOtherResult) {
 }
 
 TEST(GlobalQsgdArgumentTest, CodecsThatDifferAcrossRanksAreAMismatch) {
-  std::atomic<int> mismatches{0};
-  run_world(2, [&](Communicator& comm) {
+  const auto message = expect_throw_on_every_rank<MismatchError>(2, [](Communicator& comm) {
     auto codec = make_codec(comm.rank() == 0 ? "global-qsgd:norm=inf" : "global-qsgd:norm=2");
     std::vector<float> data(16, 1.0f);
-    try {
-      codec->allreduce_mean(comm, data);
-    } catch (const MismatchError&) {
-      ++mismatches;
-    }
+    codec->allreduce_mean(comm, data);
   });
-  EXPECT_EQ(mismatches.load(), 2);
+  EXPECT_THAT(message, ::testing::HasSubstr("'norm'"));
 }
 
 }  // namespace

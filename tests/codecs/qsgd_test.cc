@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "../support/patterns.h"
+#include "../support/test_names.h"
 #include "codec_statistics.h"
 #include "qccl/codecs/codec_spec.h"
 #include "qccl/common/errors.h"
@@ -26,12 +27,8 @@ INSTANTIATE_TEST_SUITE_P(SpecsRanks, QsgdTest,
                                                               "qsgd:norm=inf,bucket=256"),
                                             ::testing::Values(2, 3, 4, 5, 8)),
                          [](const ::testing::TestParamInfo<std::tuple<std::string, int>>& info) {
-                           std::string name = std::get<0>(info.param) + "_n" +
-                                              std::to_string(std::get<1>(info.param));
-                           for (char& c : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           }
-                           return name;
+                           return test_name(std::get<0>(info.param) + "_n" +
+                                            std::to_string(std::get<1>(info.param)));
                          });
 
 TEST(QsgdCodecTest, ReduceIsRefusedBecauseScalesDiffer) {

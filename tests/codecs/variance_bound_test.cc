@@ -6,7 +6,9 @@
 #include <tuple>
 
 #include "../support/patterns.h"
+#include "../support/test_names.h"
 #include "../support/world.h"
+#include "codec_statistics.h"
 #include "qccl/codecs/codec_spec.h"
 
 namespace qccl::test {
@@ -33,24 +35,11 @@ TEST_P(VarianceBoundTest, MeasuredErrorWithinThePublishedBound) {
   }
   const auto bound = make_codec(spec)->variance_bound(squared_norm, kD, n, algorithm);
   ASSERT_TRUE(bound.has_value()) << spec;
-  std::vector<double> error(kRounds, 0.0);
-  run_world(n, [&](Communicator& comm) {
-    auto codec = make_codec(spec, {.seed = 12});
-    CollectiveOptions options;
-    options.algorithm = algorithm;
-    const auto x = input(comm.rank());
-    for (int round = 0; round < kRounds; ++round) {
-      auto data = x;
-      codec->allreduce_mean(comm, data, options);
-      if (comm.rank() != 0) continue;
-      for (std::size_t i = 0; i < kD; ++i) error[static_cast<std::size_t>(round)] += (data[i] - mean[i]) * (data[i] - mean[i]);
-    }
-  });
-  double average = 0, m2 = 0;
-  for (double e : error) average += e / kRounds;
-  for (double e : error) m2 += (e - average) * (e - average) / (kRounds - 1);
-  EXPECT_LE(average, *bound + 5 * std::sqrt(m2 / kRounds)) << spec;
-  EXPECT_GT(average, 0.0);
+  const SampleMean error = sample_mean(squared_errors(
+      collect_rounds(spec, n, algorithm, input, kRounds, std::size_t{1} << 20, {.seed = 12, .bucket = 0}),
+      mean));
+  EXPECT_LE(error.mean, *bound + 5 * error.standard_error) << spec;
+  EXPECT_GT(error.mean, 0.0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -61,12 +50,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Param{"global-qsgd:dither=exp", 5, Algorithm::tree},
                       Param{"qsgd", 3, Algorithm::ring}, Param{"qsgd:bits=4", 4, Algorithm::ring}),
     [](const ::testing::TestParamInfo<Param>& info) {
-      std::string name = std::get<0>(info.param) + "_n" + std::to_string(std::get<1>(info.param)) +
-                         "_" + std::string(to_string(std::get<2>(info.param)));
-      for (char& c : name) {
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return name;
+      return test_name(std::get<0>(info.param) + "_n" + std::to_string(std::get<1>(info.param)) +
+                       "_" + std::string(to_string(std::get<2>(info.param))));
     });
 
 TEST(VarianceBoundTest, NoBoundWhereThePapersGiveNone) {

@@ -18,27 +18,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Runs `body` on every rank, expecting each to throw E; returns rank 0's message.
-template <typename E>
-std::string expect_throw_on_every_rank(int ranks, const std::function<void(Communicator&)>& body,
-                                       CommunicatorOptions options = {kTestTimeout, true}) {
-  std::atomic<int> thrown{0};
-  std::string message;
-  run_world(
-      ranks,
-      [&](Communicator& comm) {
-        try {
-          body(comm);
-        } catch (const E& e) {
-          ++thrown;
-          if (comm.rank() == 0) message = e.what();
-        }
-      },
-      options);
-  EXPECT_EQ(thrown.load(), ranks) << "not every rank raised the error";
-  return message;
-}
-
 TEST(MismatchTest, DifferentLengthsNameTheFieldAndTheRanks) {
   const std::string message = expect_throw_on_every_rank<MismatchError>(4, [](Communicator& comm) {
     Fp32Sum sum;

@@ -8,6 +8,7 @@
 
 #include "../support/collective_checks.h"
 #include "../support/patterns.h"
+#include "../support/test_names.h"
 #include "qccl/codecs/codec_spec.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/fp32_sum.h"
@@ -140,11 +141,7 @@ INSTANTIATE_TEST_SUITE_P(
                                          "qsgd:bits=4,norm=inf"),
                        ::testing::Values(Algorithm::ring, Algorithm::tree)),
     [](const ::testing::TestParamInfo<std::tuple<std::string, Algorithm>>& info) {
-      std::string name = std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param)));
-      for (char& c : name) {
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return name;
+      return test_name(std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param))));
     });
 
 // Sparse aggregation under mpirun: the same bits as the dense allreduce.
