@@ -39,8 +39,7 @@ class QsgdReduction final : public Reduction {
     const std::size_t nb = buckets(in.size());
     auto* norms = reinterpret_cast<float*>(out.data());
     auto* payload = reinterpret_cast<std::uint8_t*>(out.data() + nb * sizeof(float));
-    std::vector<std::int8_t> levels(config_.bits == 8 ? 0 : in.size());
-    auto* q = config_.bits == 8 ? reinterpret_cast<std::int8_t*>(payload) : levels.data();
+    auto* q = config_.bits == 8 ? reinterpret_cast<std::int8_t*>(payload) : levels_scratch(in.size());
     for (std::size_t b = 0; b < nb; ++b) {
       const auto bucket = in.subspan(b * config_.bucket, std::min(config_.bucket, in.size() - b * config_.bucket));
       const auto norm = static_cast<float>(local_norm(bucket, config_.norm));
@@ -49,7 +48,7 @@ class QsgdReduction final : public Reduction {
       encode_levels(bucket, first + b * config_.bucket, q + b * config_.bucket, scale, norm,
                     levels_, rng_);
     }
-    if (config_.bits == 4) kernels::pack_i4(levels.data(), payload, in.size());
+    if (config_.bits == 4) kernels::pack_i4(q, payload, in.size());
     return max_encoded_bytes(in.size());
   }
 
@@ -58,11 +57,11 @@ class QsgdReduction final : public Reduction {
     const std::size_t nb = buckets(out.size());
     const auto* norms = reinterpret_cast<const float*>(in.data());
     const auto* payload = reinterpret_cast<const std::uint8_t*>(in.data() + nb * sizeof(float));
-    std::vector<std::int8_t> levels(config_.bits == 8 ? 0 : out.size());
     const std::int8_t* q = reinterpret_cast<const std::int8_t*>(payload);
     if (config_.bits == 4) {
-      kernels::unpack_i4(payload, levels.data(), out.size());
-      q = levels.data();
+      std::int8_t* unpacked = levels_scratch(out.size());
+      kernels::unpack_i4(payload, unpacked, out.size());
+      q = unpacked;
     }
     for (std::size_t b = 0; b < nb; ++b) {
       if (!std::isfinite(norms[b]) || norms[b] < 0) {
@@ -81,6 +80,11 @@ class QsgdReduction final : public Reduction {
   }
 
  private:
+  // 4-bit levels before packing / after unpacking, reused across calls.
+  std::int8_t* levels_scratch(std::size_t count) {
+    if (scratch_.size() < count) scratch_.resize(count);
+    return scratch_.data();
+  }
   std::size_t buckets(std::size_t count) const { return (count + config_.bucket - 1) / config_.bucket; }
   std::size_t payload_bytes(std::size_t count) const { return config_.bits == 8 ? count : (count + 1) / 2; }
 
@@ -88,6 +92,7 @@ class QsgdReduction final : public Reduction {
   QsgdConfig config_;
   int levels_;
   CounterRng rng_;
+  std::vector<std::int8_t> scratch_;
 };
 
 class QsgdCodec final : public Codec {

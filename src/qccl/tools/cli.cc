@@ -94,8 +94,6 @@ void add_codec_bench(CLI::App& bench, CodecBenchCommand& command) {
                   "codec spec, repeatable (default: every codec in its common settings)");
   sub->add_option("--size", command.size, "fp32 bytes per call, e.g. 64M (default 64M)");
   sub->add_option("--iters", command.config.iterations, "iterations, medians reported (default 10)");
-  sub->add_option("--scale-ranks", command.config.ranks,
-                  "rank count the codec's scale is set for (default 4)");
   sub->add_flag("--json", command.json, "print JSON instead of the table");
 }
 

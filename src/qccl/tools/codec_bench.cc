@@ -43,7 +43,6 @@ std::vector<float> sample_data(std::size_t count) {
 
 std::vector<CodecBenchRow> run_codec_bench(const CodecBenchConfig& config) {
   if (config.iterations < 1) throw InvalidArgument("bench codec: --iters must be at least 1");
-  if (config.ranks < 1) throw InvalidArgument("bench codec: --scale-ranks must be at least 1");
   const std::size_t count = config.bytes / sizeof(float);
   if (count == 0) throw InvalidArgument("bench codec: --size must be at least 4 bytes");
   const auto input = sample_data(count);
@@ -54,10 +53,10 @@ std::vector<CodecBenchRow> run_codec_bench(const CodecBenchConfig& config) {
     CodecBenchRow row;
     row.spec = codec->spec();
     row.wire_bytes = codec->wire_bytes(count);
-    // Encode/decode as one rank of `ranks` would (the scale depends on n);
-    // decode needs a complete aggregation, which one rank's encoding is
-    // for a 1-rank reduction, so encode and decode use that one; the hop
-    // reduce combines two encodings of a 2-rank reduction.
+    // Decode needs a complete aggregation, which one rank's encoding is for
+    // a 1-rank reduction, so encode and decode use that one; the hop reduce
+    // combines two encodings of a 2-rank reduction. (The rank count changes
+    // a codec's levels, not its kernels' cost.)
     const double norm = local_norm(input, codec->norm_kind());
     const auto single = codec->reduction_for(norm, 1, 0, Algorithm::ring);
     const auto pair = codec->reduction_for(norm, 2, 0, Algorithm::ring);

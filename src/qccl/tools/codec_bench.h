@@ -14,7 +14,6 @@ struct CodecBenchConfig {
   std::vector<std::string> codecs;  // specs
   std::size_t bytes = std::size_t{64} << 20;  // fp32 input per call
   int iterations = 10;
-  int ranks = 4;  // the rank count the codec's scale is derived for
 };
 
 struct CodecBenchRow {
