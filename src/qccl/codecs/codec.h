@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "qccl/codecs/global_norm.h"
 #include "qccl/collectives/communicator.h"
@@ -27,6 +28,14 @@ enum class Aggregation {
   compressed_domain,  // ring/tree reduce encoded chunks hop by hop, no decoding
   allgather_decode,   // every rank gathers every encoding, decodes and sums
   hop_recode,         // each hop decodes, adds and re-encodes
+};
+
+// What an integer codec (IntSGD §2, §4.2) reports about its latest step.
+struct CodecStepStats {
+  bool integer = false;             // the fields below apply
+  std::uint64_t clipped = 0;       // this rank's coordinates clipped so the sum cannot overflow
+  std::uint64_t largest_sent = 0;  // largest |integer| this rank sent
+  std::uint64_t largest_sum = 0;   // largest |integer| in the aggregated vector (all ranks agree)
 };
 
 struct CodecSettings {
@@ -76,6 +85,29 @@ class Codec {
     run_allreduce_mean(comm, data, options);
     ++step_;
   }
+
+  // Optimizer feedback (IntSGD §4: the scale α_k depends on the step size
+  // η_k and on x_k − x_{k−1}). A training loop asks wants_step_feedback()
+  // once; if true, after every optimizer step it calls observe_step() with
+  // the step size the *next* gradient will be applied with and the update
+  // x_k − x_{k−1} of exactly the elements this instance reduces, in the same
+  // order. Codecs that do not need it ignore it.
+  virtual bool wants_step_feedback() const { return false; }
+  virtual void observe_step(double /*next_step_size*/, std::span<const float> /*update*/) {}
+  // Splits this instance's elements into consecutive blocks (e.g. the layers
+  // of a bucket) that get a scale each (IntSGD Algorithm 2); sizes must add
+  // up to the length later passed to allreduce_mean. Ignored by codecs
+  // without per-block state.
+  virtual void set_blocks(std::span<const std::size_t> /*sizes*/) {}
+  // The latest step's counters, for logs.
+  virtual CodecStepStats last_step_stats() const { return {}; }
+
+  // The state that persists across steps besides the step counter (scales,
+  // shifts), for checkpoints: load_state(save_state()) on a fresh instance
+  // with the same spec continues exactly. Stateless codecs save nothing and
+  // reject a non-empty state.
+  virtual std::vector<std::byte> save_state() const { return {}; }
+  virtual void load_state(std::span<const std::byte> state);
 
   std::uint64_t step() const { return step_; }
   void set_step(std::uint64_t step) { step_ = step; }

@@ -1,9 +1,11 @@
 #include "qccl/codecs/codec_spec.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "qccl/codecs/float_codecs.h"
 #include "qccl/codecs/global_qsgd.h"
+#include "qccl/codecs/intsgd.h"
 #include "qccl/codecs/qsgd.h"
 #include "qccl/common/errors.h"
 
@@ -28,6 +30,19 @@ constexpr CatalogEntry kCatalog[] = {
      "QSGD baseline (per-rank bucket norms, allgather then decode); params bits=8|4, "
      "bucket=128..4096 (512), norm=2|inf",
      make_qsgd_codec},
+    {"intsgd",
+     "IntSGD (adaptive integer rounding summed exactly; needs the optimizer's step feedback, "
+     "first step exact); params round=random|deterministic, wire=int8|int32|int64, "
+     "beta=0.9, eps=1e-8",
+     make_intsgd_codec},
+    {"intsgd-heuristic",
+     "Heuristic IntSGD baseline (SwitchML scale from the max exponent); params "
+     "round=random|deterministic, wire=int8|int32|int64",
+     make_heuristic_intsgd_codec},
+    {"intdiana",
+     "IntDIANA (integer rounding of gradient differences with per-rank shifts; needs step "
+     "feedback); params round=random|deterministic, wire=int8|int32|int64, beta=0, eps=1e-8",
+     make_intdiana_codec},
 };
 
 std::string join_names() {
@@ -102,6 +117,28 @@ std::string CodecParams::choice(std::string_view key,
                           " is not valid; valid values: " + valid);
   }
   return std::string(fallback);
+}
+
+double CodecParams::number(std::string_view key, double min, double max, double fallback) {
+  known_.emplace_back(key);
+  for (const auto& [k, v] : spec_.params) {
+    if (k != key) continue;
+    double value = 0;
+    const auto [end, error] = std::from_chars(v.data(), v.data() + v.size(), value);
+    if (error != std::errc() || end != v.data() + v.size() || !(value >= min && value <= max)) {
+      throw InvalidArgument("codec " + spec_.name + ": " + std::string(key) + "=" + v +
+                            " is not valid; give a number in [" + format_number(min) + ", " +
+                            format_number(max) + "]");
+    }
+    return value;
+  }
+  return fallback;
+}
+
+std::string format_number(double value) {
+  char text[32];
+  const auto [end, error] = std::to_chars(text, text + sizeof text, value);
+  return error == std::errc() ? std::string(text, end) : std::to_string(value);
 }
 
 void CodecParams::finish() const {

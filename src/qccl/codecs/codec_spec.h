@@ -25,6 +25,9 @@ CodecSpec parse_codec_spec(std::string_view text);
 // throws InvalidArgument listing what is valid.
 std::unique_ptr<Codec> make_codec(std::string_view spec, CodecSettings settings = {});
 
+// Shortest text that reads back as `value` ("0.9", "1e-08").
+std::string format_number(double value);
+
 // Names and one-line descriptions of every codec, for help texts.
 std::vector<std::pair<std::string, std::string>> codec_catalog();
 
@@ -35,6 +38,8 @@ class CodecParams {
   explicit CodecParams(const CodecSpec& spec) : spec_(spec) {}
   std::string choice(std::string_view key, std::initializer_list<std::string_view> allowed,
                      std::string_view fallback);
+  // A number in [min, max]; rejects text that is not one.
+  double number(std::string_view key, double min, double max, double fallback);
   void finish() const;
 
  private:

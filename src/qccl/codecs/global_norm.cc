@@ -27,20 +27,31 @@ double local_norm(std::span<const float> data, NormKind kind) {
   return kind == NormKind::inf ? statistic : std::sqrt(statistic);
 }
 
-double global_norm(Communicator& comm, std::span<const float> data, NormKind kind,
-                   std::string_view what, Timeout timeout) {
+double local_norm_statistic(std::span<const double> data, NormKind kind) {
+  double statistic = 0;
+  for (double x : data) {
+    if (!std::isfinite(x)) return std::numeric_limits<double>::quiet_NaN();
+    statistic = kind == NormKind::inf ? std::max(statistic, std::abs(x)) : statistic + x * x;
+  }
+  return statistic;
+}
+
+namespace {
+
+// Combines the ranks' statistics (NaN: non-finite input) into the norm.
+double exchange_statistic(Communicator& comm, double statistic, std::size_t count, NormKind kind,
+                          std::string_view what, Timeout timeout) {
   // [local statistic, one non-finite flag per rank]; MAX combines both for
   // the ∞-norm, SUM for the 2-norm (each flag is set by one rank only).
   const auto n = static_cast<std::size_t>(comm.size());
   std::vector<double> values(1 + n, 0.0);
-  const double statistic = local_norm_statistic(data, kind);
   const bool finite = !std::isnan(statistic);
   values[0] = finite ? statistic : 0.0;
   values[1 + static_cast<std::size_t>(comm.rank())] = finite ? 0.0 : 1.0;
 
   Fingerprint fingerprint("global norm");
   fingerprint.add_text("norm", to_string(kind))
-      .add("element count", static_cast<std::int64_t>(data.size()))
+      .add("element count", static_cast<std::int64_t>(count))
       .add_text("codec", what);
   comm.run(fingerprint, timeout, [&](int) {
     allreduce_values<double>(comm.transport(), values,
@@ -57,6 +68,20 @@ double global_norm(Communicator& comm, std::span<const float> data, NormKind kin
                           "skip this step");
   }
   return kind == NormKind::inf ? values[0] : std::sqrt(values[0]);
+}
+
+}  // namespace
+
+double global_norm(Communicator& comm, std::span<const float> data, NormKind kind,
+                   std::string_view what, Timeout timeout) {
+  return exchange_statistic(comm, local_norm_statistic(data, kind), data.size(), kind, what,
+                            timeout);
+}
+
+double global_norm(Communicator& comm, std::span<const double> data, NormKind kind,
+                   std::string_view what, Timeout timeout) {
+  return exchange_statistic(comm, local_norm_statistic(data, kind), data.size(), kind, what,
+                            timeout);
 }
 
 }  // namespace qccl

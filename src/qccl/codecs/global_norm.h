@@ -22,6 +22,7 @@ std::string_view to_string(NormKind kind);
 double local_norm_statistic(std::span<const float> data, NormKind kind);
 // The norm of one rank's data alone.
 double local_norm(std::span<const float> data, NormKind kind);
+double local_norm_statistic(std::span<const double> data, NormKind kind);
 
 // Returns the (q,p)-mixed norm of Definition 1 (q = p) over the ranks' `data`.
 // If any rank's data holds NaN or Inf, every rank throws InvalidArgument
@@ -29,6 +30,9 @@ double local_norm(std::span<const float> data, NormKind kind);
 // n+1 doubles, as its own collective call (checked across ranks, tagged
 // `what`), so it cannot pair with another rank's different call.
 double global_norm(Communicator& comm, std::span<const float> data, NormKind kind,
+                   std::string_view what, Timeout timeout);
+// The same for fp64 data (the convex experiments).
+double global_norm(Communicator& comm, std::span<const double> data, NormKind kind,
                    std::string_view what, Timeout timeout);
 
 }  // namespace qccl

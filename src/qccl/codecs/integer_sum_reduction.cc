@@ -1,0 +1,157 @@
+#include "qccl/codecs/integer_sum_reduction.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "qccl/codecs/levels.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+// Sums with a bound: every valid partial sum has |s| <= n·c, so anything
+// larger (or an overflow) means a corrupt message.
+template <class Int>
+bool add_checked(Int* accum, const Int* incoming, std::size_t count, std::int64_t limit) {
+  bool inside = true;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::int64_t sum;
+    if constexpr (sizeof(Int) == 8) {
+      if (__builtin_add_overflow(static_cast<std::int64_t>(accum[i]),
+                                 static_cast<std::int64_t>(incoming[i]), &sum)) {
+        return false;
+      }
+    } else {
+      sum = static_cast<std::int64_t>(accum[i]) + incoming[i];
+    }
+    inside &= sum <= limit && sum >= -limit;
+    accum[i] = static_cast<Int>(sum);
+  }
+  return inside;
+}
+
+// Algorithm 1's aggregation on `Int` chunks (one element per wire integer,
+// no header): encode = clip(Int(α_l·x)) per block l (int_rounding.h),
+// reduce = checked integer addition, decode = Σ/(n·α_l). α = +inf decodes to
+// 0: every coordinate was clipped and carries no magnitude information.
+template <class Int>
+class IntegerSum final : public IntegerSumReduction {
+ public:
+  explicit IntegerSum(IntegerSumSetup setup)
+      : setup_(std::move(setup)),
+        limit_(setup_.clip * static_cast<std::int64_t>(setup_.ranks)) {
+    if (setup_.block_starts.empty() || setup_.block_starts.size() != setup_.alphas.size() ||
+        setup_.block_starts.front() != 0) {
+      throw InvalidArgument(setup_.name + ": needs one scale per block, the first at element 0");
+    }
+    for (double alpha : setup_.alphas) {
+      if (!(alpha > 0)) throw InvalidArgument(setup_.name + ": scales must be positive");
+      mean_factor_.push_back(std::isinf(alpha) ? 0.0 : 1.0 / (setup_.ranks * alpha));
+    }
+  }
+
+  std::string name() const override { return setup_.name; }
+  std::size_t max_encoded_bytes(std::size_t count) const override { return count * sizeof(Int); }
+  std::uint64_t clipped() const override { return clipped_; }
+  std::uint64_t largest_sent() const override { return largest_sent_; }
+  std::uint64_t largest_sum() const override { return largest_sum_; }
+
+  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
+    Int* q = reinterpret_cast<Int*>(out.data());
+    for_each_block(first, in.size(), [&](std::size_t l, std::size_t offset, std::size_t count) {
+      const std::size_t global = first + offset;
+      if (setup_.source.empty()) {
+        clipped_ += round_scaled<float, Int>(in.subspan(offset, count), setup_.alphas[l],
+                                             setup_.rounding, setup_.clip, setup_.rng, global,
+                                             q + offset);
+      } else {
+        clipped_ += round_scaled<double, Int>(setup_.source.subspan(global, count),
+                                              setup_.alphas[l], setup_.rounding, setup_.clip,
+                                              setup_.rng, global, q + offset);
+      }
+    });
+    largest_sent_ = std::max(largest_sent_, largest_magnitude(q, in.size()));
+    if (!setup_.local_integers.empty()) {
+      std::copy(q, q + in.size(), setup_.local_integers.begin() + static_cast<std::ptrdiff_t>(first));
+    }
+    return in.size() * sizeof(Int);
+  }
+
+  std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
+                     std::size_t accum_bytes, const ReduceContext& context) override {
+    check(incoming.size(), context.count);
+    check(accum_bytes, context.count);
+    if (!add_checked(reinterpret_cast<Int*>(accum.data()),
+                     reinterpret_cast<const Int*>(incoming.data()), context.count, limit_)) {
+      throw CommError(setup_.name + ": a partial sum exceeds n·c = " + std::to_string(limit_) +
+                      " at elements " + std::to_string(context.first) + ".." +
+                      std::to_string(context.first + context.count) +
+                      ", which clipped input cannot produce (corrupt message?)");
+    }
+    return accum_bytes;
+  }
+
+  void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) override {
+    check(in.size(), out.size());
+    const Int* sum = reinterpret_cast<const Int*>(in.data());
+    for_each_block(first, out.size(), [&](std::size_t l, std::size_t offset, std::size_t count) {
+      const double factor = mean_factor_[l];
+      for (std::size_t i = offset; i < offset + count; ++i) {
+        out[i] = static_cast<float>(static_cast<double>(sum[i]) * factor);
+      }
+    });
+    largest_sum_ = std::max(largest_sum_, largest_magnitude(sum, out.size()));
+    if (!setup_.summed_integers.empty()) {
+      std::copy(sum, sum + out.size(),
+                setup_.summed_integers.begin() + static_cast<std::ptrdiff_t>(first));
+    }
+  }
+
+ private:
+  // Calls body(block, offset in chunk, count) for each block piece of the
+  // chunk [first, first + count).
+  template <class Body>
+  void for_each_block(std::size_t first, std::size_t count, Body&& body) const {
+    const auto& starts = setup_.block_starts;
+    std::size_t l = static_cast<std::size_t>(
+        std::upper_bound(starts.begin(), starts.end(), first) - starts.begin() - 1);
+    for (std::size_t done = 0; done < count; ++l) {
+      const std::size_t end = l + 1 < starts.size() ? starts[l + 1] : first + count;
+      const std::size_t piece = std::min(end, first + count) - (first + done);
+      body(l, done, piece);
+      done += piece;
+    }
+  }
+
+  // |v| <= n·c < 2^63 for every valid value, so the negation cannot overflow.
+  static std::uint64_t largest_magnitude(const Int* values, std::size_t count) {
+    std::int64_t largest = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto v = static_cast<std::int64_t>(values[i]);
+      largest = std::max(largest, v < 0 ? -v : v);
+    }
+    return static_cast<std::uint64_t>(largest);
+  }
+
+  void check(std::size_t bytes, std::size_t count) const {
+    require_chunk_bytes(setup_.name, bytes, count * sizeof(Int), count);
+  }
+
+  IntegerSumSetup setup_;
+  std::int64_t limit_;
+  std::vector<double> mean_factor_;
+  std::uint64_t clipped_ = 0, largest_sent_ = 0, largest_sum_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<IntegerSumReduction> make_integer_sum_reduction(IntegerSumSetup setup) {
+  switch (setup.wire) {
+    case IntWire::int8: return std::make_unique<IntegerSum<std::int8_t>>(std::move(setup));
+    case IntWire::int32: return std::make_unique<IntegerSum<std::int32_t>>(std::move(setup));
+    case IntWire::int64: return std::make_unique<IntegerSum<std::int64_t>>(std::move(setup));
+  }
+  throw InvalidArgument("unknown integer wire type");
+}
+
+}  // namespace qccl

@@ -1,0 +1,103 @@
+// The IntSGD family (intsgd.txt): gradients scaled by a factor α that every
+// rank knows, rounded to integers, and summed exactly by the allreduce.
+//
+// - intsgd: adaptive α from the optimizer's history (Algorithm 1, Proposition
+//   2; one α per block, Algorithm 2). The first step is exact (§4.1).
+// - intsgd-heuristic: the baseline of Sapio et al. (SwitchML), §5.2:
+//   α = (2^(b−1) − 1)/(n·2^max_exp), max_exp from a MAX allreduce (the global
+//   ∞-norm exchange every codec makes). Needs no history; no guarantee.
+// - intdiana: IntDIANA (Algorithm 3): rounds g_i − h_i instead of g_i, with a
+//   per-rank shift h_i and the global shift h = mean h_i, so the integers stay
+//   small even when the ranks' gradients differ at the optimum (Appendix A.2).
+//   With the L-SVRG estimator on the caller's side this is VR-IntDIANA.
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "qccl/codecs/adaptive_scale.h"
+#include "qccl/codecs/codec.h"
+#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/int_rounding.h"
+
+namespace qccl {
+
+enum class IntegerScheme { adaptive, heuristic, diana };
+
+struct IntegerCodecConfig {
+  IntegerScheme scheme = IntegerScheme::adaptive;
+  IntRounding rounding = IntRounding::random;
+  IntWire wire = IntWire::int8;
+  // Proposition 2's moving average and safeguard (adaptive and diana).
+  double beta = 0.9;
+  double epsilon = 1e-8;
+};
+
+class IntegerCodec final : public Codec {
+ public:
+  IntegerCodec(IntegerCodecConfig config, CodecSettings settings);
+
+  std::string spec() const override;
+  bool unbiased() const override { return config_.rounding == IntRounding::random; }
+  Aggregation aggregation() const override { return Aggregation::compressed_domain; }
+  std::size_t wire_bytes(std::size_t count) const override;
+  std::unique_ptr<Reduction> reduction_for(double norm, int ranks, int rank,
+                                           Algorithm algorithm) const override;
+  double max_abs_error(double norm, int ranks, Algorithm algorithm) const override;
+  std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
+                                       Algorithm algorithm) const override;
+
+  bool wants_step_feedback() const override { return config_.scheme != IntegerScheme::heuristic; }
+  void observe_step(double next_step_size, std::span<const float> update) override;
+  void observe_step(double next_step_size, std::span<const double> update);
+  void set_blocks(std::span<const std::size_t> sizes) override;
+  CodecStepStats last_step_stats() const override { return stats_; }
+  std::vector<std::byte> save_state() const override;
+  void load_state(std::span<const std::byte> state) override;
+
+  // The same step on fp64 data: the convex experiments keep their iterates
+  // and shifts in fp64, and only integers travel. Advances the step.
+  using Codec::allreduce_mean;
+  void allreduce_mean(Communicator& comm, std::span<double> data,
+                      const CollectiveOptions& options = {});
+
+  const IntegerCodecConfig& config() const { return config_; }
+  // The scales the next step uses, one per block, for `length` elements on
+  // `ranks` ranks (adaptive and diana; empty before the first feedback).
+  std::vector<double> scales(std::size_t length, int ranks) const;
+
+ protected:
+  void run_allreduce_mean(Communicator& comm, std::span<float> data,
+                          const CollectiveOptions& options) override;
+
+ private:
+  template <class T>
+  void aggregate(Communicator& comm, std::span<T> data, const CollectiveOptions& options);
+  template <class T>
+  void exact_mean(Communicator& comm, std::span<T> data, const CollectiveOptions& options);
+  template <class T>
+  void observe(double next_step_size, std::span<const T> update);
+  std::vector<double> step_scales(double norm, std::size_t length, int ranks) const;
+  std::string reduction_name(std::span<const double> scales) const;
+
+  IntegerCodecConfig config_;
+  BlockPartition blocks_;
+  AdaptiveScale scale_;
+  CodecStepStats stats_;
+  std::size_t observed_length_ = 0;  // length of the last observed update
+  // IntDIANA's shifts: this rank's h_i and the global h (fp64, Algorithm 3).
+  std::vector<double> local_shift_, global_shift_;
+  // Reused buffers.
+  std::vector<double> difference_;
+  std::vector<float> fp32_view_;
+  std::vector<std::int64_t> local_integers_, summed_integers_;
+};
+
+std::unique_ptr<Codec> make_intsgd_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_heuristic_intsgd_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_intdiana_codec(const CodecSpec& spec, CodecSettings settings);
+// Any of the three from a spec string, as the concrete type (fp64 steps).
+std::unique_ptr<IntegerCodec> make_integer_codec(std::string_view spec, CodecSettings settings = {});
+
+}  // namespace qccl
