@@ -44,6 +44,76 @@ TEST(KernelsTest, LinearEncodeMatchesTheScalarDefinition) {
   }
 }
 
+// IntSGD's fp32 rounding: sign-magnitude, clipped at `limit`, counted.
+TEST(KernelsTest, IntRoundMatchesTheScalarDefinition) {
+  const CounterRng rng(9, 1, 2, 3, RngStream::quantize);
+  for (std::size_t n : kLengths) {
+    const auto x = data_of(n);
+    for (bool random : {true, false}) {
+      for (float alpha : {3.5f, 400.0f}) {
+        const std::int32_t limit = 31;
+        const std::uint64_t first = 777;
+        std::vector<std::int8_t> q8(n);
+        std::vector<std::int32_t> q32(n);
+        const auto r8 = kernels::int_round_i8(x.data(), q8.data(), n, alpha, limit, random,
+                                              rng.key_low(), rng.key_high(), first);
+        const auto r32 = kernels::int_round_i32(x.data(), q32.data(), n, alpha, limit, random,
+                                                rng.key_low(), rng.key_high(), first);
+        std::uint64_t clipped = 0;
+        std::int32_t largest = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const float raw = std::abs(x[i]) * alpha;
+          const float v = std::min(raw, static_cast<float>(limit));
+          const float lower = std::floor(v);
+          const float u = random ? static_cast<float>(rng.bits32(first + i) >> 8) * 0x1p-24f : 0.5f;
+          const int wanted = static_cast<int>(lower) + (u < v - lower ? 1 : 0);
+          clipped += raw > static_cast<float>(limit) || wanted > limit;
+          const int level = std::min(wanted, limit);
+          largest = std::max(largest, level);
+          const int expected = std::signbit(x[i]) ? -level : level;
+          ASSERT_EQ(q8[i], expected) << "n=" << n << " i=" << i;
+          ASSERT_EQ(q32[i], expected) << "n=" << n << " i=" << i;
+        }
+        EXPECT_EQ(r8.clipped, clipped);
+        EXPECT_EQ(r32.clipped, clipped);
+        EXPECT_EQ(r8.largest, largest);
+        EXPECT_EQ(r32.largest, largest);
+      }
+    }
+  }
+}
+
+TEST(KernelsTest, IntDecodeAndCheckedAddMatchTheirDefinitions) {
+  for (std::size_t n : kLengths) {
+    std::vector<std::int32_t> a(n), b(n);
+    std::vector<std::int8_t> a8(n);
+    std::int32_t largest = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      a[i] = static_cast<std::int32_t>(i % 201) - 100;
+      b[i] = static_cast<std::int32_t>((i * 7) % 201) - 100;
+      a8[i] = static_cast<std::int8_t>(a[i]);
+      largest = std::max(largest, std::abs(a[i]));
+    }
+    std::vector<float> out(n), out8(n);
+    EXPECT_EQ(kernels::int_decode_i32(a.data(), out.data(), n, 0.125f), largest);
+    EXPECT_EQ(kernels::int_decode_i8(a8.data(), out8.data(), n, 0.125f), largest);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i], static_cast<float>(a[i]) * 0.125f);
+      ASSERT_EQ(out8[i], out[i]);
+    }
+    auto sum = a;
+    EXPECT_TRUE(kernels::add_i32_checked(sum.data(), b.data(), n, 200));
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(sum[i], a[i] + b[i]);
+    if (n > 0) {  // one sum of 100 + 100 beyond a limit of 150
+      sum = a;
+      auto other = b;
+      sum[n - 1] = 100;
+      other[n - 1] = 100;
+      EXPECT_FALSE(kernels::add_i32_checked(sum.data(), other.data(), n, 150)) << n;
+    }
+  }
+}
+
 TEST(KernelsTest, DecodeAddAndPackMatchTheirDefinitions) {
   for (std::size_t n : kLengths) {
     std::vector<std::int8_t> a(n), b(n);

@@ -122,4 +122,10 @@ class Codec {
   std::uint64_t step_ = 0;
 };
 
+// For tools that run a codec outside a training loop (benchmarks,
+// simulations): tells it the update plain SGD would make from this step's
+// result, x_(k+1) − x_k = −η·result. A no-op for codecs that need no
+// feedback.
+void feed_sgd_step(Codec& codec, std::span<const float> result, double step_size = 1.0);
+
 }  // namespace qccl

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
+#include "qccl/codecs/kernels.h"
 #include "qccl/codecs/levels.h"
 #include "qccl/common/errors.h"
 
@@ -47,6 +49,9 @@ class IntegerSum final : public IntegerSumReduction {
     for (double alpha : setup_.alphas) {
       if (!(alpha > 0)) throw InvalidArgument(setup_.name + ": scales must be positive");
       mean_factor_.push_back(std::isinf(alpha) ? 0.0 : 1.0 / (setup_.ranks * alpha));
+      // The vectorised fp32 rounding serves int8/int32 while α is an fp32
+      // number; an infinite α (every non-zero clips) takes the exact path.
+      fast_.push_back(sizeof(Int) < 8 && std::isfinite(static_cast<float>(alpha)));
     }
   }
 
@@ -60,6 +65,12 @@ class IntegerSum final : public IntegerSumReduction {
     Int* q = reinterpret_cast<Int*>(out.data());
     for_each_block(first, in.size(), [&](std::size_t l, std::size_t offset, std::size_t count) {
       const std::size_t global = first + offset;
+      if (setup_.source.empty() && fast_[l]) {
+        const auto result = round_kernel(in.data() + offset, q + offset, count, l, global);
+        clipped_ += result.clipped;
+        largest_sent_ = std::max(largest_sent_, static_cast<std::uint64_t>(result.largest));
+        return;
+      }
       if (setup_.source.empty()) {
         clipped_ += round_scaled<float, Int>(in.subspan(offset, count), setup_.alphas[l],
                                              setup_.rounding, setup_.clip, setup_.rng, global,
@@ -69,8 +80,8 @@ class IntegerSum final : public IntegerSumReduction {
                                               setup_.alphas[l], setup_.rounding, setup_.clip,
                                               setup_.rng, global, q + offset);
       }
+      largest_sent_ = std::max(largest_sent_, largest_magnitude(q + offset, count));
     });
-    largest_sent_ = std::max(largest_sent_, largest_magnitude(q, in.size()));
     if (!setup_.local_integers.empty()) {
       std::copy(q, q + in.size(), setup_.local_integers.begin() + static_cast<std::ptrdiff_t>(first));
     }
@@ -81,8 +92,17 @@ class IntegerSum final : public IntegerSumReduction {
                      std::size_t accum_bytes, const ReduceContext& context) override {
     check(incoming.size(), context.count);
     check(accum_bytes, context.count);
-    if (!add_checked(reinterpret_cast<Int*>(accum.data()),
-                     reinterpret_cast<const Int*>(incoming.data()), context.count, limit_)) {
+    auto* acc = reinterpret_cast<Int*>(accum.data());
+    const auto* in = reinterpret_cast<const Int*>(incoming.data());
+    bool inside;
+    if constexpr (std::is_same_v<Int, std::int8_t>) {
+      inside = kernels::add_i8_checked(acc, in, context.count, static_cast<std::int32_t>(limit_));
+    } else if constexpr (std::is_same_v<Int, std::int32_t>) {
+      inside = kernels::add_i32_checked(acc, in, context.count, static_cast<std::int32_t>(limit_));
+    } else {
+      inside = add_checked(acc, in, context.count, limit_);
+    }
+    if (!inside) {
       throw CommError(setup_.name + ": a partial sum exceeds n·c = " + std::to_string(limit_) +
                       " at elements " + std::to_string(context.first) + ".." +
                       std::to_string(context.first + context.count) +
@@ -96,11 +116,22 @@ class IntegerSum final : public IntegerSumReduction {
     const Int* sum = reinterpret_cast<const Int*>(in.data());
     for_each_block(first, out.size(), [&](std::size_t l, std::size_t offset, std::size_t count) {
       const double factor = mean_factor_[l];
-      for (std::size_t i = offset; i < offset + count; ++i) {
-        out[i] = static_cast<float>(static_cast<double>(sum[i]) * factor);
+      if constexpr (sizeof(Int) == 8) {
+        for (std::size_t i = offset; i < offset + count; ++i) {
+          out[i] = static_cast<float>(static_cast<double>(sum[i]) * factor);
+        }
+        largest_sum_ = std::max(largest_sum_, largest_magnitude(sum + offset, count));
+      } else {
+        const auto f = static_cast<float>(factor);
+        const std::int32_t largest =
+            sizeof(Int) == 1
+                ? kernels::int_decode_i8(reinterpret_cast<const std::int8_t*>(sum) + offset,
+                                         out.data() + offset, count, f)
+                : kernels::int_decode_i32(reinterpret_cast<const std::int32_t*>(sum) + offset,
+                                          out.data() + offset, count, f);
+        largest_sum_ = std::max(largest_sum_, static_cast<std::uint64_t>(largest));
       }
     });
-    largest_sum_ = std::max(largest_sum_, largest_magnitude(sum, out.size()));
     if (!setup_.summed_integers.empty()) {
       std::copy(sum, sum + out.size(),
                 setup_.summed_integers.begin() + static_cast<std::ptrdiff_t>(first));
@@ -123,6 +154,23 @@ class IntegerSum final : public IntegerSumReduction {
     }
   }
 
+  kernels::IntRoundResult round_kernel(const float* x, Int* q, std::size_t count,
+                                       std::size_t block, std::size_t first) const {
+    const auto alpha = static_cast<float>(setup_.alphas[block]);
+    const auto limit = static_cast<std::int32_t>(setup_.clip);
+    const bool random = setup_.rounding == IntRounding::random;
+    const auto& rng = setup_.rng;
+    if constexpr (std::is_same_v<Int, std::int8_t>) {
+      return kernels::int_round_i8(x, q, count, alpha, limit, random, rng.key_low(),
+                                   rng.key_high(), first);
+    } else if constexpr (std::is_same_v<Int, std::int32_t>) {
+      return kernels::int_round_i32(x, q, count, alpha, limit, random, rng.key_low(),
+                                    rng.key_high(), first);
+    } else {
+      return {};  // never: int64 takes the exact path
+    }
+  }
+
   // |v| <= n·c < 2^63 for every valid value, so the negation cannot overflow.
   static std::uint64_t largest_magnitude(const Int* values, std::size_t count) {
     std::int64_t largest = 0;
@@ -140,6 +188,7 @@ class IntegerSum final : public IntegerSumReduction {
   IntegerSumSetup setup_;
   std::int64_t limit_;
   std::vector<double> mean_factor_;
+  std::vector<bool> fast_;
   std::uint64_t clipped_ = 0, largest_sent_ = 0, largest_sum_ = 0;
 };
 

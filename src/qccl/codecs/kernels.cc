@@ -75,6 +75,99 @@ void linear_encode_i8(const float* x, std::int8_t* q, std::size_t n, float scale
   }
 }
 
+namespace {
+
+// One block of int_round_*: levels as int32 (one element width, so the loop
+// vectorises); adds to the clipped count and the largest magnitude.
+inline void int_round_block(const float* x, std::int32_t* level, std::size_t m, float alpha,
+                            std::int32_t limit, bool random, std::uint32_t k_low,
+                            std::uint32_t k_high, std::uint32_t first32, IntRoundResult& result) {
+  const float limit_f = static_cast<float>(limit);  // may round up above limit for int32
+  std::uint32_t clipped = 0;
+  std::int32_t largest = result.largest;
+  for (std::size_t i = 0; i < m; ++i) {
+    const std::uint32_t counter = first32 + static_cast<std::uint32_t>(i);
+    const std::uint32_t r = mix32(counter * 0x9E3779B9U + k_low) ^ k_high;
+    const float u = random ? static_cast<float>(static_cast<std::int32_t>(r >> 8)) * 0x1p-24f : 0.5f;
+    const float xv = x[i];
+    const float raw = __builtin_fabsf(xv) * alpha;
+    const float v = raw < limit_f ? raw : limit_f;
+    const auto lower = static_cast<std::int32_t>(v);  // v >= 0: truncation is floor
+    const auto up = static_cast<std::int32_t>(bits_of(u - (v - static_cast<float>(lower))) >> 31);
+    const std::int32_t wanted = lower + up;
+    clipped += static_cast<std::uint32_t>(raw > limit_f) | static_cast<std::uint32_t>(wanted > limit);
+    const std::int32_t l = wanted < limit ? wanted : limit;
+    largest = largest > l ? largest : l;
+    const auto negative = -static_cast<std::int32_t>(bits_of(xv) >> 31);  // 0 or -1
+    level[i] = (l ^ negative) - negative;
+  }
+  result.clipped += clipped;
+  result.largest = largest;
+}
+
+}  // namespace
+
+QCCL_MULTIVERSION
+IntRoundResult int_round_i8(const float* x, std::int8_t* q, std::size_t n, float alpha,
+                            std::int32_t limit, bool random, std::uint32_t k_low,
+                            std::uint32_t k_high, std::uint64_t first) {
+  std::int32_t level[kBlock];
+  IntRoundResult result;
+  for (std::size_t base = 0; base < n; base += kBlock) {
+    const std::size_t m = std::min(kBlock, n - base);
+    int_round_block(x + base, level, m, alpha, limit, random, k_low, k_high,
+                    static_cast<std::uint32_t>(first + base), result);
+    for (std::size_t i = 0; i < m; ++i) q[base + i] = static_cast<std::int8_t>(level[i]);
+  }
+  return result;
+}
+
+QCCL_MULTIVERSION
+IntRoundResult int_round_i32(const float* x, std::int32_t* q, std::size_t n, float alpha,
+                             std::int32_t limit, bool random, std::uint32_t k_low,
+                             std::uint32_t k_high, std::uint64_t first) {
+  IntRoundResult result;
+  for (std::size_t base = 0; base < n; base += kBlock) {
+    const std::size_t m = std::min(kBlock, n - base);
+    int_round_block(x + base, q + base, m, alpha, limit, random, k_low, k_high,
+                    static_cast<std::uint32_t>(first + base), result);
+  }
+  return result;
+}
+
+QCCL_MULTIVERSION
+std::int32_t int_decode_i8(const std::int8_t* s, float* out, std::size_t n, float factor) {
+  std::int32_t largest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t v = s[i];
+    largest = std::max(largest, v < 0 ? -v : v);
+    out[i] = static_cast<float>(v) * factor;
+  }
+  return largest;
+}
+
+QCCL_MULTIVERSION
+std::int32_t int_decode_i32(const std::int32_t* s, float* out, std::size_t n, float factor) {
+  std::int32_t largest = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t v = s[i];
+    largest = std::max(largest, v < 0 ? -v : v);  // |v| <= n·c < 2^31: no overflow
+    out[i] = static_cast<float>(v) * factor;
+  }
+  return largest;
+}
+
+QCCL_MULTIVERSION
+bool add_i32_checked(std::int32_t* acc, const std::int32_t* in, std::size_t n, std::int32_t limit) {
+  int outside = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int64_t sum = static_cast<std::int64_t>(acc[i]) + in[i];
+    outside |= static_cast<int>(sum > limit) | static_cast<int>(sum < -limit);
+    acc[i] = static_cast<std::int32_t>(sum);
+  }
+  return outside == 0;
+}
+
 QCCL_MULTIVERSION
 void pack_i4(const std::int8_t* q, std::uint8_t* packed, std::size_t n) {
   for (std::size_t j = 0; j < n / 2; ++j) {

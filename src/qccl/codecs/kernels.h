@@ -34,6 +34,28 @@ void linear_decode_i8(const std::int8_t* q, float* out, std::size_t n, float ste
 // acc[i] += in[i]; returns false if any sum leaves [-limit, limit].
 bool add_i8_checked(std::int8_t* acc, const std::int8_t* in, std::size_t n, std::int32_t limit);
 
+// Integer rounding of IntSGD (int_rounding.h) in fp32, sign-magnitude:
+// q[i] = sign(x[i])·min(⌊v⌋ + [u < v − ⌊v⌋], limit), v = |x[i]|·alpha, u =
+// (bits32(first + i) >> 8)/2^24 (random) or 1/2 (deterministic: nearest,
+// ties up in magnitude). Int(t) and this have the same distribution. Returns
+// how many elements were clipped (v beyond limit) and the largest |q[i]|.
+// Requires alpha finite.
+struct IntRoundResult {
+  std::uint64_t clipped = 0;
+  std::int32_t largest = 0;
+};
+IntRoundResult int_round_i8(const float* x, std::int8_t* q, std::size_t n, float alpha,
+                            std::int32_t limit, bool random, std::uint32_t k_low,
+                            std::uint32_t k_high, std::uint64_t first);
+IntRoundResult int_round_i32(const float* x, std::int32_t* q, std::size_t n, float alpha,
+                             std::int32_t limit, bool random, std::uint32_t k_low,
+                             std::uint32_t k_high, std::uint64_t first);
+// out[i] = s[i]·factor; returns max |s[i]|.
+std::int32_t int_decode_i8(const std::int8_t* s, float* out, std::size_t n, float factor);
+std::int32_t int_decode_i32(const std::int32_t* s, float* out, std::size_t n, float factor);
+// acc[i] += in[i]; returns false if any sum leaves [-limit, limit].
+bool add_i32_checked(std::int32_t* acc, const std::int32_t* in, std::size_t n, std::int32_t limit);
+
 // One averaging step of linear dithering (Global-QSGD §8): out[i] = the
 // weighted mean (ka·a[i] + kb·b[i]) / (ka + kb), rounded up with probability
 // equal to its fractional part (u < frac, u = bits32(first + i) >> 8 / 2^24,

@@ -10,6 +10,7 @@
 #include "qccl/codecs/codec_spec.h"
 #include "qccl/tools/bench_report.h"
 #include "qccl/tools/codec_bench.h"
+#include "qccl/tools/intsgd_experiment.h"
 #include "qccl/tools/simulate.h"
 #include "qccl/tools/units.h"
 #include "qccl/transport/local_transport.h"
@@ -29,13 +30,19 @@ struct BenchCommand {
   bool no_arg_check = false;
 };
 
-std::vector<Algorithm> parse_algorithm_list(const std::string& text) {
-  std::vector<Algorithm> list;
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> list;
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
-    if (!item.empty()) list.push_back(parse_algorithm(item));
+    if (!item.empty()) list.push_back(item);
   }
+  return list;
+}
+
+std::vector<Algorithm> parse_algorithm_list(const std::string& text) {
+  std::vector<Algorithm> list;
+  for (const auto& item : split_list(text)) list.push_back(parse_algorithm(item));
   return list;
 }
 
@@ -153,6 +160,106 @@ int run_simulate_command(SimulateCommand& command) {
     std::cerr << "qccl: error: " << e.what() << "\n";
     return kExitError;
   }
+}
+
+// `qccl experiment intsgd-logreg`
+struct ExperimentCommand {
+  LogregConfig config;
+  std::string methods = "intgd,intdiana,vr-intdiana";
+  std::string algorithm = "ring";
+  int ranks = 0;
+  long timeout_ms = 300000;
+};
+
+void add_experiment(CLI::App& app, ExperimentCommand& command) {
+  auto* experiment = app.add_subcommand("experiment", "reproduce the papers' experiments");
+  experiment->require_subcommand(1);
+  auto* sub = experiment->add_subcommand(
+      "intsgd-logreg",
+      "IntSGD Figure 6: IntGD vs IntDIANA vs VR-IntDIANA on logistic regression, data split "
+      "across ranks by index");
+  auto& c = command.config;
+  sub->add_option("--data", c.data,
+                  "breast-cancer (default), fashion-mnist[:DIR] (t-shirt vs shirt), libsvm:PATH, "
+                  "csv:PATH, synthetic:ROWSxFEATURES");
+  sub->add_option("--normalize", c.normalization,
+                  "none, unit-rows or standardize (default: standardize for CSV data, unit-rows "
+                  "for fashion-mnist, none for libsvm)");
+  sub->add_option("--label-column", c.label_column, "csv: 0-based label column, -1 = last (default)");
+  sub->add_option("--methods", command.methods,
+                  "comma-separated: intgd, intsgd (minibatch), intdiana, vr-intdiana (default: "
+                  "intgd,intdiana,vr-intdiana)");
+  sub->add_option("--passes", c.passes, "budget in gradient evaluations per sample (default 300)");
+  sub->add_option("--max-iterations", c.max_iterations, "iteration cap per method (default 200000)");
+  sub->add_option("--wire", c.wire, "int8, int32 or int64 (default int64: no clipping in practice)");
+  sub->add_option("--eps", c.epsilon, "safeguard epsilon of the scale (default 0, as Figure 6)");
+  sub->add_option("--beta", c.beta, "IntGD/IntSGD moving average beta (default 0.9)");
+  sub->add_option("--batch-fraction", c.batch_fraction,
+                  "minibatch size as a fraction of the local data (default 0.05)");
+  sub->add_option("--lambda", c.lambda, "l2 regularization (default 5/N)");
+  sub->add_option("--step", c.step, "step size (default 1/(2 max_l L_l))");
+  sub->add_option("--seed", c.seed, "random seed (default 0)");
+  sub->add_option("--algo", command.algorithm, "ring or tree (default ring)");
+  sub->add_option("--output", c.output, "directory for intsgd-logreg.{csv,svg,json}");
+  sub->add_option("--ranks", command.ranks,
+                  "run N ranks as threads of this process instead of under mpirun");
+  sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
+}
+
+// Runs `body` on every rank: N threads with --ranks N, else the MPI world.
+// Returns the exit code; errors are printed once, and under MPI take the
+// other ranks down rather than leave them to their timeouts.
+int run_on_ranks(int ranks, Timeout timeout, int argc, char** argv,
+                 const std::function<void(Communicator&)>& body) {
+  const CommunicatorOptions options{timeout, true};
+  if (ranks > 0) {
+    if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {
+      std::cerr << "qccl: --ranks runs ranks as threads of one process; do not combine it with "
+                   "mpirun (drop one of the two)\n";
+      return kExitUsage;
+    }
+    try {
+      run_in_process(ranks, [&](Transport& transport) {
+        Communicator comm(transport, options);
+        body(comm);
+      });
+      return kExitOk;
+    } catch (const InvalidArgument& e) {
+      std::cerr << "qccl: " << e.what() << "\n";
+      return kExitUsage;
+    } catch (const std::exception& e) {
+      std::cerr << "qccl: error: " << e.what() << "\n";
+      return kExitError;
+    }
+  }
+  MpiRuntime runtime(&argc, &argv);
+  auto transport = runtime.world_transport();
+  try {
+    Communicator comm(*transport, options);
+    body(comm);
+    return kExitOk;
+  } catch (const std::exception& e) {
+    std::cerr << "qccl: error on rank " << transport->rank() << ": " << e.what() << "\n";
+    if (transport->size() > 1) transport->abort(e.what());
+    return dynamic_cast<const InvalidArgument*>(&e) ? kExitUsage : kExitError;
+  }
+}
+
+int run_experiment_command(ExperimentCommand& command, int argc, char** argv) {
+  try {
+    command.config.methods = split_list(command.methods);
+    command.config.algorithm = parse_algorithm(command.algorithm);
+    if (command.ranks < 0) throw InvalidArgument("--ranks must be positive");
+    if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
+  } catch (const InvalidArgument& e) {
+    std::cerr << "qccl: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  return run_on_ranks(command.ranks, Timeout(command.timeout_ms), argc, argv,
+                      [&](Communicator& comm) {
+                        const auto report = run_logreg_experiment(comm, command.config);
+                        if (comm.rank() == 0) print_logreg_report(std::cout, report);
+                      });
 }
 
 // The deepest subcommand the parser entered, for error messages.
@@ -275,6 +382,8 @@ int run_cli(int argc, char** argv) {
   add_codec_bench(*bench, codec_command);
   SimulateCommand simulate_command;
   add_simulate(app, simulate_command);
+  ExperimentCommand experiment_command;
+  add_experiment(app, experiment_command);
 
   try {
     app.parse(argc, argv);
@@ -292,6 +401,9 @@ int run_cli(int argc, char** argv) {
     return kExitUsage;
   }
   if (app.got_subcommand("simulate")) return run_simulate_command(simulate_command);
+  if (app.got_subcommand("experiment")) {
+    return run_experiment_command(experiment_command, argc, argv);
+  }
   if (bench->got_subcommand("codec")) return run_codec_bench_command(codec_command);
   if (bench->parsed()) return run_bench(command, argc, argv);
   return kExitUsage;

@@ -57,6 +57,7 @@ std::vector<CodecBenchRow> run_codec_bench(const CodecBenchConfig& config) {
     // a 1-rank reduction, so encode and decode use that one; the hop reduce
     // combines two encodings of a 2-rank reduction. (The rank count changes
     // a codec's levels, not its kernels' cost.)
+    feed_sgd_step(*codec, input);  // codecs that scale by the optimizer's history
     const double norm = local_norm(input, codec->norm_kind());
     const auto single = codec->reduction_for(norm, 1, 0, Algorithm::ring);
     const auto pair = codec->reduction_for(norm, 2, 0, Algorithm::ring);

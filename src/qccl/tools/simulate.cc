@@ -101,6 +101,7 @@ SimulateSummary run_simulation(const SimulateConfig& config) {
     for (int round = 0; round < config.rounds; ++round) {
       std::copy(mine.begin(), mine.end(), data.begin());
       codec->allreduce_mean(comm, data, options);
+      feed_sgd_step(*codec, data);  // as SGD with step 1 would (IntSGD's scale)
       if (comm.rank() == 0) {
         std::copy(data.begin(), data.end(), results.begin() + static_cast<long>(round * d));
       }

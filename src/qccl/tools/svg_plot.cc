@@ -1,0 +1,140 @@
+#include "qccl/tools/svg_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "qccl/common/errors.h"
+
+namespace qccl::tools {
+namespace {
+
+constexpr double kPanelWidth = 460, kPanelHeight = 340;
+constexpr double kLeft = 70, kRight = 20, kTop = 40, kBottom = 50;
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else out += c;
+  }
+  return out;
+}
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", value);
+  return text;
+}
+
+struct Range {
+  double low = std::numeric_limits<double>::infinity();
+  double high = -std::numeric_limits<double>::infinity();
+  void add(double v) { low = std::min(low, v); high = std::max(high, v); }
+  bool empty() const { return !(low <= high); }
+};
+
+void render_panel(std::ostringstream& svg, const PlotPanel& panel, double offset_x) {
+  Range xs, ys;
+  const auto y_of = [&](double y) { return panel.log_y ? std::log10(y) : y; };
+  for (const auto& s : panel.series) {
+    for (const auto& [x, y] : s.points) {
+      if (panel.log_y && !(y > 0)) continue;
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      xs.add(x);
+      ys.add(y_of(y));
+    }
+  }
+  if (xs.empty()) { xs.add(0); xs.add(1); }
+  if (ys.empty()) { ys.add(0); ys.add(1); }
+  if (xs.high == xs.low) xs.high = xs.low + 1;
+  if (panel.log_y) {
+    ys.low = std::floor(ys.low);
+    ys.high = std::max(std::ceil(ys.high), ys.low + 1);
+  } else if (ys.high == ys.low) {
+    ys.high = ys.low + 1;
+  }
+  const double plot_w = kPanelWidth - kLeft - kRight, plot_h = kPanelHeight - kTop - kBottom;
+  const auto px = [&](double x) { return offset_x + kLeft + (x - xs.low) / (xs.high - xs.low) * plot_w; };
+  const auto py = [&](double y) { return kTop + plot_h - (y - ys.low) / (ys.high - ys.low) * plot_h; };
+
+  svg << "<text x=\"" << offset_x + kLeft + plot_w / 2 << "\" y=\"22\" text-anchor=\"middle\" "
+      << "font-size=\"14\">" << escape(panel.title) << "</text>\n";
+  svg << "<rect x=\"" << offset_x + kLeft << "\" y=\"" << kTop << "\" width=\"" << plot_w
+      << "\" height=\"" << plot_h << "\" fill=\"none\" stroke=\"#444\"/>\n";
+  // Ticks: 5 on x; on a log axis one per decade (at most 10 labelled).
+  for (int t = 0; t <= 4; ++t) {
+    const double x = xs.low + (xs.high - xs.low) * t / 4;
+    svg << "<text x=\"" << px(x) << "\" y=\"" << kTop + plot_h + 16
+        << "\" text-anchor=\"middle\" font-size=\"11\">" << number(x) << "</text>\n";
+  }
+  const int decades = static_cast<int>(ys.high - ys.low);
+  const int step = panel.log_y ? std::max(1, decades / 10 + (decades % 10 != 0)) : 1;
+  const int ticks = panel.log_y ? decades : 4;
+  for (int t = 0; t <= ticks; t += step) {
+    const double y = panel.log_y ? ys.low + t : ys.low + (ys.high - ys.low) * t / 4;
+    const std::string label = panel.log_y ? "1e" + std::to_string(static_cast<int>(y)) : number(y);
+    svg << "<line x1=\"" << px(xs.low) << "\" x2=\"" << px(xs.high) << "\" y1=\"" << py(y)
+        << "\" y2=\"" << py(y) << "\" stroke=\"#ddd\"/>\n";
+    svg << "<text x=\"" << offset_x + kLeft - 6 << "\" y=\"" << py(y) + 4
+        << "\" text-anchor=\"end\" font-size=\"11\">" << label << "</text>\n";
+  }
+  svg << "<text x=\"" << offset_x + kLeft + plot_w / 2 << "\" y=\"" << kPanelHeight - 12
+      << "\" text-anchor=\"middle\" font-size=\"12\">" << escape(panel.x_label) << "</text>\n";
+  svg << "<text transform=\"translate(" << offset_x + 16 << "," << kTop + plot_h / 2
+      << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">" << escape(panel.y_label)
+      << "</text>\n";
+  for (std::size_t s = 0; s < panel.series.size(); ++s) {
+    svg << "<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"" << kColors[s % 6] << "\" points=\"";
+    for (const auto& [x, y] : panel.series[s].points) {
+      if ((panel.log_y && !(y > 0)) || !std::isfinite(x) || !std::isfinite(y)) continue;
+      svg << px(x) << "," << py(y_of(y)) << " ";
+    }
+    svg << "\"/>\n";
+  }
+}
+
+}  // namespace
+
+std::string render_svg(const std::vector<PlotPanel>& panels) {
+  std::ostringstream svg;
+  const double width = kPanelWidth * static_cast<double>(std::max<std::size_t>(panels.size(), 1));
+  const double height = kPanelHeight + 30;
+  svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+      << "\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  for (std::size_t p = 0; p < panels.size(); ++p) {
+    render_panel(svg, panels[p], kPanelWidth * static_cast<double>(p));
+  }
+  if (!panels.empty()) {  // legend from the first panel's series
+    double x = kLeft;
+    for (std::size_t s = 0; s < panels[0].series.size(); ++s) {
+      svg << "<rect x=\"" << x << "\" y=\"" << kPanelHeight + 8 << "\" width=\"14\" height=\"4\" fill=\""
+          << kColors[s % 6] << "\"/><text x=\"" << x + 18 << "\" y=\"" << kPanelHeight + 14
+          << "\" font-size=\"12\">" << escape(panels[0].series[s].name) << "</text>\n";
+      x += 30 + 8 * static_cast<double>(panels[0].series[s].name.size());
+    }
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+    if (!out) throw InvalidArgument("cannot write '" + path + "': check the output directory");
+    out << text;
+    if (!out.flush()) throw InvalidArgument("could not write all of '" + path + "' (disk full?)");
+  }
+  std::filesystem::rename(partial, path);
+}
+
+}  // namespace qccl::tools
