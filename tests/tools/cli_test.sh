@@ -72,6 +72,36 @@ rm -rf "$simdir"
 expect "--ranks under mpirun is refused" 2 'do not combine it' -- \
   "${mpirun[@]}" -np 2 "$qccl" bench allreduce --ranks 2
 
+# IntSGD family: benchmarked (the tools feed an SGD step), simulated, and the
+# logistic-regression experiment in process and under mpirun.
+expect "intsgd allreduce, in process" 0 'Out of bounds values : 0 OK' -- \
+  "$qccl" bench allreduce --codec intsgd:wire=int32 --ranks 3 --max-bytes 64K --iters 3 --warmup 1
+expect "intsgd codec bench" 0 'intdiana:round=random,wire=int8,beta=0,eps=1e-08' -- \
+  "$qccl" bench codec --codec intsgd --codec intdiana --codec intsgd-heuristic --size 256K --iters 2
+simdir=$(mktemp -d)
+expect "simulate intsgd" 0 'intsgd:round=random' -- \
+  "$qccl" simulate allreduce --ranks 3 --codec intsgd --synthetic 2000 --rounds 3 \
+  --output "$simdir/i.f32"
+expect "experiment help" 0 'intsgd-logreg' -- "$qccl" experiment --help
+expect "experiment rejects an unknown method" 2 "unknown method 'sgd'" -- \
+  "$qccl" experiment intsgd-logreg --ranks 2 --data synthetic:100x5 --methods intgd,sgd
+expect "experiment rejects unknown data" 2 "unknown --data 'iris'" -- \
+  "$qccl" experiment intsgd-logreg --ranks 2 --data iris
+expect "experiment in process writes its files" 0 'wrote .*intsgd-logreg.svg' -- \
+  "$qccl" experiment intsgd-logreg --ranks 3 --data synthetic:300x10 --passes 30 --output "$simdir/exp"
+[ "$(head -1 "$simdir/exp/intsgd-logreg.csv")" = \
+  "method,iteration,grads_per_sample,objective,objective_gap,largest_sent,largest_sum,bits_sent,clipped" ] ||
+  { echo "FAIL: experiment CSV header"; failures=$((failures + 1)); }
+expect "experiment under mpirun" 0 'vr-intdiana' -- \
+  "${mpirun[@]}" -np 4 "$qccl" experiment intsgd-logreg --data synthetic:400x10 --passes 30
+if [ -f /usr/lib/python3/dist-packages/sklearn/datasets/data/breast_cancer.csv ]; then
+  expect "experiment on breast cancer" 0 '569 samples, 30 features' -- \
+    "$qccl" experiment intsgd-logreg --ranks 4 --passes 20
+else
+  echo "skipped: experiment on breast cancer (python3-sklearn not installed)"
+fi
+rm -rf "$simdir"
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures CLI check(s) failed"
   exit 1

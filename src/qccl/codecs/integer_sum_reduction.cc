@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "qccl/codecs/kernels.h"
@@ -83,7 +84,7 @@ class IntegerSum final : public IntegerSumReduction {
       largest_sent_ = std::max(largest_sent_, largest_magnitude(q + offset, count));
     });
     if (!setup_.local_integers.empty()) {
-      std::copy(q, q + in.size(), setup_.local_integers.begin() + static_cast<std::ptrdiff_t>(first));
+      std::memcpy(setup_.local_integers.data() + first * sizeof(Int), q, in.size() * sizeof(Int));
     }
     return in.size() * sizeof(Int);
   }
@@ -133,8 +134,8 @@ class IntegerSum final : public IntegerSumReduction {
       }
     });
     if (!setup_.summed_integers.empty()) {
-      std::copy(sum, sum + out.size(),
-                setup_.summed_integers.begin() + static_cast<std::ptrdiff_t>(first));
+      std::memcpy(setup_.summed_integers.data() + first * sizeof(Int), sum,
+                  out.size() * sizeof(Int));
     }
   }
 

@@ -28,10 +28,11 @@ struct IntegerSumSetup {
   // Optional: encode reads the values to round from here (fp64, same
   // indexing as the vector) instead of its fp32 input.
   std::span<const double> source;
-  // Optional: encode also stores this rank's integers here.
-  std::span<std::int64_t> local_integers;
-  // Optional: decode also stores the aggregated integers here.
-  std::span<std::int64_t> summed_integers;
+  // Optional: encode also stores this rank's integers here, in the wire
+  // type (element i at byte i·sizeof(wire integer)).
+  std::span<std::byte> local_integers;
+  // Optional: decode also stores the aggregated integers here, likewise.
+  std::span<std::byte> summed_integers;
 };
 
 class IntegerSumReduction : public Reduction {

@@ -78,6 +78,8 @@ class IntegerCodec final : public Codec {
   void exact_mean(Communicator& comm, std::span<T> data, const CollectiveOptions& options);
   template <class T>
   void observe(double next_step_size, std::span<const T> update);
+  template <class Int, class T>
+  void finish_step(std::span<T> data, std::span<const double> alphas, int ranks);
   std::vector<double> step_scales(double norm, std::size_t length, int ranks) const;
   std::string reduction_name(std::span<const double> scales) const;
 
@@ -91,7 +93,7 @@ class IntegerCodec final : public Codec {
   // Reused buffers.
   std::vector<double> difference_;
   std::vector<float> fp32_view_;
-  std::vector<std::int64_t> local_integers_, summed_integers_;
+  std::vector<std::byte> local_integers_, summed_integers_;  // in the wire type
 };
 
 std::unique_ptr<Codec> make_intsgd_codec(const CodecSpec& spec, CodecSettings settings);

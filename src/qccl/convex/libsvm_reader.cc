@@ -9,7 +9,10 @@
 namespace qccl::convex {
 namespace {
 
+// Accepts a leading '+' ("+1" labels are common in LibSVM files), which
+// from_chars does not.
 bool parse_double(std::string_view text, double& value) {
+  if (text.size() > 1 && text[0] == '+' && text[1] != '-' && text[1] != '+') text.remove_prefix(1);
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   return error == std::errc() && end == text.data() + text.size();
 }

@@ -1,7 +1,6 @@
 #include "qccl/tools/intsgd_experiment.h"
 
 #include <algorithm>
-#include <bit>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -271,8 +270,8 @@ void validate(const LogregConfig& config) {
 
 }  // namespace
 
-int bits_for(std::uint64_t largest) {
-  return largest == 0 ? 0 : 1 + std::bit_width(largest);  // sign + magnitude
+double bits_for(std::uint64_t largest) {
+  return std::log2(2.0 * static_cast<double>(largest) + 1.0);
 }
 
 LogregReport run_logreg_experiment(Communicator& comm, const LogregConfig& config) {
@@ -324,15 +323,16 @@ void print_logreg_report(std::ostream& out, const LogregReport& report) {
       << ")\n";
   out << std::left << std::setw(13) << "# method" << std::right << std::setw(8) << "iters"
       << std::setw(10) << "grad/mn" << std::setw(12) << "final gap" << std::setw(22)
-      << "largest sent" << std::setw(8) << "bits" << std::setw(22) << "late (last 10%)"
-      << std::setw(6) << "bits" << std::setw(22) << "largest sum" << std::setw(10) << "clipped"
+      << "largest sent" << std::setw(7) << "bits" << std::setw(22) << "late (last 10%)"
+      << std::setw(7) << "bits" << std::setw(22) << "largest sum" << std::setw(10) << "clipped"
       << "\n";
   for (const auto& m : report.methods) {
     out << std::left << std::setw(13) << m.method << std::right << std::setw(8) << m.iterations
         << std::setw(10) << std::setprecision(4) << m.grads_per_sample << std::setw(12)
-        << std::setprecision(3) << m.final_gap << std::setw(22) << m.largest_sent << std::setw(8)
-        << bits_for(m.largest_sent) << std::setw(22) << m.largest_sent_late << std::setw(6)
-        << bits_for(m.largest_sent_late) << std::setw(22) << m.largest_sum << std::setw(10)
+        << std::setprecision(3) << m.final_gap << std::setw(22) << m.largest_sent << std::setw(7)
+        << std::fixed << std::setprecision(2) << bits_for(m.largest_sent) << std::setw(22)
+        << m.largest_sent_late << std::setw(7) << bits_for(m.largest_sent_late)
+        << std::defaultfloat << std::setw(22) << m.largest_sum << std::setw(10)
         << m.clipped << "\n";
   }
   for (const auto& file : report.files) out << "# wrote " << file << "\n";

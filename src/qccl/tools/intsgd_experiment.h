@@ -59,7 +59,9 @@ struct LogregReport {
 LogregReport run_logreg_experiment(Communicator& comm, const LogregConfig& config);
 void print_logreg_report(std::ostream& out, const LogregReport& report);
 
-// Bits to hold every integer in [−v, v]: ⌈log2(2v + 1)⌉.
-int bits_for(std::uint64_t largest);
+// Bits per coordinate for integers in [−v, v]: log2(2v + 1) (the paper's
+// "fewer than 3 bits" for IntDIANA is v <= 3); a fixed-width wire needs
+// ⌈log2(2v + 1)⌉.
+double bits_for(std::uint64_t largest);
 
 }  // namespace qccl::tools

@@ -41,6 +41,23 @@ struct Range {
   bool empty() const { return !(low <= high); }
 };
 
+// Round tick positions (multiples of 1, 2 or 5 × 10^k) covering [low, high]
+// with about five ticks, and the range widened to whole ticks.
+std::vector<double> nice_ticks(double& low, double& high) {
+  const double rough = (high - low) / 5;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(rough)));
+  double step = magnitude;
+  for (double factor : {1.0, 2.0, 5.0, 10.0}) {
+    step = factor * magnitude;
+    if (step >= rough) break;
+  }
+  low = std::floor(low / step) * step;
+  high = std::ceil(high / step) * step;
+  std::vector<double> ticks;
+  for (double t = low; t <= high + step / 2; t += step) ticks.push_back(std::abs(t) < step / 1e6 ? 0.0 : t);
+  return ticks;
+}
+
 void render_panel(std::ostringstream& svg, const PlotPanel& panel, double offset_x) {
   Range xs, ys;
   const auto y_of = [&](double y) { return panel.log_y ? std::log10(y) : y; };
@@ -55,6 +72,7 @@ void render_panel(std::ostringstream& svg, const PlotPanel& panel, double offset
   if (xs.empty()) { xs.add(0); xs.add(1); }
   if (ys.empty()) { ys.add(0); ys.add(1); }
   if (xs.high == xs.low) xs.high = xs.low + 1;
+  const std::vector<double> x_ticks = nice_ticks(xs.low, xs.high);
   if (panel.log_y) {
     ys.low = std::floor(ys.low);
     ys.high = std::max(std::ceil(ys.high), ys.low + 1);
@@ -69,9 +87,8 @@ void render_panel(std::ostringstream& svg, const PlotPanel& panel, double offset
       << "font-size=\"14\">" << escape(panel.title) << "</text>\n";
   svg << "<rect x=\"" << offset_x + kLeft << "\" y=\"" << kTop << "\" width=\"" << plot_w
       << "\" height=\"" << plot_h << "\" fill=\"none\" stroke=\"#444\"/>\n";
-  // Ticks: 5 on x; on a log axis one per decade (at most 10 labelled).
-  for (int t = 0; t <= 4; ++t) {
-    const double x = xs.low + (xs.high - xs.low) * t / 4;
+  // Ticks: round numbers on x; on a log axis one per decade (at most 10 labelled).
+  for (double x : x_ticks) {
     svg << "<text x=\"" << px(x) << "\" y=\"" << kTop + plot_h + 16
         << "\" text-anchor=\"middle\" font-size=\"11\">" << number(x) << "</text>\n";
   }
