@@ -76,6 +76,9 @@ expect "--ranks under mpirun is refused" 2 'do not combine it' -- \
 # logistic-regression experiment in process and under mpirun.
 expect "intsgd allreduce, in process" 0 'Out of bounds values : 0 OK' -- \
   "$qccl" bench allreduce --codec intsgd:wire=int32 --ranks 3 --max-bytes 64K --iters 3 --warmup 1
+expect "intdiana allreduce under mpirun" 0 'Out of bounds values : 0 OK' -- \
+  "${mpirun[@]}" -np 4 "$qccl" bench allreduce --codec intdiana --algo ring,tree --max-bytes 256K \
+  --step-factor 16 --iters 3 --warmup 1
 expect "intsgd codec bench" 0 'intdiana:round=random,wire=int8,beta=0,eps=1e-08' -- \
   "$qccl" bench codec --codec intsgd --codec intdiana --codec intsgd-heuristic --size 256K --iters 2
 simdir=$(mktemp -d)
