@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -106,31 +107,23 @@ TEST(IntsgdExperimentTest, ReproducibleFromItsSeedAndTheRankCount) {
 }
 
 TEST(IntsgdExperimentTest, RejectsBadSettings) {
-  const auto expect_invalid = [](LogregConfig config, const std::string& message) {
-    EXPECT_THAT([&] { run(2, config); },
+  // Each case changes one setting of a valid run on `ranks` ranks.
+  const auto expect_invalid = [](const std::function<void(LogregConfig&)>& change,
+                                 const std::string& message, int ranks = 2) {
+    LogregConfig config;
+    config.data = "synthetic:100x5";
+    change(config);
+    EXPECT_THAT([&] { run(ranks, config); },
                 ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr(message)));
   };
-  LogregConfig config;
-  config.data = "synthetic:100x5";
-  auto bad = config;
-  bad.methods = {"intgd", "adam"};
-  expect_invalid(bad, "unknown method 'adam'");
-  bad = config;
-  bad.data = "mnist";
-  expect_invalid(bad, "unknown --data 'mnist'");
-  bad = config;
-  bad.data = "synthetic:100";
-  expect_invalid(bad, "synthetic:ROWSxFEATURES");
-  bad = config;
-  bad.wire = "int16";
-  expect_invalid(bad, "wire=int16 is not valid");
-  bad = config;
-  bad.data = "libsvm:/nonexistent.svm";
-  expect_invalid(bad, "cannot open LibSVM file");
-  bad = config;
-  bad.data = "synthetic:3x5";
-  EXPECT_THAT([&] { run(4, bad); },
-              ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("fewer than the 4 ranks")));
+  expect_invalid([](LogregConfig& c) { c.methods = {"intgd", "adam"}; }, "unknown method 'adam'");
+  expect_invalid([](LogregConfig& c) { c.data = "mnist"; }, "unknown --data 'mnist'");
+  expect_invalid([](LogregConfig& c) { c.data = "synthetic:100"; }, "synthetic:ROWSxFEATURES");
+  expect_invalid([](LogregConfig& c) { c.wire = "int16"; }, "wire=int16 is not valid");
+  expect_invalid([](LogregConfig& c) { c.data = "libsvm:/nonexistent.svm"; },
+                 "cannot open LibSVM file");
+  expect_invalid([](LogregConfig& c) { c.passes = 0; }, "--passes must be positive");
+  expect_invalid([](LogregConfig& c) { c.data = "synthetic:3x5"; }, "fewer than the 4 ranks", 4);
 }
 
 }  // namespace

@@ -79,14 +79,12 @@ std::string IntegerCodec::reduction_name(std::span<const double> scales) const {
   return spec() + " scales#" + std::to_string(hash62(bytes));
 }
 
-std::unique_ptr<Reduction> IntegerCodec::reduction_for(double norm, int ranks, int rank,
-                                                       Algorithm) const {
-  if (config_.scheme != IntegerScheme::heuristic && !scale_.ready()) {
-    return std::make_unique<Fp32Sum>();  // the exact first step
-  }
+// This step's reduction on rank `rank` of `ranks`, with the given scales.
+IntegerSumSetup IntegerCodec::reduction_setup(std::vector<double> scales, int ranks,
+                                              int rank) const {
   IntegerSumSetup setup;
-  setup.alphas = step_scales(norm, observed_length_, ranks);
-  setup.name = reduction_name(setup.alphas);
+  setup.name = reduction_name(scales);
+  setup.alphas = std::move(scales);
   setup.wire = config_.wire;
   setup.rounding = config_.rounding;
   setup.ranks = ranks;
@@ -94,7 +92,16 @@ std::unique_ptr<Reduction> IntegerCodec::reduction_for(double norm, int ranks, i
   setup.block_starts = blocks_.starts();
   setup.rng = CounterRng(settings().seed, step(), settings().bucket,
                          static_cast<std::uint64_t>(rank), RngStream::quantize);
-  return make_integer_sum_reduction(std::move(setup));
+  return setup;
+}
+
+std::unique_ptr<Reduction> IntegerCodec::reduction_for(double norm, int ranks, int rank,
+                                                       Algorithm) const {
+  if (config_.scheme != IntegerScheme::heuristic && !scale_.ready()) {
+    return std::make_unique<Fp32Sum>();  // the exact first step
+  }
+  return make_integer_sum_reduction(
+      reduction_setup(step_scales(norm, observed_length_, ranks), ranks, rank));
 }
 
 // Rounding errs by less than one unit per rank (half a unit when
@@ -248,16 +255,7 @@ void IntegerCodec::aggregate(Communicator& comm, std::span<T> data,
                           " elements but the data has " + std::to_string(d));
   }
 
-  IntegerSumSetup setup;
-  setup.alphas = step_scales(norm, d, n);
-  setup.name = reduction_name(setup.alphas);
-  setup.wire = config_.wire;
-  setup.rounding = config_.rounding;
-  setup.ranks = n;
-  setup.clip = per_rank_clip(config_.wire, n);
-  setup.block_starts = blocks_.starts();
-  setup.rng = CounterRng(settings().seed, step(), settings().bucket,
-                         static_cast<std::uint64_t>(comm.rank()), RngStream::quantize);
+  IntegerSumSetup setup = reduction_setup(step_scales(norm, d, n), n, comm.rank());
   constexpr bool fp64 = std::is_same_v<T, double>;
   const std::size_t wire_bytes = d * wire_bytes_per_element(config_.wire);
   // What the collective encodes: fp32 input is rounded by the vectorised

@@ -20,6 +20,7 @@
 #include "qccl/codecs/codec.h"
 #include "qccl/codecs/codec_spec.h"
 #include "qccl/codecs/int_rounding.h"
+#include "qccl/codecs/integer_sum_reduction.h"
 
 namespace qccl {
 
@@ -82,6 +83,7 @@ class IntegerCodec final : public Codec {
   void finish_step(std::span<T> data, std::span<const double> alphas, int ranks);
   std::vector<double> step_scales(double norm, std::size_t length, int ranks) const;
   std::string reduction_name(std::span<const double> scales) const;
+  IntegerSumSetup reduction_setup(std::vector<double> scales, int ranks, int rank) const;
 
   IntegerCodecConfig config_;
   BlockPartition blocks_;

@@ -135,8 +135,11 @@ IntRoundResult int_round_i32(const float* x, std::int32_t* q, std::size_t n, flo
   return result;
 }
 
-QCCL_MULTIVERSION
-std::int32_t int_decode_i8(const std::int8_t* s, float* out, std::size_t n, float factor) {
+namespace {
+
+// |v| <= n·c < 2^31 for valid sums, so the negation cannot overflow.
+template <class Int>
+inline std::int32_t int_decode(const Int* s, float* out, std::size_t n, float factor) {
   std::int32_t largest = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const std::int32_t v = s[i];
@@ -146,15 +149,16 @@ std::int32_t int_decode_i8(const std::int8_t* s, float* out, std::size_t n, floa
   return largest;
 }
 
+}  // namespace
+
+QCCL_MULTIVERSION
+std::int32_t int_decode_i8(const std::int8_t* s, float* out, std::size_t n, float factor) {
+  return int_decode(s, out, n, factor);
+}
+
 QCCL_MULTIVERSION
 std::int32_t int_decode_i32(const std::int32_t* s, float* out, std::size_t n, float factor) {
-  std::int32_t largest = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::int32_t v = s[i];
-    largest = std::max(largest, v < 0 ? -v : v);  // |v| <= n·c < 2^31: no overflow
-    out[i] = static_cast<float>(v) * factor;
-  }
-  return largest;
+  return int_decode(s, out, n, factor);
 }
 
 QCCL_MULTIVERSION

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <sstream>
 
@@ -148,10 +149,11 @@ void add_simulate(CLI::App& app, SimulateCommand& command) {
   sub->add_option("--algo", command.algorithm, "ring or tree (default ring)");
 }
 
-int run_simulate_command(SimulateCommand& command) {
+// Runs `command` and maps its failures to exit codes: a bad argument is a
+// usage error, anything else a runtime error; both are printed once.
+int exit_code_of(const std::function<void()>& command) {
   try {
-    command.config.algorithm = parse_algorithm(command.algorithm);
-    print_summary(std::cout, run_simulation(command.config));
+    command();
     return kExitOk;
   } catch (const InvalidArgument& e) {
     std::cerr << "qccl: " << e.what() << "\n";
@@ -160,6 +162,13 @@ int run_simulate_command(SimulateCommand& command) {
     std::cerr << "qccl: error: " << e.what() << "\n";
     return kExitError;
   }
+}
+
+int run_simulate_command(SimulateCommand& command) {
+  return exit_code_of([&] {
+    command.config.algorithm = parse_algorithm(command.algorithm);
+    print_summary(std::cout, run_simulation(command.config));
+  });
 }
 
 // `qccl experiment intsgd-logreg`
@@ -218,19 +227,12 @@ int run_on_ranks(int ranks, Timeout timeout, int argc, char** argv,
                    "mpirun (drop one of the two)\n";
       return kExitUsage;
     }
-    try {
+    return exit_code_of([&] {
       run_in_process(ranks, [&](Transport& transport) {
         Communicator comm(transport, options);
         body(comm);
       });
-      return kExitOk;
-    } catch (const InvalidArgument& e) {
-      std::cerr << "qccl: " << e.what() << "\n";
-      return kExitUsage;
-    } catch (const std::exception& e) {
-      std::cerr << "qccl: error: " << e.what() << "\n";
-      return kExitError;
-    }
+    });
   }
   MpiRuntime runtime(&argc, &argv);
   auto transport = runtime.world_transport();
