@@ -34,6 +34,16 @@ std::string line(const char* format, auto... args) {
 
 }  // namespace
 
+std::optional<double> wire_fraction(const BenchContext& context, const BenchRow& row) {
+  const double rate = context.config.link_rate_bps;
+  if (rate <= 0 || row.median_us <= 0) return std::nullopt;
+  const double sent = row.sent_bytes_per_rank
+                          ? *row.sent_bytes_per_rank
+                          : bus_factor(context.config.operation, context.ranks) *
+                                static_cast<double>(row.bytes);
+  return sent * 8 / rate / (row.median_us * 1e-6);
+}
+
 void print_table(std::ostream& out, const BenchContext& context, const std::vector<BenchRow>& rows) {
   const auto& c = context.config;
   out << "# qccl bench " << to_string(c.operation) << ": " << context.ranks << " ranks, "
@@ -45,9 +55,16 @@ void print_table(std::ostream& out, const BenchContext& context, const std::vect
       << " warm-up; time per iteration = slowest rank; chunk " << format_bytes(c.chunk_bytes)
       << ", window " << c.window << "\n"
       << "# algbw = size / time, busbw = algbw x " << line("%.3f", bus_factor(c.operation, context.ranks))
-      << " (GB = 1e9 bytes); sent = bytes one rank sends per call; vs_native = busbw / native busbw\n#\n";
-  out << line("# %12s %11s %7s %12s %12s %9s %9s %9s %13s %7s\n", "size(B)", "count", "algo",
-              "median(us)", "p99(us)", "algbw", "busbw", "vs_native", "sent/rank(B)", "#wrong");
+      << " (GB = 1e9 bytes); sent = bytes one rank sends per call; vs_native = busbw / native busbw\n";
+  const bool wire = c.link_rate_bps > 0;
+  if (wire) {
+    out << "# links " << format_rate(c.link_rate_bps)
+        << "; wire% = (sent/rank at the link rate) / median time (native: bus factor x size)\n";
+  }
+  out << "#\n";
+  out << line("# %12s %11s %7s %12s %12s %9s %9s %9s %13s %7s", "size(B)", "count", "algo",
+              "median(us)", "p99(us)", "algbw", "busbw", "vs_native", "sent/rank(B)", "#wrong")
+      << (wire ? line(" %6s", "wire%") : "") << "\n";
   const auto ratios = ratios_to_native(rows);
   std::map<std::string, std::pair<double, int>> average;
   std::size_t wrong = 0;
@@ -57,9 +74,11 @@ void print_table(std::ostream& out, const BenchContext& context, const std::vect
     const std::string ratio = ratios[i] ? line("%9.2f", *ratios[i]) : line("%9s", "-");
     const std::string sent =
         r.sent_bytes_per_rank ? line("%13.0f", *r.sent_bytes_per_rank) : line("%13s", "-");
-    out << line("  %12zu %11zu %7s %12.1f %12.1f %9.3f %9.3f %s %s %7zu\n", r.bytes, r.count,
+    out << line("  %12zu %11zu %7s %12.1f %12.1f %9.3f %9.3f %s %s %7zu", r.bytes, r.count,
                 algo.c_str(), r.median_us, r.p99_us, r.algbw_gbps, r.busbw_gbps, ratio.c_str(),
                 sent.c_str(), r.wrong);
+    if (wire) out << line(" %5.1f%%", 100 * wire_fraction(context, r).value_or(0));
+    out << "\n";
     average[algo].first += r.busbw_gbps;
     average[algo].second += 1;
     wrong += r.wrong;
@@ -85,6 +104,7 @@ nlohmann::json to_json(const BenchContext& context, const std::vector<BenchRow>&
   j["chunk_bytes"] = c.chunk_bytes;
   j["window"] = c.window;
   j["bus_factor"] = bus_factor(c.operation, context.ranks);
+  j["link_rate_bps"] = c.link_rate_bps > 0 ? nlohmann::json(c.link_rate_bps) : nlohmann::json(nullptr);
   const auto ratios = ratios_to_native(rows);
   j["rows"] = nlohmann::json::array();
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -100,6 +120,8 @@ nlohmann::json to_json(const BenchContext& context, const std::vector<BenchRow>&
     row["sent_bytes_per_rank"] =
         r.sent_bytes_per_rank ? nlohmann::json(*r.sent_bytes_per_rank) : nlohmann::json(nullptr);
     row["vs_native"] = ratios[i] ? nlohmann::json(*ratios[i]) : nlohmann::json(nullptr);
+    const auto fraction = wire_fraction(context, r);
+    row["wire_fraction"] = fraction ? nlohmann::json(*fraction) : nlohmann::json(nullptr);
     j["rows"].push_back(row);
   }
   return j;

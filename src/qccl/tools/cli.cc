@@ -24,7 +24,7 @@ namespace {
 struct BenchCommand {
   BenchConfig config;
   std::string algorithms;
-  std::string min_bytes = "1K", max_bytes = "64M", chunk_bytes = "1M";
+  std::string min_bytes = "1K", max_bytes = "64M", chunk_bytes = "1M", link_rate;
   int ranks = 0;  // > 0: in-process transport with this many ranks
   bool json = false;
   long timeout_ms = 300000;
@@ -71,6 +71,9 @@ void add_bench_operation(CLI::App& bench, BenchOperation op, std::string descrip
   sub->add_option("--window", command.config.window, "receives in flight (default 4)");
   sub->add_option("--ranks", command.ranks,
                   "run N ranks as threads of this process instead of under mpirun");
+  sub->add_option("--link-rate", command.link_rate,
+                  "each rank's link rate, e.g. 1gbit (scripts/cluster --rate): adds the fraction "
+                  "of the wire bound reached");
   sub->add_flag("--json", command.json, "print JSON instead of the table");
   sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
   sub->add_flag("--no-arg-check", command.no_arg_check,
@@ -305,6 +308,7 @@ int run_bench(BenchCommand& command, int argc, char** argv) {
     config.min_bytes = parse_bytes(command.min_bytes);
     config.max_bytes = parse_bytes(command.max_bytes);
     config.chunk_bytes = parse_bytes(command.chunk_bytes);
+    if (!command.link_rate.empty()) config.link_rate_bps = parse_rate(command.link_rate);
     if (config.chunk_bytes == 0) throw InvalidArgument("--chunk-bytes must be at least 1");
     if (config.window < 1) throw InvalidArgument("--window must be at least 1");
     if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");

@@ -33,6 +33,9 @@ struct BenchConfig {
   // `native` stays MPI_Allreduce in fp32, the baseline beside it. Empty: the
   // plain fp32 sum on every algorithm.
   std::string codec;
+  // The rate of each rank's link, in bits/s, when known (an emulated or real
+  // cluster); 0 otherwise. Rows then report the fraction of the wire bound.
+  double link_rate_bps = 0;
 };
 
 // Throws InvalidArgument for an inconsistent configuration.

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <limits>
 
 #include "qccl/common/errors.h"
@@ -32,6 +33,34 @@ std::size_t parse_bytes(std::string_view text) {
   }
   if (value > std::numeric_limits<std::size_t>::max() / multiplier) return fail();
   return value * multiplier;
+}
+
+double parse_rate(std::string_view text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
+  double multiplier = 0;
+  if (unit == "kbit") multiplier = 1e3;
+  if (unit == "mbit") multiplier = 1e6;
+  if (unit == "gbit") multiplier = 1e9;
+  if (ec != std::errc() || end == text.data() || multiplier == 0 || !(value > 0)) {
+    throw InvalidArgument("'" + std::string(text) +
+                          "' is not a link rate: use a number with kbit, mbit or gbit, e.g. "
+                          "100mbit, 1gbit, 10gbit");
+  }
+  return value * multiplier;
+}
+
+std::string format_rate(double bits_per_second) {
+  char text[32];
+  if (bits_per_second >= 1e9) {
+    std::snprintf(text, sizeof text, "%g Gbit/s", bits_per_second / 1e9);
+  } else if (bits_per_second >= 1e6) {
+    std::snprintf(text, sizeof text, "%g Mbit/s", bits_per_second / 1e6);
+  } else {
+    std::snprintf(text, sizeof text, "%g kbit/s", bits_per_second / 1e3);
+  }
+  return text;
 }
 
 std::string format_bytes(std::size_t bytes) {

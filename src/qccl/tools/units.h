@@ -13,6 +13,13 @@ namespace qccl::tools {
 // InvalidArgument naming the text otherwise.
 std::size_t parse_bytes(std::string_view text);
 
+// A link rate in bits per second: a number with kbit, mbit or gbit (powers
+// of 1000, as tc writes them), e.g. 100mbit, 1gbit, 2.5gbit. Throws
+// InvalidArgument naming the text otherwise.
+double parse_rate(std::string_view text);
+// "1 Gbit/s", "100 Mbit/s".
+std::string format_rate(double bits_per_second);
+
 // "64 MiB", "1 KiB", "100 B": for headers and messages.
 std::string format_bytes(std::size_t bytes);
 

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Checks scripts/cluster. Usage: cluster_test.sh CLUSTER QCCL MODE
+#   MODE arguments: argument checking and the "cannot run here" path (any machine);
+#   MODE netns: teardown on success, failure and TERM, refusal of existing
+#     namespaces, and a 2-host run on 100 Mbit/s links whose timings show the
+#     shaping. Needs root and `ip netns`; exits 77 (skipped) with the reason
+#     otherwise.
+set -u
+cluster=$1
+qccl=$2
+mode=$3
+failures=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+# expect NAME EXIT_CODE PATTERN -- COMMAND...
+expect() {
+  local name=$1 code=$2 pattern=$3
+  shift 4
+  "$@" >"$out" 2>&1
+  local got=$?
+  if [ "$got" -ne "$code" ] || ! grep -Eq -- "$pattern" "$out"; then
+    echo "FAIL: $name (exit $got, expected $code; pattern '$pattern')"
+    sed 's/^/    /' "$out" | tail -20
+    failures=$((failures + 1))
+  else
+    echo "ok: $name"
+  fi
+}
+
+finish() {
+  if [ "$failures" -ne 0 ]; then
+    echo "$failures cluster check(s) failed"
+    exit 1
+  fi
+  echo "all cluster checks passed"
+  exit 0
+}
+
+if [ "$mode" = arguments ]; then
+  expect "help" 0 'usage: scripts/cluster' -- "$cluster" --help
+  expect "no command" 2 'no command' -- "$cluster" --hosts 2
+  expect "one host" 2 '--hosts must be a whole number from 2 to 64' -- "$cluster" --hosts 1 -- true
+  expect "hosts not a number" 2 '--hosts must be' -- "$cluster" --hosts four -- true
+  expect "bad rate" 2 '--rate must look like 100mbit' -- "$cluster" --rate 1gb -- true
+  expect "bad prefix" 2 '--prefix must be' -- "$cluster" --prefix Bad-Name -- true
+  expect "public subnet refused" 2 'private /24' -- "$cluster" --subnet 8.8.8 -- true
+  expect "octet range" 2 'octet above 255' -- "$cluster" --subnet 10.300.1 -- true
+  expect "unknown option" 2 "unknown option '--fast'" -- "$cluster" --fast -- true
+  if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    expect "explains that it needs root" 3 'needs root' -- \
+      setpriv --reuid=65534 --regid=65534 --clear-groups "$cluster" --hosts 2 -- true
+  else
+    echo "skipped: the non-root check (needs root and setpriv to drop privileges)"
+  fi
+  finish
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "skipped: the emulated cluster needs root"
+  exit 77
+fi
+if ! ip netns list >/dev/null 2>&1; then
+  echo "skipped: 'ip netns' does not work on this machine"
+  exit 77
+fi
+
+prefix="qt$$"
+prefix=${prefix:0:8}
+ours() { ip netns list | awk '{print $1}' | grep "^${prefix}-" || true; }
+
+expect "runs a command on every host" 0 'hello from 10\.7[0-9]\.' -- \
+  "$cluster" --hosts 3 --prefix "$prefix" --subnet 10.78.0 -- \
+  sh -c 'echo hello from $(ip -4 -o addr show eth0 | awk "{print \$4}")'
+[ -z "$(ours)" ] && echo "ok: removed its namespaces after success" ||
+  { echo "FAIL: left $(ours)"; failures=$((failures + 1)); }
+
+expect "passes on the command's failure" 1 '' -- \
+  "$cluster" --hosts 2 --prefix "$prefix" --subnet 10.78.0 -- false
+[ -z "$(ours)" ] && echo "ok: removed its namespaces after failure" ||
+  { echo "FAIL: left $(ours)"; failures=$((failures + 1)); }
+
+"$cluster" --hosts 2 --prefix "$prefix" --subnet 10.78.0 -- sleep 60 >/dev/null 2>&1 &
+runner=$!
+for _ in $(seq 100); do [ -n "$(ours)" ] && break; sleep 0.1; done
+sleep 1
+kill -TERM "$runner"
+wait "$runner"
+status=$?
+[ "$status" -eq 143 ] && [ -z "$(ours)" ] && echo "ok: TERM stops the run and removes the namespaces" ||
+  { echo "FAIL: after TERM: exit $status, left '$(ours)'"; failures=$((failures + 1)); }
+
+ip netns add "${prefix}-h0"
+expect "refuses when its namespaces exist" 4 'exist already' -- \
+  "$cluster" --hosts 2 --prefix "$prefix" -- true
+ip netns list | grep -q "^${prefix}-h0" && echo "ok: left the existing namespace alone" ||
+  { echo "FAIL: removed a namespace it did not create"; failures=$((failures + 1)); }
+ip netns del "${prefix}-h0"
+
+# 2 hosts at 100 Mbit/s: MPI fp32 on 1 MiB must take about 1 MiB at
+# 12.5 MB/s = 84 ms (more than 60 ms: the shaping is on); Global-QSGD sends a
+# quarter of that, so it must be faster.
+json=$(mktemp)
+"$cluster" --hosts 2 --rate 100mbit --prefix "$prefix" --subnet 10.78.0 -- \
+  "$qccl" bench allreduce --codec global-qsgd --algo ring,native --min-bytes 1M --max-bytes 1M \
+  --iters 3 --warmup 1 --link-rate 100mbit --json >"$json" 2>"$out"
+status=$?
+if [ "$status" -eq 0 ] && /usr/bin/python3 - "$json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+rows = {r["algorithm"]: r for r in report["rows"]}
+native, ring = rows["native"], rows["ring"]
+assert report["ranks"] == 2 and report["link_rate_bps"] == 1e8, report
+assert all(r["wrong"] == 0 for r in rows.values()), rows
+assert native["median_us"] > 60000, f"native took {native['median_us']} us: links not shaped?"
+assert ring["median_us"] < native["median_us"], (ring, native)
+assert 0.3 < ring["wire_fraction"] <= 1.05, ring
+print(f"native {native['median_us']:.0f} us, global-qsgd ring {ring['median_us']:.0f} us, "
+      f"wire {ring['wire_fraction']:.2f}")
+PY
+then
+  echo "ok: shaped 2-host run"
+else
+  echo "FAIL: shaped 2-host run (exit $status)"
+  sed 's/^/    /' "$out" "$json" | tail -20
+  failures=$((failures + 1))
+fi
+rm -f "$json"
+[ -z "$(ours)" ] || { echo "FAIL: left $(ours)"; failures=$((failures + 1)); }
+finish
