@@ -12,6 +12,9 @@
 #include "qccl/tools/bench_report.h"
 #include "qccl/tools/codec_bench.h"
 #include "qccl/tools/intsgd_experiment.h"
+#include "qccl/tools/model_report.h"
+#include "qccl/tools/suite_data.h"
+#include "qccl/tools/suite_report.h"
 #include "qccl/tools/simulate.h"
 #include "qccl/tools/units.h"
 #include "qccl/transport/local_transport.h"
@@ -267,6 +270,50 @@ int run_experiment_command(ExperimentCommand& command, int argc, char** argv) {
                       });
 }
 
+// `qccl bench report DIR`
+void add_report(CLI::App& bench, std::string& directory) {
+  auto* sub = bench.add_subcommand(
+      "report", "turn a scripts/bench-suite folder into results.md, suite.json and SVG plots");
+  sub->add_option("directory", directory, "the suite's results folder")->required();
+}
+
+int run_report_command(const std::string& directory) {
+  return exit_code_of([&] {
+    for (const auto& file : write_suite_report(load_suite(directory), directory)) {
+      std::cout << "wrote " << file << "\n";
+    }
+  });
+}
+
+// `qccl model`
+struct ModelCommand {
+  ModelCommandConfig config;
+  std::string link_rate, size = "64M";
+};
+
+void add_model(CLI::App& app, ModelCommand& command) {
+  auto* sub = app.add_subcommand(
+      "model", "fit the Global-QSGD §7 performance model to a benchmark-suite folder, report its "
+               "error, and predict allreduce time and Eq. (10) for a link");
+  sub->add_option("--results", command.config.results, "the suite's results folder")->required();
+  sub->add_option("--output", command.config.output, "also write the fits and predictions as JSON");
+  sub->add_option("--link-rate", command.link_rate, "predict for this link, e.g. 1gbit or 25gbit");
+  sub->add_option("--size", command.size, "vector size for the prediction (default 64M)");
+  sub->add_option("--ranks", command.config.ranks, "ranks for the prediction (default 4)");
+  sub->add_option("--ratio", command.config.ratio,
+                  "also predict a codec of this compression ratio with fp32's reduction speed");
+}
+
+int run_model(ModelCommand& command) {
+  return exit_code_of([&] {
+    if (!command.link_rate.empty()) command.config.link_rate_bps = parse_rate(command.link_rate);
+    command.config.bytes = parse_bytes(command.size);
+    if (command.config.ranks < 2) throw InvalidArgument("--ranks must be at least 2");
+    if (command.config.ratio < 0) throw InvalidArgument("--ratio must be positive");
+    run_model_command(command.config, std::cout);
+  });
+}
+
 // The deepest subcommand the parser entered, for error messages.
 const CLI::App* active_command(const CLI::App& app) {
   const CLI::App* current = &app;
@@ -386,6 +433,10 @@ int run_cli(int argc, char** argv) {
   add_bench_operation(*bench, BenchOperation::broadcast, "broadcast (pipelined binomial tree)", command);
   CodecBenchCommand codec_command;
   add_codec_bench(*bench, codec_command);
+  std::string report_directory;
+  add_report(*bench, report_directory);
+  ModelCommand model_command;
+  add_model(app, model_command);
   SimulateCommand simulate_command;
   add_simulate(app, simulate_command);
   ExperimentCommand experiment_command;
@@ -411,6 +462,8 @@ int run_cli(int argc, char** argv) {
     return run_experiment_command(experiment_command, argc, argv);
   }
   if (bench->got_subcommand("codec")) return run_codec_bench_command(codec_command);
+  if (bench->got_subcommand("report")) return run_report_command(report_directory);
+  if (app.got_subcommand("model")) return run_model(model_command);
   if (bench->parsed()) return run_bench(command, argc, argv);
   return kExitUsage;
 }

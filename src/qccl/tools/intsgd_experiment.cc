@@ -212,8 +212,8 @@ void write_outputs(const LogregConfig& config, LogregReport& report,
   csv << std::setprecision(17);
   std::vector<PlotPanel> panels(2);
   panels[0] = {"objective gap, " + std::to_string(report.ranks) + " ranks", "#grad / (m n)",
-               "f(x) - f*", true, {}};
-  panels[1] = {"largest integer sent by a rank", "#grad / (m n)", "max |Q(g_i)|", true, {}};
+               "f(x) - f*", true, false, {}};
+  panels[1] = {"largest integer sent by a rank", "#grad / (m n)", "max |Q(g_i)|", true, false, {}};
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const std::string& method = report.methods[i].method;
     PlotSeries gap{method, {}}, sent{method, {}};

@@ -15,7 +15,9 @@ namespace {
 
 constexpr double kPanelWidth = 460, kPanelHeight = 340;
 constexpr double kLeft = 70, kRight = 20, kTop = 40, kBottom = 50;
-constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
+constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+constexpr std::size_t kColorCount = sizeof kColors / sizeof kColors[0];
 
 std::string escape(const std::string& text) {
   std::string out;
@@ -61,18 +63,29 @@ std::vector<double> nice_ticks(double& low, double& high) {
 void render_panel(std::ostringstream& svg, const PlotPanel& panel, double offset_x) {
   Range xs, ys;
   const auto y_of = [&](double y) { return panel.log_y ? std::log10(y) : y; };
+  const auto x_of = [&](double x) { return panel.log_x ? std::log10(x) : x; };
+  const auto plotted = [&](double x, double y) {
+    return std::isfinite(x) && std::isfinite(y) && !(panel.log_y && !(y > 0)) &&
+           !(panel.log_x && !(x > 0));
+  };
   for (const auto& s : panel.series) {
     for (const auto& [x, y] : s.points) {
-      if (panel.log_y && !(y > 0)) continue;
-      if (!std::isfinite(x) || !std::isfinite(y)) continue;
-      xs.add(x);
+      if (!plotted(x, y)) continue;
+      xs.add(x_of(x));
       ys.add(y_of(y));
     }
   }
   if (xs.empty()) { xs.add(0); xs.add(1); }
   if (ys.empty()) { ys.add(0); ys.add(1); }
   if (xs.high == xs.low) xs.high = xs.low + 1;
-  const std::vector<double> x_ticks = nice_ticks(xs.low, xs.high);
+  std::vector<double> x_ticks;
+  if (panel.log_x) {
+    xs.low = std::floor(xs.low);
+    xs.high = std::max(std::ceil(xs.high), xs.low + 1);
+    for (double t = xs.low; t <= xs.high; ++t) x_ticks.push_back(t);
+  } else {
+    x_ticks = nice_ticks(xs.low, xs.high);
+  }
   if (panel.log_y) {
     ys.low = std::floor(ys.low);
     ys.high = std::max(std::ceil(ys.high), ys.low + 1);
@@ -89,8 +102,9 @@ void render_panel(std::ostringstream& svg, const PlotPanel& panel, double offset
       << "\" height=\"" << plot_h << "\" fill=\"none\" stroke=\"#444\"/>\n";
   // Ticks: round numbers on x; on a log axis one per decade (at most 10 labelled).
   for (double x : x_ticks) {
+    const std::string label = panel.log_x ? "1e" + std::to_string(static_cast<int>(x)) : number(x);
     svg << "<text x=\"" << px(x) << "\" y=\"" << kTop + plot_h + 16
-        << "\" text-anchor=\"middle\" font-size=\"11\">" << number(x) << "</text>\n";
+        << "\" text-anchor=\"middle\" font-size=\"11\">" << label << "</text>\n";
   }
   const int decades = static_cast<int>(ys.high - ys.low);
   const int step = panel.log_y ? std::max(1, decades / 10 + (decades % 10 != 0)) : 1;
@@ -109,10 +123,10 @@ void render_panel(std::ostringstream& svg, const PlotPanel& panel, double offset
       << ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">" << escape(panel.y_label)
       << "</text>\n";
   for (std::size_t s = 0; s < panel.series.size(); ++s) {
-    svg << "<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"" << kColors[s % 6] << "\" points=\"";
+    svg << "<polyline fill=\"none\" stroke-width=\"1.5\" stroke=\"" << kColors[s % kColorCount] << "\" points=\"";
     for (const auto& [x, y] : panel.series[s].points) {
-      if ((panel.log_y && !(y > 0)) || !std::isfinite(x) || !std::isfinite(y)) continue;
-      svg << px(x) << "," << py(y_of(y)) << " ";
+      if (!plotted(x, y)) continue;
+      svg << px(x_of(x)) << "," << py(y_of(y)) << " ";
     }
     svg << "\"/>\n";
   }
@@ -123,21 +137,32 @@ void render_panel(std::ostringstream& svg, const PlotPanel& panel, double offset
 std::string render_svg(const std::vector<PlotPanel>& panels) {
   std::ostringstream svg;
   const double width = kPanelWidth * static_cast<double>(std::max<std::size_t>(panels.size(), 1));
-  const double height = kPanelHeight + 30;
+  // Legend entries flow left to right and wrap into rows.
+  std::vector<std::pair<double, double>> legend_at;
+  double lx = kLeft, ly = kPanelHeight + 8;
+  if (!panels.empty()) {
+    for (const auto& series : panels[0].series) {
+      const double w = 30 + 7 * static_cast<double>(series.name.size());
+      if (lx + w > width && lx > kLeft) {
+        lx = kLeft;
+        ly += 18;
+      }
+      legend_at.emplace_back(lx, ly);
+      lx += w;
+    }
+  }
+  const double height = ly + 22;
   svg << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
       << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
       << "\" font-family=\"sans-serif\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   for (std::size_t p = 0; p < panels.size(); ++p) {
     render_panel(svg, panels[p], kPanelWidth * static_cast<double>(p));
   }
-  if (!panels.empty()) {  // legend from the first panel's series
-    double x = kLeft;
-    for (std::size_t s = 0; s < panels[0].series.size(); ++s) {
-      svg << "<rect x=\"" << x << "\" y=\"" << kPanelHeight + 8 << "\" width=\"14\" height=\"4\" fill=\""
-          << kColors[s % 6] << "\"/><text x=\"" << x + 18 << "\" y=\"" << kPanelHeight + 14
-          << "\" font-size=\"12\">" << escape(panels[0].series[s].name) << "</text>\n";
-      x += 30 + 8 * static_cast<double>(panels[0].series[s].name.size());
-    }
+  for (std::size_t s = 0; s < legend_at.size(); ++s) {  // the first panel's series
+    const auto [x, y] = legend_at[s];
+    svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"14\" height=\"4\" fill=\""
+        << kColors[s % kColorCount] << "\"/><text x=\"" << x + 18 << "\" y=\"" << y + 6
+        << "\" font-size=\"12\">" << escape(panels[0].series[s].name) << "</text>\n";
   }
   svg << "</svg>\n";
   return svg.str();

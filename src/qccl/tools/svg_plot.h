@@ -16,6 +16,7 @@ struct PlotSeries {
 struct PlotPanel {
   std::string title, x_label, y_label;
   bool log_y = false;  // points with y <= 0 are left out of a log axis
+  bool log_x = false;  // likewise for x
   std::vector<PlotSeries> series;
 };
 
