@@ -72,6 +72,26 @@ rm -rf "$simdir"
 expect "--ranks under mpirun is refused" 2 'do not combine it' -- \
   "${mpirun[@]}" -np 2 "$qccl" bench allreduce --ranks 2
 
+# The suite's report and model on a small in-process "suite" (the link rate
+# is nominal here: only the files' handling is checked).
+suitedir=$(mktemp -d)
+"$qccl" bench allreduce --ranks 2 --min-bytes 64K --max-bytes 4M --step-factor 4 --iters 2 \
+  --warmup 1 --link-rate 1gbit --json >"$suitedir/allreduce-h2-test-fp32.json"
+"$qccl" bench allreduce --ranks 2 --codec global-qsgd --algo ring,native --min-bytes 64K \
+  --max-bytes 4M --step-factor 4 --iters 2 --warmup 1 --link-rate 1gbit --json \
+  >"$suitedir/allreduce-h2-test-global-qsgd.json"
+"$qccl" bench codec --size 256K --iters 2 --json >"$suitedir/codec.json"
+expect "bench wire fraction column" 0 'wire%' -- \
+  "$qccl" bench allreduce --ranks 2 --max-bytes 4K --iters 1 --warmup 0 --link-rate 1gbit
+expect "bench rejects a bad link rate" 2 'is not a link rate' -- \
+  "$qccl" bench allreduce --ranks 2 --link-rate 1gb
+expect "bench report" 0 'wrote .*results.md' -- "$qccl" bench report "$suitedir"
+[ -f "$suitedir/speedup-h2.svg" ] || { echo "FAIL: no speed-up plot"; failures=$((failures + 1)); }
+expect "model fits and predicts" 0 'prediction: 64 MiB on 8 ranks' -- \
+  "$qccl" model --results "$suitedir" --link-rate 10gbit --ranks 8 --output "$suitedir/model.json"
+expect "report of a missing folder" 2 'is not a directory' -- "$qccl" bench report /nonexistent
+rm -rf "$suitedir"
+
 # IntSGD family: benchmarked (the tools feed an SGD step), simulated, and the
 # logistic-regression experiment in process and under mpirun.
 expect "intsgd allreduce, in process" 0 'Out of bounds values : 0 OK' -- \

@@ -44,6 +44,11 @@ void run_model_command(const ModelCommandConfig& config, std::ostream& out) {
   out << line;
   std::vector<double> errors, efficiencies, latencies;
   for (const auto& f : fits) {
+    if (!f.failure.empty()) {
+      out << "  " << f.hosts << " hosts, " << rate_name(f.link_rate_bps) << ", " << f.series
+          << ": not fitted: " << f.failure << "\n";
+      continue;
+    }
     const double link_bytes = f.link_rate_bps / 8;
     std::snprintf(line, sizeof line, "  %5d %12s  %-44s %10.1f %11.1f %9s %8zu %8.1f%% %8.1f%%\n",
                   f.hosts, rate_name(f.link_rate_bps).c_str(), f.series.c_str(),
@@ -63,7 +68,8 @@ void run_model_command(const ModelCommandConfig& config, std::ostream& out) {
                             {"samples", f.samples}, {"median_relative_error", f.error.median},
                             {"max_relative_error", f.error.max}});
   }
-  out << "# model error over all " << fits.size() << " fits: median of medians "
+  if (errors.empty()) throw InvalidArgument("no series of '" + config.results + "' could be fitted");
+  out << "# model error over " << errors.size() << " fits: median of medians "
       << format("%.1f%%", 100 * median(errors)) << ", worst median "
       << format("%.1f%%", 100 * *std::max_element(errors.begin(), errors.end())) << "\n";
   json["median_relative_error"] = median(errors);

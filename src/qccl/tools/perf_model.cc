@@ -125,8 +125,12 @@ std::vector<GroupFit> fit_suite(const SuiteData& data) {
                          r->median_us * 1e-6});
     }
     fit.samples = samples.size();
-    fit.params = fit_alpha_beta(samples, gamma, delta);
-    fit.error = fit_error(samples, fit.params);
+    try {
+      fit.params = fit_alpha_beta(samples, gamma, delta);
+      fit.error = fit_error(samples, fit.params);
+    } catch (const InvalidArgument& e) {
+      fit.failure = e.what();
+    }
     fits.push_back(fit);
   }
   return fits;

@@ -81,6 +81,7 @@ struct GroupFit {
   ModelParams params;
   FitError error;
   std::size_t samples = 0;
+  std::string failure;  // why this group could not be fitted (then params are unset)
 };
 std::vector<GroupFit> fit_suite(const SuiteData& data);
 
