@@ -86,11 +86,16 @@ void render_panel(std::ostringstream& svg, const PlotPanel& panel, double offset
   } else {
     x_ticks = nice_ticks(xs.low, xs.high);
   }
+  std::vector<double> y_ticks;
   if (panel.log_y) {
     ys.low = std::floor(ys.low);
     ys.high = std::max(std::ceil(ys.high), ys.low + 1);
-  } else if (ys.high == ys.low) {
-    ys.high = ys.low + 1;
+    const int decades = static_cast<int>(ys.high - ys.low);
+    const int every = std::max(1, decades / 10 + (decades % 10 != 0));
+    for (int t = 0; t <= decades; t += every) y_ticks.push_back(ys.low + t);
+  } else {
+    if (ys.high == ys.low) ys.high = ys.low + 1;
+    y_ticks = nice_ticks(ys.low, ys.high);
   }
   const double plot_w = kPanelWidth - kLeft - kRight, plot_h = kPanelHeight - kTop - kBottom;
   const auto px = [&](double x) { return offset_x + kLeft + (x - xs.low) / (xs.high - xs.low) * plot_w; };
@@ -106,11 +111,7 @@ void render_panel(std::ostringstream& svg, const PlotPanel& panel, double offset
     svg << "<text x=\"" << px(x) << "\" y=\"" << kTop + plot_h + 16
         << "\" text-anchor=\"middle\" font-size=\"11\">" << label << "</text>\n";
   }
-  const int decades = static_cast<int>(ys.high - ys.low);
-  const int step = panel.log_y ? std::max(1, decades / 10 + (decades % 10 != 0)) : 1;
-  const int ticks = panel.log_y ? decades : 4;
-  for (int t = 0; t <= ticks; t += step) {
-    const double y = panel.log_y ? ys.low + t : ys.low + (ys.high - ys.low) * t / 4;
+  for (double y : y_ticks) {
     const std::string label = panel.log_y ? "1e" + std::to_string(static_cast<int>(y)) : number(y);
     svg << "<line x1=\"" << px(xs.low) << "\" x2=\"" << px(xs.high) << "\" y1=\"" << py(y)
         << "\" y2=\"" << py(y) << "\" stroke=\"#ddd\"/>\n";
