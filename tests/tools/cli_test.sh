@@ -50,6 +50,13 @@ done
 expect "mpi compressed allreduce next to MPI fp32" 0 'Out of bounds values : 0 OK' -- \
   "${mpirun[@]}" -np 4 "$qccl" bench allreduce --codec global-qsgd:bits=8,dither=exp --max-bytes 256K \
   --step-factor 16 --iters 2 --warmup 1
+expect "MPI fp16 next to qccl's fp16 ring" 0 'Out of bounds values : 0 OK' -- \
+  "${mpirun[@]}" -np 4 "$qccl" bench allreduce --codec fp16 --native-codec --algo ring,native \
+  --max-bytes 256K --step-factor 16 --iters 2 --warmup 1
+expect "--native-codec needs a codec with an MPI equivalent" 2 'has no MPI equivalent' -- \
+  "$qccl" bench allreduce --ranks 2 --codec global-qsgd --native-codec
+expect "--native-codec needs --codec" 2 'needs --codec' -- \
+  "$qccl" bench allreduce --ranks 2 --native-codec
 expect "unknown codec lists the valid ones" 2 'valid codecs: fp32, fp16, global-qsgd' -- \
   "$qccl" bench allreduce --codec zstd --ranks 2
 expect "codec bench" 0 'global-qsgd:bits=4,dither=linear,norm=inf,sparse=off' -- \

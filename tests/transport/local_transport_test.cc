@@ -7,6 +7,7 @@
 
 #include "qccl/common/errors.h"
 #include "qccl/transport/local_transport.h"
+#include "qccl/transport/transport.h"
 
 namespace qccl {
 namespace {
@@ -171,6 +172,25 @@ TEST(LocalTransportTest, CountsBytesSent) {
       EXPECT_EQ(t.stats().bytes_sent, 0u);
     }
   });
+}
+
+// f16 sums round each addition to nearest even (as MPI's user-defined fp16
+// sum does); other f16 operations are refused.
+TEST(TransportReduceTest, HalfPrecisionSumRoundsToNearestEven) {
+  const auto half = [](float x) { return static_cast<_Float16>(x); };
+  const std::vector<_Float16> a{half(1.0f), half(2048.0f), half(-0.5f), half(65504.0f)};
+  const std::vector<_Float16> b{half(0.25f), half(1.0f), half(0.5f), half(-65504.0f)};
+  std::vector<_Float16> acc = a;
+  reduce_into(std::as_writable_bytes(std::span(acc)), std::as_bytes(std::span(b)), DataType::f16,
+              ReduceOp::sum);
+  EXPECT_EQ(static_cast<float>(acc[0]), 1.25f);
+  EXPECT_EQ(static_cast<float>(acc[1]), 2048.0f);  // 2049 is a tie between 2048 and 2050: even
+  EXPECT_EQ(static_cast<float>(acc[2]), 0.0f);
+  EXPECT_EQ(static_cast<float>(acc[3]), 0.0f);
+  EXPECT_THROW(reduce_into(std::as_writable_bytes(std::span(acc)), std::as_bytes(std::span(b)),
+                           DataType::f16, ReduceOp::max),
+               InvalidArgument);
+  EXPECT_EQ(size_of(DataType::f16), 2u);
 }
 
 }  // namespace

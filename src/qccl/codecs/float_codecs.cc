@@ -48,6 +48,10 @@ class Fp16MeanReduction final : public Reduction {
   explicit Fp16MeanReduction(int ranks) : ranks_(static_cast<float>(ranks)) {}
   std::string name() const override { return "fp16"; }
   std::size_t max_encoded_bytes(std::size_t count) const override { return 2 * count; }
+  // MPI_Allreduce over the fp16 encodings (a user-defined fp16 sum).
+  std::optional<NativeReduction> native_equivalent() const override {
+    return NativeReduction{DataType::f16, ReduceOp::sum};
+  }
 
   std::size_t encode(std::span<const float> in, std::size_t, std::span<std::byte> out) override {
     kernels::fp16_encode(in.data(), reinterpret_cast<_Float16*>(out.data()), in.size(),

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "qccl/codecs/counter_rng.h"
+#include "qccl/transport/half_sum.h"
 
 #define QCCL_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 
@@ -361,32 +362,12 @@ __attribute__((target("avx2,f16c"))) void fp16_decode_impl(const _Float16* h, fl
   for (; i < n; ++i) out[i] = static_cast<float>(h[i]);
 }
 
-__attribute__((target("default"))) void fp16_add_impl(_Float16* acc, const _Float16* in, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    acc[i] = static_cast<_Float16>(static_cast<float>(acc[i]) + static_cast<float>(in[i]));
-  }
-}
-
-__attribute__((target("avx2,f16c"))) void fp16_add_impl(_Float16* acc, const _Float16* in,
-                                                   std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(acc + i)));
-    const __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(acc + i),
-                     _mm256_cvtps_ph(_mm256_add_ps(a, b), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  }
-  for (; i < n; ++i) {
-    acc[i] = static_cast<_Float16>(static_cast<float>(acc[i]) + static_cast<float>(in[i]));
-  }
-}
-
 }  // namespace
 
 void fp16_encode(const float* x, _Float16* h, std::size_t n, float factor) {
   fp16_encode_impl(x, h, n, factor);
 }
 void fp16_decode(const _Float16* h, float* out, std::size_t n) { fp16_decode_impl(h, out, n); }
-void fp16_add(_Float16* acc, const _Float16* in, std::size_t n) { fp16_add_impl(acc, in, n); }
+void fp16_add(_Float16* acc, const _Float16* in, std::size_t n) { add_f16(acc, in, n); }
 
 }  // namespace qccl::kernels

@@ -23,8 +23,8 @@ void allreduce(Communicator& comm, std::span<const float> input, std::span<float
   if (options.algorithm == Algorithm::native) {
     native = reduction.native_equivalent();
     if (!native) {
-      throw InvalidArgument("allreduce: algorithm native runs only uncompressed reductions "
-                            "(fp32-sum); '" + reduction.name() + "' runs on ring or tree");
+      throw InvalidArgument("allreduce: algorithm native runs only reductions MPI can do "
+                            "(fp32-sum, fp16); '" + reduction.name() + "' runs on ring or tree");
     }
   }
   const Timeout timeout = comm.timeout(options.timeout);
@@ -37,10 +37,10 @@ void allreduce(Communicator& comm, std::span<const float> input, std::span<float
   comm.run(fingerprint, timeout, [&](int tag) {
     const std::size_t count = input.size();
     const bool identity = reduction.identity_layout();
-    if ((identity || native) && !in_place && count > 0) {
+    if (identity && !in_place && count > 0) {
       std::memcpy(output.data(), input.data(), count * sizeof(float));
     }
-    if (native) {
+    if (native && identity) {
       if (comm.size() > 1) {
         comm.transport().allreduce(std::as_writable_bytes(output), native->type, native->op,
                                    timeout);
@@ -48,6 +48,15 @@ void allreduce(Communicator& comm, std::span<const float> input, std::span<float
       return;
     }
     if (count == 0) return;
+    if (native) {  // MPI on the whole encoded vector (fp16): encode, allreduce, decode
+      auto work = comm.scratch(Scratch::work, reduction.max_encoded_bytes(count));
+      const std::size_t bytes = reduction.encode(input, 0, work);
+      if (comm.size() > 1) {
+        comm.transport().allreduce(work.first(bytes), native->type, native->op, timeout);
+      }
+      reduction.decode(work.first(bytes), 0, output);
+      return;
+    }
 
     const std::size_t parts = options.algorithm == Algorithm::tree
                                   ? tree_blocks(comm.size())

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 
+#include "qccl/codecs/codec_spec.h"
 #include "qccl/tools/units.h"
 
 namespace qccl::tools {
@@ -37,10 +38,14 @@ std::string line(const char* format, auto... args) {
 std::optional<double> wire_fraction(const BenchContext& context, const BenchRow& row) {
   const double rate = context.config.link_rate_bps;
   if (rate <= 0 || row.median_us <= 0) return std::nullopt;
-  const double sent = row.sent_bytes_per_rank
-                          ? *row.sent_bytes_per_rank
-                          : bus_factor(context.config.operation, context.ranks) *
-                                static_cast<double>(row.bytes);
+  double sent = row.sent_bytes_per_rank
+                    ? *row.sent_bytes_per_rank
+                    : bus_factor(context.config.operation, context.ranks) *
+                          static_cast<double>(row.bytes);
+  if (!row.sent_bytes_per_rank && context.config.native_codec) {  // MPI moved the encoding
+    sent *= static_cast<double>(make_codec(context.config.codec)->wire_bytes(row.count)) /
+            static_cast<double>(row.bytes);
+  }
   return sent * 8 / rate / (row.median_us * 1e-6);
 }
 
@@ -49,7 +54,8 @@ void print_table(std::ostream& out, const BenchContext& context, const std::vect
   out << "# qccl bench " << to_string(c.operation) << ": " << context.ranks << " ranks, "
       << context.transport << ", "
       << (c.codec.empty() ? std::string("fp32 sum")
-                          : "codec " + c.codec + " (mean) on ring/tree, native = MPI fp32 sum")
+                          : "codec " + c.codec + " (mean) on ring/tree, native = MPI " +
+                                (c.native_codec ? "with the codec" : "fp32 sum"))
       << ", " << (c.in_place ? "in place" : "out of place") << "\n"
       << "# " << c.iterations << " timed iterations after " << c.warmup
       << " warm-up; time per iteration = slowest rank; chunk " << format_bytes(c.chunk_bytes)
@@ -105,6 +111,7 @@ nlohmann::json to_json(const BenchContext& context, const std::vector<BenchRow>&
   j["window"] = c.window;
   j["bus_factor"] = bus_factor(c.operation, context.ranks);
   j["link_rate_bps"] = c.link_rate_bps > 0 ? nlohmann::json(c.link_rate_bps) : nlohmann::json(nullptr);
+  j["native_codec"] = c.native_codec;
   const auto ratios = ratios_to_native(rows);
   j["rows"] = nlohmann::json::array();
   for (std::size_t i = 0; i < rows.size(); ++i) {

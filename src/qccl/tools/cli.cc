@@ -85,6 +85,8 @@ void add_bench_operation(CLI::App& bench, BenchOperation op, std::string descrip
     sub->add_option("--codec", command.config.codec,
                     "compress with this codec spec (e.g. global-qsgd:bits=8,dither=exp) on "
                     "ring/tree; native stays MPI fp32 (default: plain fp32 sum)");
+    sub->add_flag("--native-codec", command.config.native_codec,
+                  "native runs the codec too, as MPI_Allreduce over its encoding (fp16)");
   }
 }
 

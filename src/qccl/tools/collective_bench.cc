@@ -65,7 +65,15 @@ void validate(const BenchConfig& c) {
     if (c.operation != BenchOperation::allreduce) {
       throw InvalidArgument("bench " + op + ": --codec applies to allreduce only");
     }
-    make_codec(c.codec);  // throws for an unknown codec or parameter
+    const auto codec = make_codec(c.codec);  // throws for an unknown codec or parameter
+    if (c.native_codec &&
+        !codec->reduction_for(1.0, 2, 0, Algorithm::native)->native_equivalent()) {
+      throw InvalidArgument("bench allreduce: codec " + codec->spec() +
+                            " has no MPI equivalent for --native-codec (fp16 has)");
+    }
+  }
+  if (c.native_codec && c.codec.empty()) {
+    throw InvalidArgument("bench allreduce: --native-codec needs --codec");
   }
   if (c.in_place && (c.operation == BenchOperation::reduce_scatter ||
                      c.operation == BenchOperation::broadcast)) {
@@ -137,7 +145,9 @@ class BenchCase {
   std::size_t total_elements() const { return total_; }
 
   // Whether `algorithm` runs the codec (native is always the fp32 baseline).
-  bool uses_codec(Algorithm algorithm) const { return codec_ && algorithm != Algorithm::native; }
+  bool uses_codec(Algorithm algorithm) const {
+    return codec_ && (algorithm != Algorithm::native || config_.native_codec);
+  }
 
   // Before each call: which algorithm it is for (the check depends on it).
   void select(Algorithm algorithm) {

@@ -36,6 +36,10 @@ struct BenchConfig {
   // The rate of each rank's link, in bits/s, when known (an emulated or real
   // cluster); 0 otherwise. Rows then report the fraction of the wire bound.
   double link_rate_bps = 0;
+  // Allreduce with a codec: run it on native too, as MPI_Allreduce over its
+  // encoding (codecs with an MPI equivalent: fp16). native is then no longer
+  // the fp32 baseline.
+  bool native_codec = false;
 };
 
 // Throws InvalidArgument for an inconsistent configuration.

@@ -36,6 +36,7 @@ void load_allreduce(const std::filesystem::path& path, SuiteData& data) {
     const double rate = optional_number(j, "link_rate_bps").value_or(0);
     const std::string codec =
         j.at("codec").is_null() ? "fp32" : make_codec(j.at("codec").get<std::string>())->spec();
+    const bool native_codec = j.value("native_codec", false);
     for (const auto& r : j.at("rows")) {
       SuiteRow row;
       row.run = codec;
@@ -43,8 +44,10 @@ void load_allreduce(const std::filesystem::path& path, SuiteData& data) {
       row.hosts = hosts;
       row.link_rate_bps = rate;
       row.algorithm = r.at("algorithm").get<std::string>();
-      // native is MPI_Allreduce on fp32 whatever the codec (the baseline).
-      row.codec = row.algorithm == "native" ? "fp32" : codec;
+      // native is MPI_Allreduce on fp32 (the baseline), unless the run asked
+      // MPI to run the codec.
+      row.mpi_codec = row.algorithm == "native" && native_codec;
+      row.codec = row.algorithm == "native" && !native_codec ? "fp32" : codec;
       row.bytes = r.at("bytes").get<double>();
       row.median_us = r.at("median_us").get<double>();
       row.sent_bytes_per_rank = optional_number(r, "sent_bytes_per_rank");
@@ -99,6 +102,17 @@ SuiteData load_suite(const std::string& directory) {
       data.files.push_back(path.string());
     }
   }
+  // MPI-with-codec rows: speed-up over the fp32 run's MPI, same cluster and size.
+  for (auto& row : data.rows) {
+    if (!row.mpi_codec) continue;
+    row.speedup.reset();
+    for (const auto& base : data.rows) {
+      if (base.run == "fp32" && base.algorithm == "native" && base.hosts == row.hosts &&
+          base.link_rate_bps == row.link_rate_bps && base.bytes == row.bytes) {
+        row.speedup = base.median_us / row.median_us;
+      }
+    }
+  }
   if (data.rows.empty()) {
     throw InvalidArgument("'" + directory + "' holds no allreduce-*.json results; run "
                           "scripts/bench-suite first");
@@ -107,6 +121,7 @@ SuiteData load_suite(const std::string& directory) {
 }
 
 std::string series_name(const SuiteRow& row) {
+  if (row.mpi_codec) return "MPI " + row.label;
   if (row.algorithm == "native") return "MPI fp32";
   return row.label + " " + row.algorithm;
 }

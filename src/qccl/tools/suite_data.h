@@ -19,7 +19,10 @@ struct SuiteRow {
   double bytes = 0;          // S, fp32 bytes of the vector
   double median_us = 0;
   std::optional<double> sent_bytes_per_rank;  // unset for native
-  std::optional<double> speedup;              // vs MPI fp32 native in the same run
+  // vs MPI fp32 native in the same run; for MPI with a codec (fp16), vs the
+  // plain fp32 run's MPI on the same cluster and size
+  std::optional<double> speedup;
+  bool mpi_codec = false;  // a native row that ran the codec through MPI
   std::optional<double> wire_fraction;
   std::size_t wrong = 0;
 };
@@ -41,7 +44,7 @@ struct SuiteData {
 // when there is no allreduce file at all.
 SuiteData load_suite(const std::string& directory);
 
-// A row's series name, e.g. "global-qsgd:bits=4,... ring" or "MPI fp32".
+// A row's series name, e.g. "global-qsgd:bits=4 ring", "MPI fp32", "MPI fp16".
 std::string series_name(const SuiteRow& row);
 // "1 Gbit/s" or "unshaped".
 std::string rate_name(double link_rate_bps);

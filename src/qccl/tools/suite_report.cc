@@ -38,7 +38,9 @@ std::string format(const char* pattern, double value) {
 
 // Rows worth showing: qccl's algorithms of every run, and MPI fp32 once per
 // cluster (from the plain fp32 run when there is one).
-bool shown(const SuiteRow& row) { return row.algorithm != "native" || row.run == "fp32"; }
+bool shown(const SuiteRow& row) {
+  return row.algorithm != "native" || row.run == "fp32" || row.mpi_codec;
+}
 
 // The cell "3.83× (86%)": speed-up over MPI fp32 in the same run, wire fraction.
 std::string cell(const SuiteRow& row) {

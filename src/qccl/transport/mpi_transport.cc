@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "qccl/common/errors.h"
+#include "qccl/transport/half_sum.h"
 
 namespace qccl {
 namespace {
@@ -130,8 +131,16 @@ MPI_Datatype mpi_type(DataType type) {
     case DataType::f32: return MPI_FLOAT;
     case DataType::f64: return MPI_DOUBLE;
     case DataType::i64: return MPI_INT64_T;
+    case DataType::f16: return MPI_UINT16_T;  // the bits, summed by fp16_sum below
   }
   throw InvalidArgument("unknown DataType");
+}
+
+// MPI_User_function summing fp16 values stored as 16-bit words: each sum is
+// rounded to nearest even, as qccl's fp16 reduction does.
+void fp16_sum(void* in, void* inout, int* count, MPI_Datatype*) {
+  add_f16(static_cast<_Float16*>(inout), static_cast<const _Float16*>(in),
+          static_cast<std::size_t>(*count));
 }
 
 MPI_Op mpi_op(ReduceOp op) {
@@ -154,12 +163,16 @@ class MpiTransport final : public Transport {
     int flag = 0;
     MPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &flag);
     max_tag_ = flag ? *static_cast<int*>(value) : 32767;  // 32767: the MPI minimum
+    check_mpi(MPI_Op_create(&fp16_sum, 1, &fp16_sum_op_), "MPI_Op_create");
   }
 
   ~MpiTransport() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Comm_free(&comm_);
+    if (!finalized) {
+      MPI_Op_free(&fp16_sum_op_);
+      MPI_Comm_free(&comm_);
+    }
   }
 
   int rank() const override { return rank_; }
@@ -216,7 +229,8 @@ class MpiTransport final : public Transport {
       {
         std::lock_guard lock(mutex_);
         check_mpi(MPI_Iallreduce(send_copy_.data() + first * elem, data.data() + first * elem,
-                                 static_cast<int>(n), mpi_type(type), mpi_op(op), comm_, &request),
+                                 static_cast<int>(n), mpi_type(type), op_for(type, op), comm_,
+                                 &request),
                   "MPI_Iallreduce");
       }
       complete_collective(request, deadline, "MPI_Iallreduce");
@@ -260,7 +274,14 @@ class MpiTransport final : public Transport {
         });
   }
 
+  MPI_Op op_for(DataType type, ReduceOp op) const {
+    if (type != DataType::f16) return mpi_op(op);
+    if (op != ReduceOp::sum) throw InvalidArgument("allreduce: f16 supports sum only");
+    return fp16_sum_op_;
+  }
+
   MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Op fp16_sum_op_ = MPI_OP_NULL;
   int rank_ = 0;
   int size_ = 1;
   int max_tag_ = 32767;

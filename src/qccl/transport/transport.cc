@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "qccl/common/errors.h"
+#include "qccl/transport/half_sum.h"
 
 namespace qccl {
 
@@ -12,6 +14,7 @@ std::size_t size_of(DataType type) {
     case DataType::f32: return 4;
     case DataType::f64: return 8;
     case DataType::i64: return 8;
+    case DataType::f16: return 2;
   }
   throw InvalidArgument("unknown DataType value " + std::to_string(static_cast<int>(type)));
 }
@@ -21,6 +24,7 @@ std::string_view to_string(DataType type) {
     case DataType::f32: return "f32";
     case DataType::f64: return "f64";
     case DataType::i64: return "i64";
+    case DataType::f16: return "f16";
   }
   return "unknown";
 }
@@ -78,6 +82,15 @@ void reduce_into(std::span<std::byte> acc, std::span<const std::byte> in, DataTy
     case DataType::f32: reduce_typed<float>(acc, in, op); break;
     case DataType::f64: reduce_typed<double>(acc, in, op); break;
     case DataType::i64: reduce_typed<std::int64_t>(acc, in, op); break;
+    case DataType::f16: {
+      if (op != ReduceOp::sum) throw InvalidArgument("reduce_into: f16 supports sum only");
+      std::vector<_Float16> a(acc.size() / 2), b(in.size() / 2);  // aligned copies
+      std::memcpy(a.data(), acc.data(), acc.size());
+      std::memcpy(b.data(), in.data(), in.size());
+      add_f16(a.data(), b.data(), a.size());
+      std::memcpy(acc.data(), a.data(), acc.size());
+      break;
+    }
   }
 }
 

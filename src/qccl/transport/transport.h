@@ -49,7 +49,10 @@ class Request {
 };
 using RequestPtr = std::unique_ptr<Request>;
 
-enum class DataType { f32, f64, i64 };
+// f16: IEEE half precision, each addition rounded to nearest even (MPI has
+// no such type; the MPI transport sums it with a user-defined operation).
+// It supports ReduceOp::sum only.
+enum class DataType { f32, f64, i64, f16 };
 enum class ReduceOp { sum, max, min };
 
 std::size_t size_of(DataType type);
