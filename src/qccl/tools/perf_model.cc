@@ -56,8 +56,9 @@ ModelParams fit_alpha_beta(const std::vector<ModelSample>& samples, double gamma
     b = wy / ww;
   }
   if (!(b > 0)) {
-    throw InvalidArgument("the measurements imply no positive bandwidth (times do not grow with "
-                          "the bytes sent)");
+    throw InvalidArgument("the measurements imply no positive bandwidth: times do not grow with "
+                          "the bytes on the wire (sizes within a shaped link's burst, or too "
+                          "noisy); measure larger sizes");
   }
   return {alpha, 1 / b, gamma, delta};
 }
