@@ -1,0 +1,126 @@
+// Bucketing (DDP's size-capped rule) in closed form, and the bucket reducer:
+// in-order launching whatever order ranks mark buckets ready in, exact
+// results identical on every rank, failure and timeout reporting.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "../support/collective_checks.h"
+#include "../support/patterns.h"
+#include "../support/world.h"
+#include "qccl/codecs/codec_spec.h"
+#include "qccl/common/errors.h"
+#include "qccl/scheduling/bucket_plan.h"
+#include "qccl/scheduling/bucket_reducer.h"
+
+namespace qccl::test {
+namespace {
+
+TEST(BucketPlanTest, SizeCappedPolicyPacksInReverseOrder) {
+  // fp32 sizes: 400 B, 1.2 MB, 200 B, 28 MB, 40 B; first cap 1 MiB, cap 25 MiB.
+  const std::vector<std::size_t> elements{100, 300000, 50, 7000000, 10};
+  const SizeCappedPolicy policy;
+  const auto plan = policy.plan(elements);
+  ASSERT_EQ(plan.bucket_count(), 3u);
+  EXPECT_EQ(plan.buckets[0], (std::vector<std::size_t>{4}));        // the first, small bucket
+  EXPECT_EQ(plan.buckets[1], (std::vector<std::size_t>{3}));        // over the cap: alone
+  EXPECT_EQ(plan.buckets[2], (std::vector<std::size_t>{2, 1, 0}));  // the rest fits 25 MiB
+  EXPECT_EQ(plan.bucket_elements, (std::vector<std::size_t>{10, 7000000, 300150}));
+  EXPECT_EQ(plan.places[1].bucket, 2u);
+  EXPECT_EQ(plan.places[1].offset, 50u);
+  EXPECT_EQ(plan.places[0].offset, 300050u);
+  EXPECT_EQ(plan.fingerprint(), policy.plan(elements).fingerprint());
+  const std::vector<std::size_t> other{100, 300000, 50, 7000000, 11};
+  EXPECT_NE(plan.fingerprint(), policy.plan(other).fingerprint());
+  // Caps at their smallest: one tensor per bucket.
+  const auto tiny = SizeCappedPolicy(4, 4).plan(elements);
+  EXPECT_EQ(tiny.bucket_count(), elements.size());
+  EXPECT_THROW(SizeCappedPolicy(2, 4), InvalidArgument);
+  EXPECT_EQ(policy.plan({}).bucket_count(), 0u);
+}
+
+// Each rank marks its buckets ready in its own order, from another thread,
+// with pauses; the reducer still launches them 0, 1, 2, ... everywhere.
+TEST(BucketReducerTest, InOrderLaunchGivesExactIdenticalResults) {
+  constexpr int n = 3;
+  const std::vector<std::size_t> sizes{1000, 1, 0, 25000, 333};
+  run_world(n, [&](Communicator& comm) {
+    std::vector<std::unique_ptr<Codec>> codecs;
+    std::vector<std::vector<float>> data;
+    std::vector<BucketWork> work;
+    for (std::size_t b = 0; b < sizes.size(); ++b) {
+      codecs.push_back(make_codec("fp32", {.seed = 1, .bucket = b}));
+      data.push_back(make_vector(sizes[b], [&](std::size_t i) { return pattern(comm.rank(), i + b); }));
+    }
+    for (std::size_t b = 0; b < sizes.size(); ++b) work.push_back({codecs[b].get(), data[b]});
+    BucketReducer reducer(comm);
+    for (int step = 0; step < 3; ++step) {
+      reducer.begin(work);
+      std::vector<std::size_t> order(sizes.size());
+      for (std::size_t b = 0; b < order.size(); ++b) order[b] = b;
+      std::rotate(order.begin(), order.begin() + (comm.rank() + step) % order.size(), order.end());
+      std::thread marker([&] {
+        for (std::size_t b : order) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          reducer.ready(b);
+        }
+      });
+      marker.join();
+      reducer.finish(kTestTimeout);
+      EXPECT_EQ(reducer.durations().size(), sizes.size());
+      for (std::size_t b = 0; b < sizes.size(); ++b) {
+        auto expected = make_vector(sizes[b], [&](std::size_t i) { return pattern_sum(n, i + b); });
+        for (std::size_t i = 0; i < sizes[b]; ++i) {
+          ASSERT_FLOAT_EQ(data[b][i], expected[i] / n) << "bucket " << b << " element " << i;
+        }
+        expect_identical_across_ranks(comm, data[b]);
+        // In place: `work` points into these buffers.
+        const auto fresh = make_vector(sizes[b], [&](std::size_t i) { return pattern(comm.rank(), i + b); });
+        std::copy(fresh.begin(), fresh.end(), data[b].begin());
+      }
+    }
+  });
+}
+
+TEST(BucketReducerTest, AFailureIsRethrownAndLaterBucketsAreSkipped) {
+  const auto message = expect_throw_on_every_rank<InvalidArgument>(2, [&](Communicator& comm) {
+    auto a = make_codec("fp32", {.bucket = 0});
+    auto b = make_codec("fp32", {.bucket = 1});
+    auto c = make_codec("fp32", {.bucket = 2});
+    std::vector<float> x(10, 1.0f), y(10, comm.rank() == 1 ? std::nanf("") : 1.0f), z(10, 1.0f);
+    BucketReducer reducer(comm);
+    reducer.begin({{a.get(), x}, {b.get(), y}, {c.get(), z}});
+    for (std::size_t k = 0; k < 3; ++k) reducer.ready(k);
+    try {
+      reducer.finish(kTestTimeout);
+    } catch (const InvalidArgument&) {
+      EXPECT_EQ(z, std::vector<float>(10, 1.0f));  // skipped, untouched
+      throw;
+    }
+  });
+  EXPECT_THAT(message, ::testing::HasSubstr("NaN or Inf in the input of rank(s) 1"));
+}
+
+TEST(BucketReducerTest, ABucketNeverMarkedReadyTimesOutByName) {
+  run_world(2, [&](Communicator& comm) {
+    auto a = make_codec("fp32");
+    auto b = make_codec("fp32");
+    std::vector<float> x(4, 1.0f), y(4, 1.0f);
+    BucketReducer reducer(comm);
+    reducer.begin({{a.get(), x}, {b.get(), y}});
+    reducer.ready(1);  // bucket 0 never: nothing may launch
+    EXPECT_THAT([&] { reducer.finish(std::chrono::milliseconds(100)); },
+                ::testing::ThrowsMessage<TimeoutError>(
+                    ::testing::HasSubstr("bucket 0 of 2 not reduced after 100 ms (it was never "
+                                         "marked ready)")));
+    EXPECT_EQ(x, std::vector<float>(4, 1.0f));
+    EXPECT_THROW(reducer.ready(1), InvalidArgument);   // twice
+    EXPECT_THROW(reducer.ready(7), InvalidArgument);   // unknown
+    EXPECT_THROW(reducer.begin({}), InvalidArgument);  // a step is still running
+  });
+}
+
+}  // namespace
+}  // namespace qccl::test
