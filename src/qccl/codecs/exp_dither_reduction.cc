@@ -45,10 +45,7 @@ class ExpDitherReduction final : public Reduction {
     if (!kernels::exp_reduce(reinterpret_cast<std::uint8_t*>(accum.data()),
                              reinterpret_cast<const std::uint8_t*>(incoming.data()), context.count,
                              rng.key_low(), rng.key_high(), context.first)) {
-      throw CommError(name_ + ": a partial sum in elements " + std::to_string(context.first) + ".." +
-                      std::to_string(context.first + context.count) +
-                      " exceeds the exponent headroom, which valid input cannot produce "
-                      "(corrupt message?)");
+      throw_corrupt_partial_sum(name_, context, "exceeds the exponent headroom");
     }
     return accum_bytes;
   }

@@ -104,10 +104,7 @@ class IntegerSum final : public IntegerSumReduction {
       inside = add_checked(acc, in, context.count, limit_);
     }
     if (!inside) {
-      throw CommError(setup_.name + ": a partial sum exceeds n·c = " + std::to_string(limit_) +
-                      " at elements " + std::to_string(context.first) + ".." +
-                      std::to_string(context.first + context.count) +
-                      ", which clipped input cannot produce (corrupt message?)");
+      throw_corrupt_partial_sum(setup_.name, context, "exceeds n·c = " + std::to_string(limit_));
     }
     return accum_bytes;
   }

@@ -32,6 +32,14 @@ CounterRng reduce_rng(const CodecSettings& settings, std::uint64_t step, const R
                     RngStream::reduce);
 }
 
+void throw_corrupt_partial_sum(std::string_view codec, const ReduceContext& context,
+                               std::string_view bound) {
+  throw CommError(std::string(codec) + ": a partial sum at elements " +
+                  std::to_string(context.first) + ".." +
+                  std::to_string(context.first + context.count) + " " + std::string(bound) +
+                  ", which valid input cannot produce (corrupt message?)");
+}
+
 void require_chunk_bytes(std::string_view codec, std::size_t got, std::size_t expected,
                          std::size_t count) {
   if (got != expected) {

@@ -24,6 +24,11 @@ void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q,
 // element index), so every hop rounds independently and exactly once.
 CounterRng reduce_rng(const CodecSettings& settings, std::uint64_t step, const ReduceContext& context);
 
+// Throws CommError naming `codec` and the chunk's elements: a partial sum
+// broke `bound` (e.g. "exceeds n·s = 124"), which only a corrupt message can do.
+[[noreturn]] void throw_corrupt_partial_sum(std::string_view codec, const ReduceContext& context,
+                                            std::string_view bound);
+
 // Throws CommError naming `codec` unless a chunk of `count` elements arrived
 // with exactly `expected` bytes.
 void require_chunk_bytes(std::string_view codec, std::size_t got, std::size_t expected,

@@ -59,10 +59,7 @@ class LinearDitherReduction final : public Reduction {
     if (!kernels::add_i8_checked(reinterpret_cast<std::int8_t*>(accum.data()),
                                  reinterpret_cast<const std::int8_t*>(incoming.data()),
                                  context.count, limit_)) {
-      throw CommError(name_ + ": a partial sum exceeds n·s = " + std::to_string(limit_) +
-                      " at elements " + std::to_string(context.first) + ".." +
-                      std::to_string(context.first + context.count) +
-                      ", which valid input cannot produce (corrupt message?)");
+      throw_corrupt_partial_sum(name_, context, "exceeds n·s = " + std::to_string(limit_));
     }
     return accum_bytes;
   }
