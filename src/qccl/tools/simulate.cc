@@ -3,7 +3,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <vector>
@@ -11,6 +10,7 @@
 #include "qccl/codecs/codec_spec.h"
 #include "qccl/codecs/counter_rng.h"
 #include "qccl/common/errors.h"
+#include "qccl/tools/files.h"
 #include "qccl/transport/local_transport.h"
 
 namespace qccl::tools {
@@ -49,20 +49,6 @@ std::vector<float> synthetic_input(int ranks, std::size_t d, std::uint64_t seed)
     }
   }
   return values;
-}
-
-// Writes next to the target and renames, so a failure never leaves a
-// truncated file where the results should be.
-void write_output(const std::string& path, const std::vector<float>& values) {
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    if (!out) throw InvalidArgument("simulate: cannot write output file '" + path + "'");
-    out.write(reinterpret_cast<const char*>(values.data()),
-              static_cast<std::streamsize>(values.size() * sizeof(float)));
-    if (!out) throw InvalidArgument("simulate: writing '" + path + "' failed (disk full?)");
-  }
-  std::filesystem::rename(partial, path);
 }
 
 }  // namespace
@@ -130,7 +116,9 @@ SimulateSummary run_simulation(const SimulateConfig& config) {
   summary.variance_bound = probe->variance_bound(squared_norm, d, config.ranks, config.algorithm);
   summary.bytes_sent_per_rank = most_sent / config.rounds;
   summary.fp32_ring_bytes = 2.0 * (config.ranks - 1) / config.ranks * static_cast<double>(d) * 4;
-  write_output(config.output, results);
+  write_file_atomically(config.output,
+                        std::string_view(reinterpret_cast<const char*>(results.data()),
+                                         results.size() * sizeof(float)));
   return summary;
 }
 

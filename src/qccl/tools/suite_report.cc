@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qccl/tools/files.h"
 #include "qccl/tools/svg_plot.h"
 #include "qccl/tools/units.h"
 

@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sstream>
 
-#include "qccl/common/errors.h"
 
 namespace qccl::tools {
 namespace {
@@ -167,17 +164,6 @@ std::string render_svg(const std::vector<PlotPanel>& panels) {
   }
   svg << "</svg>\n";
   return svg.str();
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    if (!out) throw InvalidArgument("cannot write '" + path + "': check the output directory");
-    out << text;
-    if (!out.flush()) throw InvalidArgument("could not write all of '" + path + "' (disk full?)");
-  }
-  std::filesystem::rename(partial, path);
 }
 
 }  // namespace qccl::tools

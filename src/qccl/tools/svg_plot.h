@@ -23,9 +23,4 @@ struct PlotPanel {
 // Panels side by side in one SVG document, sharing one legend.
 std::string render_svg(const std::vector<PlotPanel>& panels);
 
-// Writes `text` to `path` through a temporary file and a rename, so a failed
-// run never leaves a truncated file behind. Throws InvalidArgument naming the
-// path when it cannot be written.
-void write_file_atomically(const std::string& path, const std::string& text);
-
 }  // namespace qccl::tools
