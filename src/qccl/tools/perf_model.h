@@ -9,6 +9,8 @@
 //   tree (recursive halving, then doubling, §7): steps 2⌈log2 n⌉, the same
 //   wire and reduce terms (each halving step sends and reduces half of what
 //   the previous one did).
+// native (MPI's own algorithm, which qccl cannot see) is modelled like the
+// ring, with a bandwidth-optimal algorithm's wire bytes.
 // The paper's binary-tree form 2log(n)α + 2log(n)S/β + log(n)S/γ is the
 // tree that sends the whole vector per level; qccl's does not.
 #pragma once
