@@ -12,7 +12,14 @@
 namespace qccl {
 
 // What a draw is for, so independent uses never reuse numbers.
-enum class RngStream : std::uint64_t { quantize = 1, reduce = 2, shared = 3 };
+enum class RngStream : std::uint64_t {
+  quantize = 1,
+  reduce = 2,
+  shared = 3,
+  shuffle = 4,  // the order of training samples (data-parallel engine)
+  init = 5,     // initial model parameters
+  data = 6,     // generated datasets
+};
 
 constexpr std::uint32_t mix32(std::uint32_t x) {
   x ^= x >> 16;

@@ -63,7 +63,7 @@ double exchange_statistic(Communicator& comm, double statistic, std::size_t coun
     if (values[1 + r] != 0.0) bad += (bad.empty() ? "" : ", ") + std::to_string(r);
   }
   if (!bad.empty()) {
-    throw InvalidArgument(std::string(what) + ": NaN or Inf in the input of rank(s) " + bad +
+    throw NonFiniteError(std::string(what) + ": NaN or Inf in the input of rank(s) " + bad +
                           "; nothing was communicated. Check the loss and learning rate, or "
                           "skip this step");
   }

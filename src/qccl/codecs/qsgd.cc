@@ -143,10 +143,14 @@ class QsgdCodec final : public Codec {
     const std::size_t bytes = reduction->max_encoded_bytes(data.size());
     const auto n = static_cast<std::size_t>(comm.size());
     std::vector<std::byte> mine(bytes), all(bytes * n);
-    reduction->encode(data, 0, mine);
+    {
+      PhaseScope timed(options.phases, &PhaseTimes::encode);
+      reduction->encode(data, 0, mine);
+    }
     CollectiveOptions gather = options;
     gather.algorithm = Algorithm::ring;
     allgatherv_bytes(comm, mine, std::vector<std::size_t>(n, bytes), all, gather);
+    PhaseScope timed(options.phases, &PhaseTimes::decode);
     std::vector<float> decoded(data.size());
     std::fill(data.begin(), data.end(), 0.0f);
     for (std::size_t r = 0; r < n; ++r) {

@@ -50,10 +50,15 @@ void allreduce(Communicator& comm, std::span<const float> input, std::span<float
     if (count == 0) return;
     if (native) {  // MPI on the whole encoded vector (fp16): encode, allreduce, decode
       auto work = comm.scratch(Scratch::work, reduction.max_encoded_bytes(count));
-      const std::size_t bytes = reduction.encode(input, 0, work);
+      std::size_t bytes = 0;
+      {
+        PhaseScope timed(options.phases, &PhaseTimes::encode);
+        bytes = reduction.encode(input, 0, work);
+      }
       if (comm.size() > 1) {
         comm.transport().allreduce(work.first(bytes), native->type, native->op, timeout);
       }
+      PhaseScope timed(options.phases, &PhaseTimes::decode);
       reduction.decode(work.first(bytes), 0, output);
       return;
     }
@@ -65,13 +70,17 @@ void allreduce(Communicator& comm, std::span<const float> input, std::span<float
     SlotLayout layout(segments, chunks_for(segments, options.chunk_bytes), granularity, reduction);
     std::span<std::byte> work = identity ? std::as_writable_bytes(output)
                                          : comm.scratch(Scratch::work, layout.total_bytes());
-    encode_slots(reduction, layout, input, work);
+    {
+      PhaseScope timed(options.phases, &PhaseTimes::encode);
+      encode_slots(reduction, layout, input, work);
+    }
     if (options.algorithm == Algorithm::tree) {
       run_tree(comm, tag, layout, work, reduction, options, timeout);
     } else {
       run_ring(comm, tag, layout, work, &reduction, RingPhases::both, options, timeout,
                "ring allreduce");
     }
+    PhaseScope timed(options.phases, &PhaseTimes::decode);
     decode_slots(reduction, layout, work, 0, layout.slot_count(), output, 0);
   });
 }

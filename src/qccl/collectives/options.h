@@ -22,6 +22,15 @@ std::string_view to_string(Algorithm algorithm);
 Algorithm parse_algorithm(std::string_view text);
 std::vector<std::string> algorithm_names();
 
+// Seconds collectives spent converting to and from their wire format,
+// accumulated over calls given the same PhaseTimes (the training engine's
+// step-time split). The rest of a call's time is communication, in-transit
+// reductions included.
+struct PhaseTimes {
+  double encode = 0;
+  double decode = 0;
+};
+
 struct CollectiveOptions {
   Algorithm algorithm = Algorithm::ring;
   // Bound on every wait of this call; unset: the communicator's timeout.
@@ -31,6 +40,27 @@ struct CollectiveOptions {
   std::size_t chunk_bytes = std::size_t{1} << 20;
   // Receives in flight at once (each needs a staging buffer of one chunk).
   int window = 4;
+  // Where to add encode and decode times; null: not measured.
+  PhaseTimes* phases = nullptr;
+};
+
+// Adds the lifetime of the scope to one field of a PhaseTimes (if any).
+class PhaseScope {
+ public:
+  PhaseScope(PhaseTimes* times, double PhaseTimes::*field)
+      : times_(times), field_(field), start_(Clock::now()) {}
+  ~PhaseScope() {
+    if (times_ != nullptr) {
+      times_->*field_ += std::chrono::duration<double>(Clock::now() - start_).count();
+    }
+  }
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  PhaseTimes* times_;
+  double PhaseTimes::*field_;
+  Clock::time_point start_;
 };
 
 }  // namespace qccl

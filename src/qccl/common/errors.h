@@ -20,6 +20,15 @@ class InvalidArgument : public Error {
   using Error::Error;
 };
 
+// NaN or Inf in the data a codec was asked to reduce, on some rank. Raised
+// on every rank (the global-norm exchange makes it visible to all) before
+// any data moved, so the communicator stays usable and the step can be
+// skipped.
+class NonFiniteError : public InvalidArgument {
+ public:
+  using InvalidArgument::InvalidArgument;
+};
+
 // Ranks called the same collective with arguments that differ (length,
 // operation, algorithm, reduction, root). Raised on every rank.
 class MismatchError : public Error {

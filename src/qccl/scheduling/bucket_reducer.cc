@@ -32,8 +32,10 @@ void BucketReducer::begin(std::vector<BucketWork> buckets) {
   buckets_ = std::move(buckets);
   ready_.assign(buckets_.size(), 0);
   durations_.assign(buckets_.size(), 0.0);
+  phases_.assign(buckets_.size(), PhaseTimes{});
   next_ = done_ = 0;
   error_ = nullptr;
+  failed_.reset();
   active_ = true;
 }
 
@@ -76,6 +78,16 @@ std::vector<double> BucketReducer::durations() const {
   return durations_;
 }
 
+std::optional<std::size_t> BucketReducer::failed_bucket() const {
+  std::lock_guard lock(mutex_);
+  return failed_;
+}
+
+std::vector<PhaseTimes> BucketReducer::phase_times() const {
+  std::lock_guard lock(mutex_);
+  return phases_;
+}
+
 // The communication thread: launches the next bucket once it is ready. After
 // a failure the remaining buckets are skipped (the communicator is poisoned
 // and every rank fails the same way).
@@ -95,16 +107,23 @@ void BucketReducer::run() {
     const BucketWork work = buckets_[b];
     lock.unlock();
     std::exception_ptr failure;
+    PhaseTimes phases;
+    CollectiveOptions options = options_;
+    options.phases = &phases;
     const auto start = Clock::now();
     try {
-      work.codec->allreduce_mean(comm_, work.data, options_);
+      work.codec->allreduce_mean(comm_, work.data, options);
     } catch (...) {
       failure = std::current_exception();
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     lock.lock();
     durations_[b] = seconds;
-    if (failure && !error_) error_ = failure;
+    phases_[b] = phases;
+    if (failure && !error_) {
+      error_ = failure;
+      failed_ = b;
+    }
     ++done_;
     changed_.notify_all();
   }

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <thread>
 #include <vector>
@@ -47,6 +48,10 @@ class BucketReducer {
   void finish(Timeout timeout);
   // Seconds each bucket of the last step spent in its collective.
   std::vector<double> durations() const;
+  // The bucket whose collective failed in the last step, if one did.
+  std::optional<std::size_t> failed_bucket() const;
+  // Of those, the seconds each bucket spent encoding and decoding.
+  std::vector<PhaseTimes> phase_times() const;
 
  private:
   void run();
@@ -58,9 +63,11 @@ class BucketReducer {
   std::vector<BucketWork> buckets_;
   std::vector<char> ready_;
   std::vector<double> durations_;
+  std::vector<PhaseTimes> phases_;
   std::size_t next_ = 0, done_ = 0;
   bool active_ = false, stop_ = false;
   std::exception_ptr error_;
+  std::optional<std::size_t> failed_;
   std::thread thread_;  // last: started after every member above exists
 };
 

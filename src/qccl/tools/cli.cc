@@ -16,6 +16,8 @@
 #include "qccl/tools/suite_data.h"
 #include "qccl/tools/suite_report.h"
 #include "qccl/tools/simulate.h"
+#include "qccl/tools/ranks.h"
+#include "qccl/tools/train_command.h"
 #include "qccl/tools/units.h"
 #include "qccl/transport/local_transport.h"
 #include "qccl/transport/mpi_transport.h"
@@ -157,21 +159,6 @@ void add_simulate(CLI::App& app, SimulateCommand& command) {
   sub->add_option("--algo", command.algorithm, "ring or tree (default ring)");
 }
 
-// Runs `command` and maps its failures to exit codes: a bad argument is a
-// usage error, anything else a runtime error; both are printed once.
-int exit_code_of(const std::function<void()>& command) {
-  try {
-    command();
-    return kExitOk;
-  } catch (const InvalidArgument& e) {
-    std::cerr << "qccl: " << e.what() << "\n";
-    return kExitUsage;
-  } catch (const std::exception& e) {
-    std::cerr << "qccl: error: " << e.what() << "\n";
-    return kExitError;
-  }
-}
-
 int run_simulate_command(SimulateCommand& command) {
   return exit_code_of([&] {
     command.config.algorithm = parse_algorithm(command.algorithm);
@@ -221,38 +208,6 @@ void add_experiment(CLI::App& app, ExperimentCommand& command) {
   sub->add_option("--ranks", command.ranks,
                   "run N ranks as threads of this process instead of under mpirun");
   sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
-}
-
-// Runs `body` on every rank: N threads with --ranks N, else the MPI world.
-// Returns the exit code; errors are printed once, and under MPI take the
-// other ranks down rather than leave them to their timeouts.
-int run_on_ranks(int ranks, Timeout timeout, int argc, char** argv,
-                 const std::function<void(Communicator&)>& body) {
-  const CommunicatorOptions options{timeout, true};
-  if (ranks > 0) {
-    if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {
-      std::cerr << "qccl: --ranks runs ranks as threads of one process; do not combine it with "
-                   "mpirun (drop one of the two)\n";
-      return kExitUsage;
-    }
-    return exit_code_of([&] {
-      run_in_process(ranks, [&](Transport& transport) {
-        Communicator comm(transport, options);
-        body(comm);
-      });
-    });
-  }
-  MpiRuntime runtime(&argc, &argv);
-  auto transport = runtime.world_transport();
-  try {
-    Communicator comm(*transport, options);
-    body(comm);
-    return kExitOk;
-  } catch (const std::exception& e) {
-    std::cerr << "qccl: error on rank " << transport->rank() << ": " << e.what() << "\n";
-    if (transport->size() > 1) transport->abort(e.what());
-    return dynamic_cast<const InvalidArgument*>(&e) ? kExitUsage : kExitError;
-  }
 }
 
 int run_experiment_command(ExperimentCommand& command, int argc, char** argv) {
@@ -443,6 +398,8 @@ int run_cli(int argc, char** argv) {
   add_simulate(app, simulate_command);
   ExperimentCommand experiment_command;
   add_experiment(app, experiment_command);
+  TrainCommand train_command;
+  add_train(app, train_command);
 
   try {
     app.parse(argc, argv);
@@ -459,6 +416,7 @@ int run_cli(int argc, char** argv) {
     std::cerr << "run '" << command_path(active) << " --help' for details\n";
     return kExitUsage;
   }
+  if (app.got_subcommand("train")) return run_train_command(train_command, argc, argv);
   if (app.got_subcommand("simulate")) return run_simulate_command(simulate_command);
   if (app.got_subcommand("experiment")) {
     return run_experiment_command(experiment_command, argc, argv);

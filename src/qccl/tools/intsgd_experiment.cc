@@ -16,7 +16,7 @@
 #include "qccl/convex/logistic.h"
 #include "qccl/convex/readers.h"
 #include "qccl/convex/synthetic.h"
-#include "qccl/tools/files.h"
+#include "qccl/common/files.h"
 #include "qccl/tools/svg_plot.h"
 
 namespace qccl::tools {

@@ -8,7 +8,7 @@
 #include "qccl/common/errors.h"
 #include "qccl/tools/perf_model.h"
 #include "qccl/tools/suite_data.h"
-#include "qccl/tools/files.h"
+#include "qccl/common/files.h"
 #include "qccl/tools/units.h"
 
 namespace qccl::tools {

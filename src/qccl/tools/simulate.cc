@@ -10,7 +10,7 @@
 #include "qccl/codecs/codec_spec.h"
 #include "qccl/codecs/counter_rng.h"
 #include "qccl/common/errors.h"
-#include "qccl/tools/files.h"
+#include "qccl/common/files.h"
 #include "qccl/transport/local_transport.h"
 
 namespace qccl::tools {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qccl/tools/files.h"
+#include "qccl/common/files.h"
 #include "qccl/tools/svg_plot.h"
 #include "qccl/tools/units.h"
 

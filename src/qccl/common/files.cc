@@ -1,11 +1,11 @@
-#include "qccl/tools/files.h"
+#include "qccl/common/files.h"
 
 #include <filesystem>
 #include <fstream>
 
 #include "qccl/common/errors.h"
 
-namespace qccl::tools {
+namespace qccl {
 
 void write_file_atomically(const std::string& path, std::string_view bytes) {
   const std::string partial = path + ".partial";
@@ -18,4 +18,4 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   std::filesystem::rename(partial, path);
 }
 
-}  // namespace qccl::tools
+}  // namespace qccl

@@ -5,10 +5,10 @@
 #include <string>
 #include <string_view>
 
-namespace qccl::tools {
+namespace qccl {
 
 // Writes `bytes` to `path` through `path`.partial and a rename. Throws
 // InvalidArgument naming the path when it cannot be written.
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
-}  // namespace qccl::tools
+}  // namespace qccl

@@ -1,0 +1,224 @@
+#include "qccl/engines/data_parallel.h"
+
+#include <cstring>
+
+#include "qccl/codecs/codec_spec.h"
+#include "qccl/collectives/broadcast.h"
+#include "qccl/common/errors.h"
+
+namespace qccl::engines {
+namespace {
+
+std::vector<std::size_t> element_counts(const std::vector<NamedTensor>& parameters) {
+  std::vector<std::size_t> counts;
+  for (const auto& [name, p] : parameters) {
+    if (p.scalar_type() != torch::kFloat || !p.is_contiguous() || !p.device().is_cpu()) {
+      throw InvalidArgument("data-parallel engine: parameter '" + name +
+                            "' must be a contiguous fp32 CPU tensor");
+    }
+    counts.push_back(static_cast<std::size_t>(p.numel()));
+  }
+  if (counts.empty()) throw InvalidArgument("data-parallel engine: the model has no parameters");
+  return counts;
+}
+
+float* data_of(const torch::Tensor& t) { return t.data_ptr<float>(); }
+
+}  // namespace
+
+DataParallelEngine::DataParallelEngine(Communicator& comm, std::vector<NamedTensor> parameters,
+                                       EngineOptions options)
+    : comm_(comm),
+      options_(std::move(options)),
+      parameters_(std::move(parameters)),
+      reducer_(comm, options_.collective) {
+  const auto counts = element_counts(parameters_);
+  if (!options_.policy) options_.policy = std::make_shared<SizeCappedPolicy>();
+  plan_ = options_.policy->plan(counts);
+  for (std::size_t b = 0; b < plan_.bucket_count(); ++b) {
+    codecs_.push_back(make_codec(options_.codec, CodecSettings{options_.seed, b}));
+    std::vector<std::size_t> blocks;  // one IntSGD scale per tensor (Algorithm 2's blocks)
+    for (const std::size_t t : plan_.buckets[b]) blocks.push_back(counts[t]);
+    codecs_.back()->set_blocks(blocks);
+    wants_feedback_ = wants_feedback_ || codecs_.back()->wants_step_feedback();
+    buckets_.emplace_back(plan_.bucket_elements[b], 0.0f);
+    elements_ += plan_.bucket_elements[b];
+  }
+  seen_.assign(parameters_.size(), 0);
+  pending_.assign(plan_.bucket_count(), 0);
+  check_layout_agrees();
+  for (std::size_t t = 0; t < parameters_.size(); ++t) {
+    hook_ids_.push_back(parameters_[t].second.register_hook(
+        [this, t](const torch::Tensor& grad) { on_gradient(t, grad); }));
+  }
+}
+
+DataParallelEngine::~DataParallelEngine() {
+  for (std::size_t t = 0; t < hook_ids_.size(); ++t) {
+    parameters_[t].second.remove_hook(hook_ids_[t]);
+  }
+}
+
+// Every rank must reduce the same buckets with the same codec: compared as
+// one checked call before the first step, so a rank with another model or
+// codec fails at once on every rank instead of hanging in a collective.
+void DataParallelEngine::check_layout_agrees() {
+  Fingerprint fingerprint("data-parallel layout");
+  fingerprint.add("parameter tensors", static_cast<std::int64_t>(parameters_.size()))
+      .add("parameter elements", static_cast<std::int64_t>(elements_))
+      .add("bucket layout", static_cast<std::int64_t>(plan_.fingerprint() >> 2))
+      .add_text("bucket policy", options_.policy->name())
+      .add_text("codec", codecs_.front()->spec())
+      .add_text("algorithm", to_string(options_.collective.algorithm));
+  comm_.run(fingerprint, comm_.timeout(options_.collective.timeout), [](int) {});
+}
+
+void DataParallelEngine::broadcast_from_root(std::vector<torch::Tensor> buffers) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> tensors;
+  for (const auto& [name, p] : parameters_) tensors.push_back(p);
+  for (auto& b : buffers) {
+    if (b.scalar_type() == torch::kFloat && b.is_contiguous()) tensors.push_back(b);
+  }
+  std::size_t total = 0;
+  for (const auto& t : tensors) total += static_cast<std::size_t>(t.numel());
+  std::vector<float> flat(total);
+  std::size_t at = 0;
+  for (const auto& t : tensors) {
+    std::memcpy(flat.data() + at, data_of(t), sizeof(float) * static_cast<std::size_t>(t.numel()));
+    at += static_cast<std::size_t>(t.numel());
+  }
+  broadcast(comm_, flat, 0, options_.collective);
+  at = 0;
+  for (auto& t : tensors) {
+    std::memcpy(data_of(t), flat.data() + at, sizeof(float) * static_cast<std::size_t>(t.numel()));
+    at += static_cast<std::size_t>(t.numel());
+  }
+}
+
+void DataParallelEngine::begin_step() {
+  std::vector<BucketWork> work;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) work.push_back({codecs_[b].get(), buckets_[b]});
+  std::lock_guard lock(mutex_);
+  if (in_step_) throw InvalidArgument("data-parallel engine: begin_step() twice without finish_step()");
+  for (auto& [name, p] : parameters_) p.mutable_grad() = torch::Tensor();
+  std::fill(seen_.begin(), seen_.end(), 0);
+  for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = plan_.buckets[b].size();
+  reducer_.begin(std::move(work));
+  in_step_ = true;
+}
+
+// Runs inside backward, once per parameter per step, with the parameter's
+// whole gradient (autograd sums every use of a leaf before its hooks run).
+void DataParallelEngine::on_gradient(std::size_t tensor, const torch::Tensor& grad) {
+  const auto& name = parameters_[tensor].first;
+  if (grad.is_sparse() || grad.scalar_type() != torch::kFloat) {
+    throw InvalidArgument("data-parallel engine: gradient of '" + name +
+                          "' is not a dense fp32 tensor");
+  }
+  const auto g = grad.contiguous();
+  const auto place = plan_.places[tensor];
+  std::lock_guard lock(mutex_);
+  if (!in_step_) {
+    throw InvalidArgument("data-parallel engine: gradient of '" + name +
+                          "' outside a step; call begin_step() before backward()");
+  }
+  if (seen_[tensor]) {
+    throw InvalidArgument("data-parallel engine: a second gradient of '" + name +
+                          "' in one step; call backward() once per step");
+  }
+  seen_[tensor] = 1;
+  std::memcpy(buckets_[place.bucket].data() + place.offset, g.data_ptr<float>(),
+              sizeof(float) * static_cast<std::size_t>(g.numel()));
+  if (--pending_[place.bucket] == 0) reducer_.ready(place.bucket);
+}
+
+ReduceTimes DataParallelEngine::finish_step() {
+  {
+    // Parameters that took no part in this step's loss contribute zero
+    // (what DDP's find_unused_parameters does), so every bucket completes.
+    std::lock_guard lock(mutex_);
+    if (!in_step_) throw InvalidArgument("data-parallel engine: finish_step() without begin_step()");
+    for (std::size_t t = 0; t < parameters_.size(); ++t) {
+      if (seen_[t]) continue;
+      seen_[t] = 1;
+      const auto place = plan_.places[t];
+      const auto count = static_cast<std::size_t>(parameters_[t].second.numel());
+      std::fill_n(buckets_[place.bucket].data() + place.offset, count, 0.0f);
+      if (--pending_[place.bucket] == 0) reducer_.ready(place.bucket);
+    }
+    in_step_ = false;
+  }
+  ReduceTimes times;
+  const auto start = Clock::now();
+  try {
+    reducer_.finish(options_.timeout);
+  } catch (const NonFiniteError& e) {
+    const auto b = reducer_.failed_bucket().value_or(0);
+    throw NonFiniteError("step " + std::to_string(step_) + ", " + describe_bucket(b) + ": " +
+                         e.what());
+  } catch (const Error& e) {
+    const auto b = reducer_.failed_bucket();
+    throw CommError("step " + std::to_string(step_) +
+                    (b ? ", " + describe_bucket(*b) : std::string()) + ": " + e.what());
+  }
+  times.waiting = std::chrono::duration<double>(Clock::now() - start).count();
+  const auto durations = reducer_.durations();
+  const auto phases = reducer_.phase_times();
+  for (std::size_t b = 0; b < durations.size(); ++b) {
+    times.encode += phases[b].encode;
+    times.decode += phases[b].decode;
+    times.communicate += durations[b] - phases[b].encode - phases[b].decode;
+  }
+  torch::NoGradGuard no_grad;
+  for (std::size_t t = 0; t < parameters_.size(); ++t) {
+    auto& p = parameters_[t].second;
+    const auto place = plan_.places[t];
+    auto mean = torch::from_blob(buckets_[place.bucket].data() + place.offset, p.sizes());
+    p.mutable_grad() = mean.clone();
+  }
+  ++step_;
+  return times;
+}
+
+void DataParallelEngine::copy_parameters_to_buckets(std::vector<std::vector<float>>& out) const {
+  out.resize(buckets_.size());
+  for (std::size_t b = 0; b < buckets_.size(); ++b) out[b].resize(buckets_[b].size());
+  for (std::size_t t = 0; t < parameters_.size(); ++t) {
+    const auto& p = parameters_[t].second;
+    const auto place = plan_.places[t];
+    std::memcpy(out[place.bucket].data() + place.offset, data_of(p),
+                sizeof(float) * static_cast<std::size_t>(p.numel()));
+  }
+}
+
+void DataParallelEngine::snapshot_parameters() {
+  if (wants_feedback_) copy_parameters_to_buckets(snapshot_);
+}
+
+void DataParallelEngine::observe_update(double next_step_size) {
+  if (!wants_feedback_) return;
+  std::vector<std::vector<float>> now;
+  copy_parameters_to_buckets(now);
+  for (std::size_t b = 0; b < now.size(); ++b) {
+    for (std::size_t i = 0; i < now[b].size(); ++i) now[b][i] -= snapshot_[b][i];
+    codecs_[b]->observe_step(next_step_size, now[b]);
+  }
+}
+
+double DataParallelEngine::payload_bytes() const {
+  double bytes = 0;
+  for (std::size_t b = 0; b < codecs_.size(); ++b) {
+    bytes += static_cast<double>(codecs_[b]->wire_bytes(plan_.bucket_elements[b]));
+  }
+  return bytes;
+}
+
+std::string DataParallelEngine::describe_bucket(std::size_t bucket) const {
+  if (bucket >= plan_.bucket_count()) return "bucket " + std::to_string(bucket);
+  const auto& tensors = plan_.buckets[bucket];
+  return "bucket " + std::to_string(bucket) + " (" + parameters_[tensors.front()].first +
+         (tensors.size() > 1 ? " .. " + parameters_[tensors.back()].first : std::string()) + ")";
+}
+
+}  // namespace qccl::engines

@@ -1,0 +1,112 @@
+// The data-parallel engine (PyTorch DDP's design on qccl's codecs): every
+// rank holds a replica of the model; rank 0's parameters are broadcast at
+// the start; during backward a hook on each parameter copies its gradient
+// into its bucket, and a bucket whose gradients have all arrived is encoded
+// and averaged across ranks on a communication thread while backward goes on
+// (the bucket reducer launches buckets in index order on every rank); after
+// backward the engine waits for the remaining buckets and writes the mean
+// gradients into the parameters' .grad, so any torch optimizer can step.
+//
+// The bucket layout comes from a pluggable BucketPolicy (DDP's size-capped
+// rule by default). Each bucket has its own codec instance, whose state
+// (IntSGD's scales, IntDIANA's shifts, the step counter that keys the
+// randomness) persists across steps and is saved in checkpoints.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "qccl/codecs/codec.h"
+#include "qccl/collectives/communicator.h"
+#include "qccl/scheduling/bucket_plan.h"
+#include "qccl/scheduling/bucket_reducer.h"
+
+namespace qccl::engines {
+
+struct EngineOptions {
+  std::string codec = "fp32";
+  std::uint64_t seed = 0;
+  CollectiveOptions collective;               // algorithm, timeout of each bucket
+  std::shared_ptr<const BucketPolicy> policy;  // null: SizeCappedPolicy defaults
+  Timeout timeout = std::chrono::seconds(300);  // bound on waiting for a step's buckets
+};
+
+// The communication side of one step, in seconds.
+struct ReduceTimes {
+  double waiting = 0;      // training thread blocked after backward
+  double encode = 0;       // summed over buckets, communication thread
+  double communicate = 0;
+  double decode = 0;
+};
+
+using NamedTensor = std::pair<std::string, torch::Tensor>;
+
+class DataParallelEngine {
+ public:
+  // Plans buckets for `parameters` (fp32, contiguous, in registration
+  // order), builds a codec per bucket, checks that every rank has the same
+  // layout and codec (MismatchError otherwise) and registers the hooks.
+  DataParallelEngine(Communicator& comm, std::vector<NamedTensor> parameters,
+                     EngineOptions options);
+  ~DataParallelEngine();
+  DataParallelEngine(const DataParallelEngine&) = delete;
+  DataParallelEngine& operator=(const DataParallelEngine&) = delete;
+
+  // Makes every rank's parameters (and `buffers`) equal to rank 0's.
+  void broadcast_from_root(std::vector<torch::Tensor> buffers = {});
+
+  // Call before backward: clears .grad and opens the step.
+  void begin_step();
+  // Call after backward: gradients of parameters that got none are zero;
+  // waits for every bucket and writes the means into .grad. On failure the
+  // error names the step and the bucket (its first and last tensor); a
+  // NonFiniteError leaves the engine ready for the next step.
+  ReduceTimes finish_step();
+
+  // Optimizer feedback for codecs that need it (IntSGD): snapshot before
+  // optimizer.step(), observe after it with the next step size.
+  bool wants_feedback() const { return wants_feedback_; }
+  void snapshot_parameters();
+  void observe_update(double next_step_size);
+
+  const BucketPlan& plan() const { return plan_; }
+  std::size_t bucket_count() const { return plan_.bucket_count(); }
+  Codec& codec(std::size_t bucket) { return *codecs_[bucket]; }
+  std::size_t elements() const { return elements_; }
+  // Bytes of one rank's encoded gradient per step (sum over buckets).
+  double payload_bytes() const;
+  std::uint64_t steps_finished() const { return step_; }
+  void set_steps_finished(std::uint64_t steps) { step_ = steps; }
+  // A description of bucket b for messages: "bucket 2 (fc1.weight .. conv1.bias)".
+  std::string describe_bucket(std::size_t bucket) const;
+
+ private:
+  void on_gradient(std::size_t tensor, const torch::Tensor& grad);
+  void check_layout_agrees();
+  void copy_parameters_to_buckets(std::vector<std::vector<float>>& out) const;
+
+  Communicator& comm_;
+  EngineOptions options_;
+  std::vector<NamedTensor> parameters_;
+  BucketPlan plan_;
+  std::vector<std::unique_ptr<Codec>> codecs_;
+  std::vector<std::vector<float>> buckets_;   // gradients, bucket layout
+  std::vector<std::vector<float>> snapshot_;  // parameters before the optimizer step
+  std::vector<unsigned> hook_ids_;
+  std::size_t elements_ = 0;
+  bool wants_feedback_ = false;
+  std::uint64_t step_ = 0;
+
+  std::mutex mutex_;  // guards the per-step state below (hooks may run on any thread)
+  bool in_step_ = false;
+  std::vector<char> seen_;
+  std::vector<std::size_t> pending_;
+  BucketReducer reducer_;  // last: its thread stops before the buffers go
+};
+
+}  // namespace qccl::engines

@@ -1,0 +1,323 @@
+#include "qccl/engines/tasks.h"
+
+#include <cmath>
+#include <numeric>
+
+#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/errors.h"
+#include "qccl/data/click_data.h"
+#include "qccl/data/image_set.h"
+#include "qccl/data/text_corpus.h"
+
+namespace qccl::engines {
+namespace nn = torch::nn;
+namespace F = torch::nn::functional;
+
+double Task::metric(const EvalSums& sums) const {
+  if (sums.predictions == 0) return 0;
+  if (metric_name() == "perplexity") return std::exp(sums.loss / sums.predictions);
+  return sums.correct / sums.predictions;
+}
+
+namespace {
+
+// Fills `tensor` with U(-bound, bound) from the counter generator keyed by
+// (seed, parameter index).
+void fill_uniform(torch::Tensor tensor, double bound, std::uint64_t seed, std::uint64_t index) {
+  const CounterRng rng(seed, 0, index, 0, RngStream::init);
+  auto values = tensor.contiguous();
+  float* data = values.data_ptr<float>();
+  for (std::int64_t i = 0; i < values.numel(); ++i) {
+    data[i] = static_cast<float>((2.0 * rng.uniform(static_cast<std::uint64_t>(i)) - 1.0) * bound);
+  }
+  torch::NoGradGuard no_grad;
+  tensor.copy_(values);
+}
+
+// PyTorch's default rule for linear and convolution layers (kaiming-uniform
+// with a = √5): weights and biases U(±1/√fan_in); embeddings and recurrent
+// weights get the bound their module passes as `fixed_bound`.
+void initialize_module(nn::Module& module, std::uint64_t seed, double fixed_bound = 0) {
+  std::uint64_t index = 0;
+  double fan_in = 1;
+  for (auto& item : module.named_parameters()) {
+    torch::Tensor& p = item.value();
+    if (fixed_bound > 0) {
+      fill_uniform(p, fixed_bound, seed, index++);
+      continue;
+    }
+    if (p.dim() >= 2) fan_in = static_cast<double>(p.numel() / p.size(0));
+    fill_uniform(p, 1.0 / std::sqrt(fan_in), seed, index++);
+  }
+}
+
+// ---- Fashion-MNIST: the MLP and the CNN ------------------------------------
+
+struct MlpNet : nn::Module {
+  nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
+  MlpNet() {
+    fc1 = register_module("fc1", nn::Linear(784, 256));
+    fc2 = register_module("fc2", nn::Linear(256, 128));
+    fc3 = register_module("fc3", nn::Linear(128, 10));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::relu(fc1(x.flatten(1)));
+    return fc3(torch::relu(fc2(x)));
+  }
+};
+
+// Two 5×5 convolutions with max-pooling, then two linear layers (about
+// 80 k parameters): 28×28 → 24×24×16 → 12×12×16 → 8×8×32 → 4×4×32 → 128 → 10.
+struct CnnNet : nn::Module {
+  nn::Conv2d conv1{nullptr}, conv2{nullptr};
+  nn::Linear fc1{nullptr}, fc2{nullptr};
+  CnnNet() {
+    conv1 = register_module("conv1", nn::Conv2d(nn::Conv2dOptions(1, 16, 5)));
+    conv2 = register_module("conv2", nn::Conv2d(nn::Conv2dOptions(16, 32, 5)));
+    fc1 = register_module("fc1", nn::Linear(512, 128));
+    fc2 = register_module("fc2", nn::Linear(128, 10));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = torch::max_pool2d(torch::relu(conv1(x)), 2);
+    x = torch::max_pool2d(torch::relu(conv2(x)), 2);
+    return fc2(torch::relu(fc1(x.flatten(1))));
+  }
+};
+
+template <typename Net>
+class ImageTask final : public Task {
+ public:
+  ImageTask(const std::string& directory)
+      : train_(data::read_fashion_mnist(directory, data::Split::train)),
+        test_(data::read_fashion_mnist(directory, data::Split::test)) {
+    if (train_.rows != 28 || train_.cols != 28 || test_.rows != 28 || test_.cols != 28) {
+      throw InvalidArgument("'" + directory + "': the image models need 28×28 images");
+    }
+  }
+  std::string metric_name() const override { return "accuracy"; }
+  std::size_t train_size() const override { return train_.size(); }
+  std::size_t test_size() const override { return test_.size(); }
+  torch::nn::Module& model() override { return net_; }
+  void initialize(std::uint64_t seed) override { initialize_module(net_, seed); }
+
+  // Pixels scaled to [0,1] and standardised with Fashion-MNIST's training
+  // mean and deviation.
+  Batch batch(std::span<const std::uint32_t> samples, bool test) const override {
+    const data::ImageSet& set = test ? test_ : train_;
+    const auto b = static_cast<std::int64_t>(samples.size());
+    auto input = torch::empty({b, 1, 28, 28});
+    auto target = torch::empty({b}, torch::kInt64);
+    float* x = input.data_ptr<float>();
+    std::int64_t* y = target.data_ptr<std::int64_t>();
+    const std::size_t pixels = set.pixels_per_image();
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const std::uint8_t* image = set.pixels.data() + std::size_t{samples[i]} * pixels;
+      for (std::size_t p = 0; p < pixels; ++p) {
+        x[i * pixels + p] = (static_cast<float>(image[p]) / 255.0f - 0.2860f) / 0.3530f;
+      }
+      y[i] = set.labels[samples[i]];
+    }
+    return {input, target};
+  }
+  torch::Tensor loss(const Batch& batch) override {
+    return F::cross_entropy(net_.forward(batch.input), batch.target);
+  }
+  EvalSums evaluate(const Batch& batch) override {
+    torch::NoGradGuard no_grad;
+    const auto logits = net_.forward(batch.input);
+    EvalSums sums;
+    sums.loss = F::cross_entropy(logits, batch.target,
+                                 F::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    .template item<double>();
+    sums.correct = logits.argmax(1).eq(batch.target).sum().template item<double>();
+    sums.predictions = static_cast<double>(batch.target.size(0));
+    return sums;
+  }
+
+ private:
+  data::ImageSet train_, test_;
+  Net net_;
+};
+
+// ---- Character-level language model on fortunes ------------------------------
+
+struct CharLstmNet : nn::Module {
+  nn::Embedding embed{nullptr};
+  nn::LSTM lstm{nullptr};
+  nn::Linear head{nullptr};
+  CharLstmNet(std::int64_t vocabulary, std::int64_t hidden) {
+    embed = register_module("embed", nn::Embedding(vocabulary, 64));
+    lstm = register_module("lstm", nn::LSTM(nn::LSTMOptions(64, hidden).batch_first(true)));
+    head = register_module("head", nn::Linear(hidden, vocabulary));
+  }
+  torch::Tensor forward(torch::Tensor tokens) {
+    auto out = std::get<0>(lstm->forward(embed(tokens)));
+    return head(out);  // [batch, length, vocabulary]
+  }
+};
+
+// Sample k is the window text[k·L, k·L + L] of the split: L input tokens and
+// the same window shifted by one as targets. Perplexity is exp of the mean
+// per-character cross-entropy over the test windows.
+class CharLstmTask final : public Task {
+ public:
+  CharLstmTask(const std::string& directory, std::size_t length, std::size_t hidden)
+      : corpus_(data::read_fortunes(directory)),
+        length_(length),
+        net_(static_cast<std::int64_t>(corpus_.vocabulary()), static_cast<std::int64_t>(hidden)),
+        hidden_(hidden) {
+    if (test_size() == 0) {
+      throw InvalidArgument("fortunes: test text is shorter than one sequence of " +
+                            std::to_string(length) + " characters");
+    }
+  }
+  std::string metric_name() const override { return "perplexity"; }
+  std::size_t train_size() const override { return (corpus_.train.size() - 1) / length_; }
+  std::size_t test_size() const override { return (corpus_.test.size() - 1) / length_; }
+  torch::nn::Module& model() override { return net_; }
+  void initialize(std::uint64_t seed) override {
+    initialize_module(*net_.embed, seed, 0.1);
+    initialize_module(*net_.lstm, seed + 1, 1.0 / std::sqrt(static_cast<double>(hidden_)));
+    initialize_module(*net_.head, seed + 2);
+  }
+  Batch batch(std::span<const std::uint32_t> samples, bool test) const override {
+    const auto& text = test ? corpus_.test : corpus_.train;
+    const auto b = static_cast<std::int64_t>(samples.size());
+    const auto l = static_cast<std::int64_t>(length_);
+    auto input = torch::empty({b, l}, torch::kInt64);
+    auto target = torch::empty({b, l}, torch::kInt64);
+    std::int64_t* x = input.data_ptr<std::int64_t>();
+    std::int64_t* y = target.data_ptr<std::int64_t>();
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      const std::size_t start = std::size_t{samples[i]} * length_;
+      for (std::size_t t = 0; t < length_; ++t) {
+        x[i * length_ + t] = text[start + t];
+        y[i * length_ + t] = text[start + t + 1];
+      }
+    }
+    return {input, target};
+  }
+  torch::Tensor loss(const Batch& batch) override {
+    const auto logits = net_.forward(batch.input);
+    return F::cross_entropy(logits.flatten(0, 1), batch.target.flatten());
+  }
+  EvalSums evaluate(const Batch& batch) override {
+    torch::NoGradGuard no_grad;
+    const auto logits = net_.forward(batch.input).flatten(0, 1);
+    const auto target = batch.target.flatten();
+    EvalSums sums;
+    sums.loss = F::cross_entropy(logits, target, F::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    .item<double>();
+    sums.correct = logits.argmax(1).eq(target).sum().item<double>();
+    sums.predictions = static_cast<double>(target.size(0));
+    return sums;
+  }
+
+ private:
+  data::TextCorpus corpus_;
+  std::size_t length_;
+  CharLstmNet net_;
+  std::size_t hidden_;
+};
+
+// ---- Recommendation model on generated clicks --------------------------------
+
+// One embedding table per categorical field (dense gradients: every step
+// reduces every table, which is what makes this model communication-bound),
+// concatenated into a small MLP that predicts the click.
+struct RecommenderNet : nn::Module {
+  std::vector<nn::Embedding> tables;
+  nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
+  static constexpr std::int64_t kDim = 16;
+  RecommenderNet(std::size_t fields, std::int64_t values) {
+    for (std::size_t f = 0; f < fields; ++f) {
+      tables.push_back(register_module("table" + std::to_string(f), nn::Embedding(values, kDim)));
+    }
+    fc1 = register_module("fc1", nn::Linear(static_cast<std::int64_t>(fields) * kDim, 128));
+    fc2 = register_module("fc2", nn::Linear(128, 64));
+    fc3 = register_module("fc3", nn::Linear(64, 1));
+  }
+  torch::Tensor forward(torch::Tensor features) {
+    std::vector<torch::Tensor> embedded;
+    for (std::size_t f = 0; f < tables.size(); ++f) {
+      embedded.push_back(tables[f](features.select(1, static_cast<std::int64_t>(f))));
+    }
+    auto x = torch::relu(fc1(torch::cat(embedded, 1)));
+    return fc3(torch::relu(fc2(x))).squeeze(1);
+  }
+};
+
+class RecommenderTask final : public Task {
+ public:
+  RecommenderTask(const TrainConfig& config)
+      : data_(data::ClickDataShape{config.fields, config.values_per_field, config.click_samples,
+                                   std::max<std::size_t>(config.click_samples / 10, 1)},
+              config.seed),
+        net_(config.fields, static_cast<std::int64_t>(config.values_per_field)) {}
+  std::string metric_name() const override { return "accuracy"; }
+  std::size_t train_size() const override { return data_.shape().train_samples; }
+  std::size_t test_size() const override { return data_.shape().test_samples; }
+  torch::nn::Module& model() override { return net_; }
+  void initialize(std::uint64_t seed) override {
+    std::uint64_t s = seed;
+    for (auto& table : net_.tables) initialize_module(*table, s++, 0.05);
+    initialize_module(*net_.fc1, s++);
+    initialize_module(*net_.fc2, s++);
+    initialize_module(*net_.fc3, s++);
+  }
+  Batch batch(std::span<const std::uint32_t> samples, bool test) const override {
+    const auto fields = data_.shape().fields;
+    auto input = torch::empty({static_cast<std::int64_t>(samples.size()),
+                               static_cast<std::int64_t>(fields)}, torch::kInt64);
+    auto target = torch::empty({static_cast<std::int64_t>(samples.size())});
+    std::int64_t* x = input.data_ptr<std::int64_t>();
+    float* y = target.data_ptr<float>();
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+      data_.features(samples[i], test, std::span(x + i * fields, fields));
+      y[i] = data_.label(samples[i], test);
+    }
+    return {input, target};
+  }
+  torch::Tensor loss(const Batch& batch) override {
+    return F::binary_cross_entropy_with_logits(net_.forward(batch.input), batch.target);
+  }
+  EvalSums evaluate(const Batch& batch) override {
+    torch::NoGradGuard no_grad;
+    const auto logits = net_.forward(batch.input);
+    EvalSums sums;
+    sums.loss = F::binary_cross_entropy_with_logits(
+                    logits, batch.target,
+                    F::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kSum))
+                    .item<double>();
+    sums.correct = logits.gt(0).to(torch::kFloat).eq(batch.target).sum().item<double>();
+    sums.predictions = static_cast<double>(batch.target.size(0));
+    return sums;
+  }
+
+ private:
+  data::ClickData data_;
+  RecommenderNet net_;
+};
+
+std::string directory_or(const std::string& given, const char* fallback) {
+  return given.empty() ? std::string(fallback) : given;
+}
+
+}  // namespace
+
+std::unique_ptr<Task> make_task(const TrainConfig& config) {
+  validate(config);
+  const auto& m = config.model;
+  if (m == "mlp" || m == "cnn") {
+    const auto dir = directory_or(config.data_dir, data::kFashionMnistDirectory);
+    if (m == "mlp") return std::make_unique<ImageTask<MlpNet>>(dir);
+    return std::make_unique<ImageTask<CnnNet>>(dir);
+  }
+  if (m == "char-lstm") {
+    return std::make_unique<CharLstmTask>(directory_or(config.data_dir, data::kFortunesDirectory),
+                                          config.sequence_length, config.hidden);
+  }
+  return std::make_unique<RecommenderTask>(config);
+}
+
+}  // namespace qccl::engines

@@ -1,0 +1,53 @@
+// A training task: a model and the data it learns from, turned into
+// tensors. The engine and the trainer see every task through this
+// interface: sample counts, a batch from sample indices, the loss and the
+// test metric.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "qccl/engines/train_config.h"
+
+namespace qccl::engines {
+
+struct Batch {
+  torch::Tensor input;
+  torch::Tensor target;
+};
+
+// Sums over a set of samples, for metrics: the task's loss summed over
+// predictions, and the correct predictions among `predictions`.
+struct EvalSums {
+  double loss = 0, correct = 0, predictions = 0;
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual std::string metric_name() const = 0;  // "accuracy" or "perplexity"
+  virtual std::size_t train_size() const = 0;
+  virtual std::size_t test_size() const = 0;
+  virtual Batch batch(std::span<const std::uint32_t> samples, bool test) const = 0;
+  virtual torch::nn::Module& model() = 0;
+  // Mean loss over the batch's predictions (what is differentiated).
+  virtual torch::Tensor loss(const Batch& batch) = 0;
+  // Summed loss and correct predictions, without gradients.
+  virtual EvalSums evaluate(const Batch& batch) = 0;
+  // The metric from sums over the whole test set.
+  double metric(const EvalSums& sums) const;
+  // Sets every parameter from counter-based random numbers of `seed`
+  // (deterministic on any thread, no global generator).
+  virtual void initialize(std::uint64_t seed) = 0;
+};
+
+// Builds the task for config.model on config.data, reading the data.
+// Throws InvalidArgument for an unknown model, an unknown dataset, a model
+// that cannot learn from that dataset, or missing or corrupt data files.
+std::unique_ptr<Task> make_task(const TrainConfig& config);
+
+}  // namespace qccl::engines

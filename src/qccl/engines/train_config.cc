@@ -1,0 +1,69 @@
+#include "qccl/engines/train_config.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "qccl/codecs/codec_spec.h"
+#include "qccl/common/errors.h"
+
+namespace qccl::engines {
+namespace {
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw InvalidArgument("train: " + message);
+}
+
+}  // namespace
+
+std::string dataset_for_model(const std::string& model) {
+  if (model == "mlp" || model == "cnn") return "fashion-mnist";
+  if (model == "char-lstm") return "fortunes";
+  return "clicks";
+}
+
+std::vector<std::string> model_names() { return {"mlp", "cnn", "char-lstm", "recommender"}; }
+std::vector<std::string> dataset_names() { return {"fashion-mnist", "fortunes", "clicks"}; }
+std::vector<std::string> optimizer_names() { return {"sgd", "adam", "adamw"}; }
+
+void validate(const TrainConfig& c) {
+  require(contains(model_names(), c.model),
+          "unknown model '" + c.model + "'; choose one of " + joined(model_names()));
+  require(contains(dataset_names(), c.data),
+          "unknown dataset '" + c.data + "'; choose one of " + joined(dataset_names()));
+  require(dataset_for_model(c.model) == c.data, "model '" + c.model + "' learns from '" +
+                                             dataset_for_model(c.model) + "', not '" + c.data + "'");
+  require(contains(optimizer_names(), c.optimizer),
+          "unknown optimizer '" + c.optimizer + "'; choose one of " + joined(optimizer_names()));
+  make_codec(c.codec);  // throws listing the valid codecs and parameters
+  require(std::isfinite(c.lr) && c.lr > 0, "--lr must be a positive number");
+  require(c.momentum >= 0 && c.momentum < 1, "--momentum must be in [0, 1)");
+  require(c.weight_decay >= 0 && std::isfinite(c.weight_decay), "--weight-decay must be >= 0");
+  require(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "Adam's betas must be in [0, 1)");
+  require(c.eps > 0, "--eps must be positive");
+  require(c.epochs >= 1, "--epochs must be at least 1");
+  require(c.batch >= 1 && c.batch <= 65536, "--batch must be in 1..65536 (samples per rank)");
+  require(c.bucket_cap_bytes >= 4 && c.first_bucket_bytes >= 4, "bucket caps must be at least 4 bytes");
+  require(c.threads >= 1 && c.threads <= 256, "--threads must be in 1..256");
+  require(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
+  require(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(),
+          "--checkpoint-every needs --checkpoint-dir");
+  require(c.sequence_length >= 2 && c.sequence_length <= 4096, "--sequence-length must be in 2..4096");
+  require(c.hidden >= 1 && c.hidden <= 8192, "--hidden must be in 1..8192");
+  require(c.fields >= 1 && c.fields <= 64, "--fields must be in 1..64");
+  require(c.values_per_field >= 2 && c.values_per_field <= (std::size_t{1} << 26),
+          "--values-per-field must be in 2..2^26");
+  require(c.click_samples >= 10 && c.click_samples < (std::size_t{1} << 31),
+          "--click-samples must be in 10..2^31");
+}
+
+}  // namespace qccl::engines

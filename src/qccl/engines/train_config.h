@@ -1,0 +1,103 @@
+// What `qccl train` runs and what it reports: the torch-free face of the
+// data-parallel training engine, so the command line and the tests that only
+// parse settings never include libtorch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qccl/collectives/communicator.h"
+#include "qccl/collectives/options.h"
+
+namespace qccl::engines {
+
+struct TrainConfig {
+  std::string model = "cnn";              // mlp | cnn | char-lstm | recommender
+  std::string data = "fashion-mnist";     // fashion-mnist | fortunes | clicks
+  std::string data_dir;                   // empty: the dataset's Debian location
+  std::string codec = "fp32";
+  Algorithm algorithm = Algorithm::ring;
+  std::string optimizer = "sgd";          // sgd | adam | adamw
+  double lr = 0.05;
+  double momentum = 0.9;                  // sgd
+  double weight_decay = 0.0;              // sgd, adam: L2 term; adamw: decoupled
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
+  int epochs = 1;
+  std::size_t batch = 64;                 // samples per rank per step
+  std::size_t max_steps_per_epoch = 0;    // 0: the whole training set each epoch
+  std::uint64_t seed = 1;
+  std::size_t bucket_cap_bytes = std::size_t{25} << 20;
+  std::size_t first_bucket_bytes = std::size_t{1} << 20;
+  std::string checkpoint_dir;             // empty: no checkpoints
+  std::size_t checkpoint_every = 0;       // steps; 0: only at the end
+  bool resume = false;                    // continue from checkpoint_dir
+  bool force = false;                     // replace an existing log / checkpoints
+  std::string log_path;                   // JSON lines; empty: none
+  bool skip_nonfinite = false;            // skip steps with NaN/Inf gradients
+  bool progress = true;                   // rank 0 draws a progress bar on stderr
+  int threads = 1;                        // libtorch intra-op threads per rank
+  // Sizes of the models that have them.
+  std::size_t sequence_length = 64;       // char-lstm
+  std::size_t hidden = 256;               // char-lstm
+  std::size_t fields = 8, values_per_field = 100000;  // recommender
+  std::size_t click_samples = 200000;     // recommender training samples
+  // Keep the final parameters in the summary (tests compare runs).
+  bool return_parameters = false;
+  // Stop after this many steps in total (tests of resume); 0: no limit.
+  std::size_t stop_after_steps = 0;
+};
+
+// Seconds per step, the median over the steps run of each part. The
+// training thread's time is data + compute + waiting + optimizer (their sum
+// is about the step time);
+// encode, communicate and decode are the communication thread's time, which
+// overlaps compute (backward fills buckets while earlier ones are reduced).
+struct StepSplit {
+  double data = 0, compute = 0, waiting = 0, optimizer = 0;
+  double encode = 0, communicate = 0, decode = 0;
+};
+
+struct EpochResult {
+  int epoch = 0;
+  double train_loss = 0;  // mean over the epoch's steps and ranks
+  double test_loss = 0;
+  double test_metric = 0;  // accuracy in [0,1], or perplexity for char-lstm
+  double seconds = 0;
+};
+
+struct TrainSummary {
+  std::string model, data, codec;
+  int ranks = 0;
+  std::string metric_name;  // "accuracy" or "perplexity"
+  double final_metric = 0, final_test_loss = 0;
+  double wall_seconds = 0;  // this invocation, evaluation included
+  std::size_t steps = 0;    // steps run by this invocation
+  std::size_t skipped_steps = 0;
+  double steps_per_second = 0, samples_per_second = 0;
+  StepSplit split;
+  std::size_t parameters = 0, buckets = 0;
+  double payload_bytes_per_step = 0;  // one rank's encoded gradient
+  double compression_ratio = 0;       // fp32 bytes / payload bytes
+  std::vector<EpochResult> epochs;
+  std::vector<float> final_parameters;  // with return_parameters
+};
+
+std::vector<std::string> model_names();
+// The dataset a model learns from: fashion-mnist (mlp, cnn), fortunes
+// (char-lstm), clicks (recommender).
+std::string dataset_for_model(const std::string& model);
+std::vector<std::string> dataset_names();
+std::vector<std::string> optimizer_names();
+
+// Checks the settings on this rank alone (names, ranges, model/data pairs,
+// codec spec); throws InvalidArgument naming the setting and what is valid.
+void validate(const TrainConfig& config);
+
+// Trains on every rank of `comm` (all ranks call it with the same settings;
+// differing settings give a MismatchError on every rank before any step).
+// Rank 0 prints progress to stderr and writes the log and manifest.
+TrainSummary train(Communicator& comm, const TrainConfig& config);
+
+}  // namespace qccl::engines

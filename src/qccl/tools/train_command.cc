@@ -1,0 +1,196 @@
+#include "qccl/tools/train_command.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "qccl/codecs/codec_spec.h"
+#include "qccl/common/errors.h"
+#include "qccl/common/files.h"
+#include "qccl/tools/cli.h"
+#include "qccl/tools/ranks.h"
+#include "qccl/tools/units.h"
+
+namespace qccl::tools {
+
+void add_train(CLI::App& app, TrainCommand& command) {
+  auto* sub = app.add_subcommand(
+      "train", "data-parallel training with compressed gradient exchange (libtorch)");
+  sub->set_config("--config", "", "read options from a TOML/INI file (command line wins)");
+  auto& c = command.config;
+  sub->add_option("--model", c.model, "mlp, cnn (default), char-lstm or recommender");
+  sub->add_option("--data", c.data,
+                  "fashion-mnist (mlp, cnn), fortunes (char-lstm) or clicks (recommender); "
+                  "default: the model's");
+  sub->add_option("--data-dir", c.data_dir,
+                  "dataset directory (default /usr/share/datasets/fashion-mnist or "
+                  "/usr/share/games/fortunes)");
+  sub->add_option("--codec", command.codecs,
+                  "codec spec (default fp32); repeat to train once per codec and compare")
+      ->take_all();
+  sub->add_option("--algo", command.algorithm, "ring (default), tree or native (fp32/fp16 via MPI)");
+  sub->add_option("--optimizer", c.optimizer, "sgd (default), adam or adamw");
+  sub->add_option("--lr", c.lr, "learning rate (default 0.05)");
+  sub->add_option("--momentum", c.momentum, "SGD momentum (default 0.9)");
+  sub->add_option("--weight-decay", c.weight_decay, "weight decay (default 0)");
+  sub->add_option("--beta1", c.beta1, "Adam beta1 (default 0.9)");
+  sub->add_option("--beta2", c.beta2, "Adam beta2 (default 0.999)");
+  sub->add_option("--eps", c.eps, "Adam epsilon (default 1e-8)");
+  sub->add_option("--epochs", c.epochs, "epochs (default 1)");
+  sub->add_option("--batch", c.batch, "samples per rank per step (default 64)");
+  sub->add_option("--max-steps-per-epoch", c.max_steps_per_epoch,
+                  "cap on steps per epoch (default 0: the whole training set)");
+  sub->add_option("--seed", c.seed, "seed of initialisation, data order and codecs (default 1)");
+  sub->add_option("--bucket-cap", command.bucket_cap, "bucket size cap (default 25M)");
+  sub->add_option("--first-bucket", command.first_bucket, "first bucket's cap (default 1M)");
+  sub->add_option("--checkpoint-dir", c.checkpoint_dir, "write checkpoints here");
+  sub->add_option("--checkpoint-every", c.checkpoint_every,
+                  "checkpoint every K steps (default 0: at the end only)");
+  sub->add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint-dir");
+  sub->add_flag("--force", c.force, "replace an existing log or checkpoint");
+  sub->add_option("--log", c.log_path, "JSON-lines log of every metric");
+  sub->add_option("--summary-json", command.summary_json, "write the summaries as JSON");
+  sub->add_flag("--skip-nonfinite", c.skip_nonfinite,
+                "skip steps whose gradients hold NaN/Inf instead of stopping");
+  sub->add_flag("--quiet", command.quiet, "no progress bar or per-epoch lines");
+  sub->add_option("--threads", c.threads, "libtorch threads per rank (default 1)");
+  sub->add_option("--sequence-length", c.sequence_length, "char-lstm: characters per sample (64)");
+  sub->add_option("--hidden", c.hidden, "char-lstm: LSTM width (256)");
+  sub->add_option("--fields", c.fields, "recommender: categorical fields (8)");
+  sub->add_option("--values-per-field", c.values_per_field,
+                  "recommender: rows of each embedding table (100000)");
+  sub->add_option("--click-samples", c.click_samples, "recommender: training samples (200000)");
+  sub->add_option("--ranks", command.ranks,
+                  "run N ranks as threads of this process instead of under mpirun");
+  sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
+}
+
+std::string path_for_codec(const std::string& path, const std::string& codec, std::size_t count) {
+  if (path.empty() || count <= 1) return path;
+  std::string name;
+  for (const char ch : codec) {
+    const bool plain = std::isalnum(static_cast<unsigned char>(ch)) != 0;
+    if (plain) name += ch;
+    else if (!name.empty() && name.back() != '-') name += '-';
+  }
+  while (!name.empty() && name.back() == '-') name.pop_back();
+  const std::filesystem::path p(path);
+  if (!p.has_extension()) return path + "." + name;
+  return (p.parent_path() / (p.stem().string() + "." + name + p.extension().string())).string();
+}
+
+namespace {
+
+nlohmann::json to_json(const engines::TrainSummary& s) {
+  return {{"model", s.model},
+          {"data", s.data},
+          {"codec", s.codec},
+          {"ranks", s.ranks},
+          {s.metric_name, s.final_metric},
+          {"test_loss", s.final_test_loss},
+          {"wall_seconds", s.wall_seconds},
+          {"steps", s.steps},
+          {"skipped_steps", s.skipped_steps},
+          {"steps_per_second", s.steps_per_second},
+          {"samples_per_second", s.samples_per_second},
+          {"step_seconds",
+           {{"data", s.split.data}, {"compute", s.split.compute}, {"waiting", s.split.waiting},
+            {"optimizer", s.split.optimizer}, {"encode", s.split.encode},
+            {"communicate", s.split.communicate}, {"decode", s.split.decode}}},
+          {"parameters", s.parameters},
+          {"buckets", s.buckets},
+          {"payload_bytes_per_step", s.payload_bytes_per_step},
+          {"compression_ratio", s.compression_ratio}};
+}
+
+std::string format_bytes(double bytes) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1);
+  if (bytes >= 1 << 20) out << bytes / (1 << 20) << " MiB";
+  else out << bytes / 1024 << " KiB";
+  return out.str();
+}
+
+}  // namespace
+
+void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSummary>& runs) {
+  if (runs.empty()) return;
+  const auto& first = runs.front();
+  out << "\n" << first.model << " on " << first.data << ", " << first.ranks << " ranks, "
+      << first.parameters << " parameters in " << first.buckets << " bucket(s)\n";
+  std::size_t width = 5;
+  for (const auto& r : runs) width = std::max(width, r.codec.size());
+  const bool perplexity = first.metric_name == "perplexity";
+  out << std::left << std::setw(static_cast<int>(width)) << "codec" << std::right
+      << std::setw(11) << (perplexity ? "perplexity" : "accuracy") << std::setw(10) << "wall s"
+      << std::setw(9) << "steps/s" << "  | ms/step: " << std::setw(6) << "data" << std::setw(9)
+      << "compute" << std::setw(8) << "wait" << std::setw(7) << "optim" << "  | comm thread: "
+      << std::setw(7) << "encode" << std::setw(8) << "comm" << std::setw(8) << "decode"
+      << "  | " << std::setw(11) << "payload" << std::setw(7) << "ratio" << "\n";
+  for (const auto& r : runs) {
+    const auto ms = [](double s) { return s * 1e3; };
+    out << std::left << std::setw(static_cast<int>(width)) << r.codec << std::right << std::fixed
+        << std::setprecision(perplexity ? 3 : 4) << std::setw(11) << r.final_metric
+        << std::setprecision(1) << std::setw(10) << r.wall_seconds << std::setw(9)
+        << r.steps_per_second << "  |          " << std::setprecision(2) << std::setw(6)
+        << ms(r.split.data) << std::setw(9) << ms(r.split.compute) << std::setw(8)
+        << ms(r.split.waiting) << std::setw(7) << ms(r.split.optimizer) << "  |              "
+        << std::setw(7) << ms(r.split.encode) << std::setw(8) << ms(r.split.communicate)
+        << std::setw(8) << ms(r.split.decode) << "  | " << std::setw(11)
+        << format_bytes(r.payload_bytes_per_step) << std::setprecision(1) << std::setw(6)
+        << r.compression_ratio << "x" << std::defaultfloat << "\n";
+    if (r.skipped_steps > 0) out << "  (" << r.skipped_steps << " steps skipped: NaN/Inf)\n";
+  }
+  out << "ms/step: the training thread (data + compute + wait + optim = one step); comm "
+         "thread: time spent per step encoding,\ncommunicating and decoding buckets, overlapping "
+         "compute. payload: one rank's encoded gradient per step.\n";
+}
+
+int run_train_command(TrainCommand& command, int argc, char** argv) {
+  auto& c = command.config;
+  try {
+    if (command.codecs.empty()) command.codecs.push_back("fp32");
+    if (c.data.empty()) c.data = engines::dataset_for_model(c.model);
+    c.algorithm = parse_algorithm(command.algorithm);
+    c.bucket_cap_bytes = parse_bytes(command.bucket_cap);
+    c.first_bucket_bytes = parse_bytes(command.first_bucket);
+    c.progress = !command.quiet;
+    if (command.ranks < 0) throw InvalidArgument("--ranks must be positive");
+    if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
+    for (const auto& codec : command.codecs) {
+      auto one = c;
+      one.codec = codec;
+      engines::validate(one);
+    }
+  } catch (const InvalidArgument& e) {
+    std::cerr << "qccl: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  return run_on_ranks(command.ranks, Timeout(command.timeout_ms), argc, argv,
+                      [&](Communicator& comm) {
+    std::vector<engines::TrainSummary> runs;
+    const bool root = comm.rank() == 0;
+    for (const auto& codec : command.codecs) {
+      auto one = c;
+      one.codec = codec;
+      one.log_path = path_for_codec(c.log_path, codec, command.codecs.size());
+      one.checkpoint_dir = path_for_codec(c.checkpoint_dir, codec, command.codecs.size());
+      if (root && command.codecs.size() > 1 && !command.quiet) {
+        std::cerr << "== " << make_codec(codec)->spec() << "\n";
+      }
+      runs.push_back(engines::train(comm, one));
+    }
+    if (!root) return;
+    print_train_summaries(std::cout, runs);
+    if (!command.summary_json.empty()) {
+      nlohmann::json all = nlohmann::json::array();
+      for (const auto& r : runs) all.push_back(to_json(r));
+      write_file_atomically(command.summary_json, all.dump(2) + "\n");
+    }
+  });
+}
+
+}  // namespace qccl::tools

@@ -1,0 +1,37 @@
+// `qccl train`: data-parallel training with a codec (or several, one after
+// another, compared side by side at the end).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "qccl/engines/train_config.h"
+
+namespace qccl::tools {
+
+struct TrainCommand {
+  engines::TrainConfig config;
+  std::vector<std::string> codecs;
+  std::string algorithm = "ring";
+  std::string bucket_cap = "25M", first_bucket = "1M";
+  std::string summary_json;
+  bool quiet = false;
+  int ranks = 0;
+  long timeout_ms = 300000;
+};
+
+void add_train(CLI::App& app, TrainCommand& command);
+int run_train_command(TrainCommand& command, int argc, char** argv);
+
+// One row per run: metric, time, step-time split, payload and ratio.
+void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSummary>& runs);
+
+// Log and checkpoint paths for run `index` of `count` codecs: unchanged for
+// a single codec, else with the codec's name inserted ("train.jsonl" ->
+// "train.global-qsgd-bits-8.jsonl"), so runs never overwrite each other.
+std::string path_for_codec(const std::string& path, const std::string& codec, std::size_t count);
+
+}  // namespace qccl::tools
