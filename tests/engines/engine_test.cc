@@ -4,6 +4,7 @@
 // mismatched settings fail clearly, and a real run learns Fashion-MNIST.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cmath>
@@ -24,8 +25,12 @@ namespace {
 namespace fs = std::filesystem;
 using test::run_world;
 
+// A fresh directory per test and process (ctest runs tests in parallel).
 fs::path scratch_dir(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / ("qccl-engine-test-" + name);
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const auto dir = fs::temp_directory_path() /
+                   ("qccl-engine-test-" + std::string(test->name()) + "-" + name + "-" +
+                    std::to_string(::getpid()));
   fs::remove_all(dir);
   return dir;
 }

@@ -132,6 +132,46 @@ else
 fi
 rm -rf "$simdir"
 
+# Training: usage errors, a short in-process run with its log, a comparison
+# under mpirun, a config file, and resume.
+traindir=$(mktemp -d)
+expect "train help lists the models" 0 'char-lstm' -- "$qccl" train --help
+expect "train: unknown model" 2 "unknown model 'resnet'; choose one of mlp, cnn" -- \
+  "$qccl" train --model resnet --ranks 2
+expect "train: unknown codec" 2 'valid codecs: fp32' -- "$qccl" train --codec zip --ranks 2
+expect "train: model and data that do not fit" 2 "learns from 'fashion-mnist', not 'fortunes'" -- \
+  "$qccl" train --model cnn --data fortunes --ranks 2
+expect "train: missing data" 2 'cannot open .*/nonexistent/train-images' -- \
+  "$qccl" train --model mlp --data-dir /nonexistent --ranks 2
+expect "train: --resume without a checkpoint dir" 2 'needs --checkpoint-dir' -- \
+  "$qccl" train --resume --ranks 2
+expect "train in process, with a log" 0 'mlp on fashion-mnist, 2 ranks' -- \
+  "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 5 --quiet --log "$traindir/log.jsonl"
+[ "$(grep -c '"event":"step"' "$traindir/log.jsonl")" = 5 ] ||
+  { echo "FAIL: train log has not 5 step lines"; failures=$((failures + 1)); }
+expect "train refuses to overwrite its log" 2 'exists; pass --resume' -- \
+  "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 5 --quiet --log "$traindir/log.jsonl"
+printf 'model = "mlp"\nmax-steps-per-epoch = 3\nbatch = 8\nquiet = true\n' >"$traindir/train.toml"
+expect "train from a config file" 0 'mlp on fashion-mnist, 2 ranks' -- \
+  "$qccl" train --config "$traindir/train.toml" --ranks 2 --summary-json "$traindir/s.json"
+grep -q '"steps": 3' "$traindir/s.json" || { echo "FAIL: config file's steps"; failures=$((failures + 1)); }
+expect "train compares codecs under mpirun" 0 'global-qsgd:bits=8,dither=exp.* 4\.0x' -- \
+  "${mpirun[@]}" -np 2 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet \
+  --codec fp32 --codec global-qsgd:bits=8,dither=exp
+expect "train checkpoints" 0 'mlp on fashion-mnist' -- \
+  "$qccl" train --model mlp --ranks 2 --epochs 2 --max-steps-per-epoch 3 --quiet \
+  --checkpoint-dir "$traindir/ckpt" --checkpoint-every 2
+expect "train resumes with the same ranks only" 2 'written by 2 ranks' -- \
+  "$qccl" train --model mlp --ranks 3 --epochs 2 --max-steps-per-epoch 3 --quiet \
+  --checkpoint-dir "$traindir/ckpt" --resume
+expect "train refuses to overwrite a checkpoint" 2 'holds a checkpoint' -- \
+  "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 3 --quiet --checkpoint-dir "$traindir/ckpt"
+echo '{"step": 6, "ranks": 2' >"$traindir/ckpt/latest.json"
+expect "train reports a corrupt checkpoint manifest" 2 'is corrupt' -- \
+  "$qccl" train --model mlp --ranks 2 --epochs 2 --max-steps-per-epoch 3 --quiet \
+  --checkpoint-dir "$traindir/ckpt" --resume
+rm -rf "$traindir"
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures CLI check(s) failed"
   exit 1

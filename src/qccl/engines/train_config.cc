@@ -38,10 +38,11 @@ std::vector<std::string> optimizer_names() { return {"sgd", "adam", "adamw"}; }
 void validate(const TrainConfig& c) {
   require(contains(model_names(), c.model),
           "unknown model '" + c.model + "'; choose one of " + joined(model_names()));
-  require(contains(dataset_names(), c.data),
-          "unknown dataset '" + c.data + "'; choose one of " + joined(dataset_names()));
-  require(dataset_for_model(c.model) == c.data, "model '" + c.model + "' learns from '" +
-                                             dataset_for_model(c.model) + "', not '" + c.data + "'");
+  const std::string data = c.data.empty() ? dataset_for_model(c.model) : c.data;
+  require(contains(dataset_names(), data),
+          "unknown dataset '" + data + "'; choose one of " + joined(dataset_names()));
+  require(dataset_for_model(c.model) == data, "model '" + c.model + "' learns from '" +
+                                                  dataset_for_model(c.model) + "', not '" + data + "'");
   require(contains(optimizer_names(), c.optimizer),
           "unknown optimizer '" + c.optimizer + "'; choose one of " + joined(optimizer_names()));
   make_codec(c.codec);  // throws listing the valid codecs and parameters

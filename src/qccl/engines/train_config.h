@@ -15,7 +15,7 @@ namespace qccl::engines {
 
 struct TrainConfig {
   std::string model = "cnn";              // mlp | cnn | char-lstm | recommender
-  std::string data = "fashion-mnist";     // fashion-mnist | fortunes | clicks
+  std::string data;                       // fashion-mnist | fortunes | clicks; empty: the model's
   std::string data_dir;                   // empty: the dataset's Debian location
   std::string codec = "fp32";
   Algorithm algorithm = Algorithm::ring;

@@ -314,7 +314,9 @@ bool finite_loss(const torch::Tensor& loss) { return std::isfinite(loss.item<dou
 
 }  // namespace
 
-TrainSummary train(Communicator& comm, const TrainConfig& config) {
+TrainSummary train(Communicator& comm, const TrainConfig& given) {
+  TrainConfig config = given;
+  if (config.data.empty()) config.data = dataset_for_model(config.model);
   torch::set_num_threads(config.threads);
   const bool root = comm.rank() == 0;
   auto task = make_task(config);

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -402,13 +403,21 @@ int run_cli(int argc, char** argv) {
   add_train(app, train_command);
 
   try {
-    app.parse(argc, argv);
+    // `train --config FILE` becomes the options FILE sets (CLI11 parses
+    // arguments in reverse order from a vector).
+    std::vector<std::string> args(argv + 1, argv + argc);
+    args = expand_train_config(args);
+    std::reverse(args.begin(), args.end());
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::Success& e) {
     return app.exit(e);  // --version
+  } catch (const InvalidArgument& e) {  // a bad config file
+    std::cerr << "qccl: " << e.what() << "\n";
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     const CLI::App* active = active_command(app);
     std::cerr << "qccl: " << e.what() << "\n";

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -19,7 +20,12 @@ namespace qccl::tools {
 void add_train(CLI::App& app, TrainCommand& command) {
   auto* sub = app.add_subcommand(
       "train", "data-parallel training with compressed gradient exchange (libtorch)");
-  sub->set_config("--config", "", "read options from a TOML/INI file (command line wins)");
+  // Read before parsing (expand_train_config); declared for --help only.
+  sub->add_option("--config", command.config_file,
+                  "read options from a TOML-style file (the command line wins)");
+  // An option given twice (in the config file, then on the command line)
+  // takes the last value.
+  sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   auto& c = command.config;
   sub->add_option("--model", c.model, "mlp, cnn (default), char-lstm or recommender");
   sub->add_option("--data", c.data,
@@ -66,6 +72,106 @@ void add_train(CLI::App& app, TrainCommand& command) {
   sub->add_option("--ranks", command.ranks,
                   "run N ranks as threads of this process instead of under mpirun");
   sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
+}
+
+namespace {
+
+std::string trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+std::string unquoted(const std::string& text) {
+  if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') && text.back() == text.front()) {
+    return text.substr(1, text.size() - 2);
+  }
+  return text;
+}
+
+// The options one `key = value` line stands for.
+std::vector<std::string> options_of_line(const std::string& key, const std::string& value) {
+  const std::string option = "--" + key;
+  if (value == "true") return {option};
+  if (value == "false") return {};
+  if (value.size() >= 2 && value.front() == '[' && value.back() == ']') {
+    std::vector<std::string> out;
+    std::string item;
+    bool quoted = false;
+    for (const char ch : value.substr(1, value.size() - 2)) {
+      if (ch == '"') quoted = !quoted;
+      if (ch == ',' && !quoted) {
+        if (!trimmed(item).empty()) out.insert(out.end(), {option, unquoted(trimmed(item))});
+        item.clear();
+      } else {
+        item += ch;
+      }
+    }
+    if (!trimmed(item).empty()) out.insert(out.end(), {option, unquoted(trimmed(item))});
+    return out;
+  }
+  return {option, unquoted(value)};
+}
+
+std::vector<std::string> read_train_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InvalidArgument("cannot read the config file '" + path + "'");
+  std::vector<std::string> options;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    bool quoted = false;
+    for (std::size_t i = 0; i < line.size(); ++i) {  // strip a comment outside quotes
+      if (line[i] == '"') quoted = !quoted;
+      if (line[i] == '#' && !quoted) {
+        line.resize(i);
+        break;
+      }
+    }
+    line = trimmed(line);
+    if (line.empty() || line == "[train]") continue;
+    const auto equals = line.find('=');
+    const std::string key = equals == std::string::npos ? "" : trimmed(line.substr(0, equals));
+    const std::string value = equals == std::string::npos ? "" : trimmed(line.substr(equals + 1));
+    if (key.empty() || value.empty() || key.find_first_of(" \t\"") != std::string::npos ||
+        key == "config") {
+      throw InvalidArgument("config file '" + path + "', line " + std::to_string(number) +
+                            ": expected `option = value`, got `" + line + "`");
+    }
+    const auto more = options_of_line(key, value);
+    options.insert(options.end(), more.begin(), more.end());
+  }
+  return options;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_train_config(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  std::vector<std::string> from_file;
+  bool in_train = false;
+  std::size_t insert_at = 0;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (!in_train && args[i] == "train") {
+      in_train = true;
+      out.push_back(args[i]);
+      insert_at = out.size();
+      continue;
+    }
+    if (in_train && (args[i] == "--config" || args[i].rfind("--config=", 0) == 0)) {
+      std::string path;
+      if (args[i] == "--config") {
+        if (i + 1 >= args.size()) throw InvalidArgument("--config needs a file name");
+        path = args[++i];
+      } else {
+        path = args[i].substr(9);
+      }
+      from_file = read_train_config(path);
+      continue;
+    }
+    out.push_back(args[i]);
+  }
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(insert_at), from_file.begin(), from_file.end());
+  return out;
 }
 
 std::string path_for_codec(const std::string& path, const std::string& codec, std::size_t count) {

@@ -18,12 +18,22 @@ struct TrainCommand {
   std::string algorithm = "ring";
   std::string bucket_cap = "25M", first_bucket = "1M";
   std::string summary_json;
+  std::string config_file;  // consumed by expand_train_config before parsing
   bool quiet = false;
   int ranks = 0;
   long timeout_ms = 300000;
 };
 
 void add_train(CLI::App& app, TrainCommand& command);
+
+// `qccl train --config FILE`: replaces the --config pair in `args` (argv
+// without the program name) by the options FILE sets, placed first so that
+// options given on the command line win. FILE holds TOML-style lines
+// `key = value` (keys are option names without dashes; strings may be
+// quoted; true/false for flags; ["a", "b"] for repeated options such as
+// codec); `#` starts a comment and a `[train]` header is allowed. Throws
+// InvalidArgument naming the file and line on anything else.
+std::vector<std::string> expand_train_config(const std::vector<std::string>& args);
 int run_train_command(TrainCommand& command, int argc, char** argv);
 
 // One row per run: metric, time, step-time split, payload and ratio.
