@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,8 @@ struct TrainConfig {
   std::size_t click_samples = 200000;     // recommender training samples
   // Keep the final parameters in the summary (tests compare runs).
   bool return_parameters = false;
-  // Stop after this many steps in total (tests of resume); 0: no limit.
+  // Stop after this many steps of this invocation (a checkpoint is saved
+  // if checkpoint_dir is set); 0: no limit.
   std::size_t stop_after_steps = 0;
 };
 
@@ -79,6 +81,9 @@ struct TrainSummary {
   StepSplit split;
   std::size_t parameters = 0, buckets = 0;
   double payload_bytes_per_step = 0;  // one rank's encoded gradient
+  // Bytes rank 0 sent per step, counted by the transport (mean over steps);
+  // unset for algorithm native, whose traffic MPI does not expose.
+  std::optional<double> sent_bytes_per_step;
   double compression_ratio = 0;       // fp32 bytes / payload bytes
   std::vector<EpochResult> epochs;
   std::vector<float> final_parameters;  // with return_parameters

@@ -385,7 +385,7 @@ TrainSummary train(Communicator& comm, const TrainConfig& given) {
 
   const auto start = Clock::now();
   std::vector<StepSplit> splits;
-  double training_seconds = 0;
+  double training_seconds = 0, sent_bytes = 0;
   bool stopped = false;
   for (std::int64_t epoch = at.epoch; epoch < config.epochs && !stopped; ++epoch) {
     const auto epoch_start = Clock::now();
@@ -403,6 +403,7 @@ TrainSummary train(Communicator& comm, const TrainConfig& given) {
       const auto batch = task->batch(std::span(order).subspan(first, config.batch), false);
       const double data_seconds = seconds_since(step_start);
 
+      const auto sent_before = comm.transport().stats().bytes_sent;
       const auto compute_start = Clock::now();
       engine.set_steps_finished(static_cast<std::uint64_t>(at.global_step));
       engine.begin_step();
@@ -426,6 +427,8 @@ TrainSummary train(Communicator& comm, const TrainConfig& given) {
         if (root) log.write({{"event", "skipped"}, {"step", at.global_step}, {"reason", e.what()}});
       }
       const double wait_seconds = seconds_since(wait_start);
+      const auto sent = comm.transport().stats().bytes_sent - sent_before;
+      sent_bytes += static_cast<double>(sent);
 
       const auto optimizer_start = Clock::now();
       if (!skipped) {
@@ -454,6 +457,7 @@ TrainSummary train(Communicator& comm, const TrainConfig& given) {
                   {"waiting", wait_seconds}, {"optimizer", optimizer_seconds},
                   {"encode", reduce.encode}, {"communicate", reduce.communicate},
                   {"decode", reduce.decode}, {"payload_bytes", summary.payload_bytes_per_step},
+                  {"sent_bytes", sent},
                   {"skipped", skipped}};
         const auto stats = engine.codec(0).last_step_stats();
         if (stats.integer) {
@@ -512,6 +516,9 @@ TrainSummary train(Communicator& comm, const TrainConfig& given) {
   }
   if (summary.steps > 0) {
     summary.split = median_split(splits);
+    if (config.algorithm != Algorithm::native) {
+      summary.sent_bytes_per_step = sent_bytes / static_cast<double>(summary.steps);
+    }
     summary.steps_per_second = static_cast<double>(summary.steps) / training_seconds;
     summary.samples_per_second = summary.steps_per_second * static_cast<double>(global_batch);
   }
@@ -533,6 +540,8 @@ TrainSummary train(Communicator& comm, const TrainConfig& given) {
                           {"encode", summary.split.encode}, {"communicate", summary.split.communicate},
                           {"decode", summary.split.decode}}},
                {"payload_bytes_per_step", summary.payload_bytes_per_step},
+               {"sent_bytes_per_step", summary.sent_bytes_per_step
+                                           ? Json(*summary.sent_bytes_per_step) : Json(nullptr)},
                {"compression_ratio", summary.compression_ratio}});
   }
   return summary;

@@ -56,6 +56,9 @@ void add_train(CLI::App& app, TrainCommand& command) {
   sub->add_option("--checkpoint-every", c.checkpoint_every,
                   "checkpoint every K steps (default 0: at the end only)");
   sub->add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint-dir");
+  sub->add_option("--stop-after", c.stop_after_steps,
+                  "stop after N steps of this invocation (saving a checkpoint if "
+                  "--checkpoint-dir is set), to --resume later");
   sub->add_flag("--force", c.force, "replace an existing log or checkpoint");
   sub->add_option("--log", c.log_path, "JSON-lines log of every metric");
   sub->add_option("--summary-json", command.summary_json, "write the summaries as JSON");
@@ -209,6 +212,8 @@ nlohmann::json to_json(const engines::TrainSummary& s) {
           {"parameters", s.parameters},
           {"buckets", s.buckets},
           {"payload_bytes_per_step", s.payload_bytes_per_step},
+          {"sent_bytes_per_step",
+           s.sent_bytes_per_step ? nlohmann::json(*s.sent_bytes_per_step) : nlohmann::json(nullptr)},
           {"compression_ratio", s.compression_ratio}};
 }
 
@@ -235,7 +240,8 @@ void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSu
       << std::setw(9) << "steps/s" << "  | ms/step: " << std::setw(6) << "data" << std::setw(9)
       << "compute" << std::setw(8) << "wait" << std::setw(7) << "optim" << "  | comm thread: "
       << std::setw(7) << "encode" << std::setw(8) << "comm" << std::setw(8) << "decode"
-      << "  | " << std::setw(11) << "payload" << std::setw(7) << "ratio" << "\n";
+      << "  | " << std::setw(11) << "payload" << std::setw(11) << "sent" << std::setw(7)
+      << "ratio" << "\n";
   for (const auto& r : runs) {
     const auto ms = [](double s) { return s * 1e3; };
     out << std::left << std::setw(static_cast<int>(width)) << r.codec << std::right << std::fixed
@@ -246,13 +252,15 @@ void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSu
         << ms(r.split.waiting) << std::setw(7) << ms(r.split.optimizer) << "  |              "
         << std::setw(7) << ms(r.split.encode) << std::setw(8) << ms(r.split.communicate)
         << std::setw(8) << ms(r.split.decode) << "  | " << std::setw(11)
-        << format_bytes(r.payload_bytes_per_step) << std::setprecision(1) << std::setw(6)
+        << format_bytes(r.payload_bytes_per_step) << std::setw(11)
+        << (r.sent_bytes_per_step ? format_bytes(*r.sent_bytes_per_step) : std::string("(MPI)"))
+        << std::setprecision(1) << std::setw(6)
         << r.compression_ratio << "x" << std::defaultfloat << "\n";
     if (r.skipped_steps > 0) out << "  (" << r.skipped_steps << " steps skipped: NaN/Inf)\n";
   }
   out << "ms/step: the training thread (data + compute + wait + optim = one step); comm "
          "thread: time spent per step encoding,\ncommunicating and decoding buckets, overlapping "
-         "compute. payload: one rank's encoded gradient per step.\n";
+         "compute. payload: one rank's encoded gradient per step; sent: bytes rank 0 sent per step.\n";
 }
 
 int run_train_command(TrainCommand& command, int argc, char** argv) {
