@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 #include "qccl/common/errors.h"
 #include "qccl/data/epoch_order.h"
@@ -269,6 +270,37 @@ TEST(Engine, MeanGradientsAndUnusedParameters) {
       EXPECT_TRUE(torch::equal(unused.grad(), torch::zeros({2})));
     }
   });
+}
+
+// Buckets are reduced while backward continues: the gradient of `a` is
+// computed after `b`'s, and a hook on `a` (running before the engine's)
+// waits until `b`'s bucket has crossed the transport. If the engine
+// reduced only after backward, the wait would time out.
+TEST(Engine, ReducesEarlyBucketsWhileBackwardContinues) {
+  std::atomic<int> overlapped{0};
+  run_world(2, [&](Communicator& comm) {
+    auto a = torch::ones({1000}, torch::requires_grad());
+    auto b = torch::ones({1000}, torch::requires_grad());
+    const auto sent_before = comm.transport().stats().bytes_sent;
+    a.register_hook([&](const torch::Tensor&) {
+      const auto deadline = Clock::now() + std::chrono::seconds(10);
+      while (comm.transport().stats().bytes_sent == sent_before && Clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (comm.transport().stats().bytes_sent > sent_before) ++overlapped;
+    });
+    EngineOptions options;
+    options.policy = std::make_shared<SizeCappedPolicy>(4000, 4000);  // a tensor per bucket
+    DataParallelEngine engine(comm, {{"a", a}, {"b", b}}, options);
+    ASSERT_EQ(engine.bucket_count(), 2u);
+    EXPECT_EQ(engine.plan().buckets[0], std::vector<std::size_t>{1});  // b first: reverse order
+    engine.begin_step();
+    (b * (a * 2)).sum().backward();  // d/db first, then d/da
+    engine.finish_step();
+    EXPECT_TRUE(torch::equal(a.grad(), torch::full({1000}, 2.0f)));
+    EXPECT_TRUE(torch::equal(b.grad(), torch::full({1000}, 2.0f)));
+  });
+  EXPECT_EQ(overlapped.load(), 2) << "bucket 0 was not sent before backward reached `a`";
 }
 
 TEST(Engine, NonFiniteOnOneRankFailsEveryRankAndTheNextStepWorks) {

@@ -170,6 +170,10 @@ echo '{"step": 6, "ranks": 2' >"$traindir/ckpt/latest.json"
 expect "train reports a corrupt checkpoint manifest" 2 'is corrupt' -- \
   "$qccl" train --model mlp --ranks 2 --epochs 2 --max-steps-per-epoch 3 --quiet \
   --checkpoint-dir "$traindir/ckpt" --resume
+expect "train stops on NaN gradients under mpirun, naming step and bucket" 1 'step 1, bucket 0 \(fc3.bias .. fc1.weight\).*rank\(s\) 0, 1' -- \
+  "${mpirun[@]}" -np 2 "$qccl" train --model mlp --lr 1e30 --max-steps-per-epoch 5 --quiet
+expect "train skips NaN steps when asked" 0 '4 steps skipped' -- \
+  "$qccl" train --model mlp --lr 1e30 --max-steps-per-epoch 5 --quiet --skip-nonfinite --ranks 2
 rm -rf "$traindir"
 
 if [ "$failures" -ne 0 ]; then

@@ -14,6 +14,9 @@ int exit_code_of(const std::function<void()>& command) {
   try {
     command();
     return kExitOk;
+  } catch (const NonFiniteError& e) {  // bad numbers in a run, not a bad command line
+    std::cerr << "qccl: error: " << e.what() << "\n";
+    return kExitError;
   } catch (const InvalidArgument& e) {
     std::cerr << "qccl: " << e.what() << "\n";
     return kExitUsage;
@@ -48,6 +51,14 @@ int run_on_ranks(int ranks, Timeout timeout, int argc, char** argv,
     Communicator comm(*transport, options);
     body(comm);
     return kExitOk;
+  } catch (const MismatchError& e) {
+    // Raised on every rank by construction (so are non-finite inputs): each
+    // rank ends cleanly, and one of them reports it.
+    if (transport->rank() == 0) std::cerr << "qccl: error: " << e.what() << "\n";
+    return kExitError;
+  } catch (const NonFiniteError& e) {
+    if (transport->rank() == 0) std::cerr << "qccl: error: " << e.what() << "\n";
+    return kExitError;
   } catch (const std::exception& e) {
     std::cerr << "qccl: error on rank " << transport->rank() << ": " << e.what() << "\n";
     if (transport->size() > 1) transport->abort(e.what());
