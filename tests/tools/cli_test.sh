@@ -143,6 +143,8 @@ expect "train: model and data that do not fit" 2 "learns from 'fashion-mnist', n
   "$qccl" train --model cnn --data fortunes --ranks 2
 expect "train: missing data" 2 'cannot open .*/nonexistent/train-images' -- \
   "$qccl" train --model mlp --data-dir /nonexistent --ranks 2
+expect "train: native runs only what MPI can sum" 2 "'intsgd:round=random.*' runs on ring or tree" -- \
+  "$qccl" train --algo native --codec intsgd --ranks 2
 expect "train: --resume without a checkpoint dir" 2 'needs --checkpoint-dir' -- \
   "$qccl" train --resume --ranks 2
 expect "train in process, with a log" 0 'mlp on fashion-mnist, 2 ranks' -- \

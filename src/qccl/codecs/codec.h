@@ -65,6 +65,11 @@ class Codec {
   // and decode directly.
   virtual std::unique_ptr<Reduction> reduction_for(double norm, int ranks, int rank,
                                                    Algorithm algorithm) const = 0;
+  // Whether every step's reduction maps onto the transport's own allreduce
+  // (MPI_Allreduce), so the codec can run with algorithm native: fp32, fp16.
+  virtual bool has_native_equivalent() const {
+    return reduction_for(1.0, 2, 0, Algorithm::native)->native_equivalent().has_value();
+  }
   // A bound that |result - exact mean| never exceeds, for any element, when
   // the ranks' inputs have the given global ∞-norm: the benchmark's
   // correctness check for lossy codecs.

@@ -43,6 +43,8 @@ class IntegerCodec final : public Codec {
   bool unbiased() const override { return config_.rounding == IntRounding::random; }
   Aggregation aggregation() const override { return Aggregation::compressed_domain; }
   std::size_t wire_bytes(std::size_t count) const override;
+  // Only the first step (exact fp32) could; the integer sums cannot.
+  bool has_native_equivalent() const override { return false; }
   std::unique_ptr<Reduction> reduction_for(double norm, int ranks, int rank,
                                            Algorithm algorithm) const override;
   double max_abs_error(double norm, int ranks, Algorithm algorithm) const override;

@@ -45,7 +45,11 @@ void validate(const TrainConfig& c) {
                                                   dataset_for_model(c.model) + "', not '" + data + "'");
   require(contains(optimizer_names(), c.optimizer),
           "unknown optimizer '" + c.optimizer + "'; choose one of " + joined(optimizer_names()));
-  make_codec(c.codec);  // throws listing the valid codecs and parameters
+  const auto codec = make_codec(c.codec);  // throws listing the valid codecs and parameters
+  require(c.algorithm != Algorithm::native || codec->has_native_equivalent() ||
+              codec->aggregation() == Aggregation::allgather_decode,
+          "--algo native (MPI_Allreduce) runs only codecs MPI can sum, fp32 and fp16; '" +
+              codec->spec() + "' runs on ring or tree");
   require(std::isfinite(c.lr) && c.lr > 0, "--lr must be a positive number");
   require(c.momentum >= 0 && c.momentum < 1, "--momentum must be in [0, 1)");
   require(c.weight_decay >= 0 && std::isfinite(c.weight_decay), "--weight-decay must be >= 0");

@@ -66,8 +66,7 @@ void validate(const BenchConfig& c) {
       throw InvalidArgument("bench " + op + ": --codec applies to allreduce only");
     }
     const auto codec = make_codec(c.codec);  // throws for an unknown codec or parameter
-    if (c.native_codec &&
-        !codec->reduction_for(1.0, 2, 0, Algorithm::native)->native_equivalent()) {
+    if (c.native_codec && !codec->has_native_equivalent()) {
       throw InvalidArgument("bench allreduce: codec " + codec->spec() +
                             " has no MPI equivalent for --native-codec (fp16 has)");
     }
