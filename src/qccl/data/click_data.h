@@ -1,6 +1,6 @@
 // Generated click-through data for the communication-heavy recommendation
-// model (large embedding tables and a small MLP, like the DLRM workload of
-// Global-QSGD §6): each sample has `fields` categorical features and a 0/1
+// model (large embedding tables and a small MLP, standing in for DeepLight
+// on Criteo in Global-QSGD §9, Table 3): each sample has `fields` categorical features and a 0/1
 // click label. Nothing is stored: sample i is a pure function of (seed, i),
 // so every rank reads its shard of a dataset of any size without memory.
 //

@@ -7,6 +7,11 @@
 // backward the engine waits for the remaining buckets and writes the mean
 // gradients into the parameters' .grad, so any torch optimizer can step.
 //
+// This is where Global-QSGD §8 puts its codec: a DDP communication hook
+// invoked per gradient bucket (25 MB by default) that quantizes, runs the
+// allreduce (ring or tree, with the custom reduction for exponential
+// dithering) and dequantizes. IntSGD §4 adds the optimizer feedback below.
+//
 // The bucket layout comes from a pluggable BucketPolicy (DDP's size-capped
 // rule by default). Each bucket has its own codec instance, whose state
 // (IntSGD's scales, IntDIANA's shifts, the step counter that keys the
