@@ -146,9 +146,11 @@ TEST(Engine, Fp32MatchesSingleProcessOnTheConcatenatedBatch) {
 // uninterrupted one: model, optimizer state, codec state (IntSGD's scales,
 // the step counters that key the randomness) and the data position.
 void expect_resume_is_exact(const std::string& codec, const std::string& optimizer,
-                            std::size_t stop_after) {
+                            std::size_t stop_after, const std::string& schedule = "constant") {
   auto config = short_run(codec);
   config.optimizer = optimizer;
+  config.lr_schedule = schedule;
+  if (schedule != "constant") config.warmup_steps = 3;
   if (optimizer != "sgd") config.lr = 0.001;
   config.epochs = 2;
   config.max_steps_per_epoch = 5;
@@ -174,6 +176,9 @@ TEST(Resume, AcrossEpochsWithExpDitherAndAdam) {
   expect_resume_is_exact("global-qsgd:bits=8,dither=exp", "adam", 7);
 }
 TEST(Resume, IntDianaShiftsWithAdamW) { expect_resume_is_exact("intdiana", "adamw", 4); }
+TEST(Resume, CosineScheduleWithWarmupAndIntSgd) {
+  expect_resume_is_exact("intsgd", "sgd", 6, "cosine");
+}
 
 TEST(Resume, RefusesAnotherRankCountAndMissingCheckpoint) {
   auto config = short_run("fp32");

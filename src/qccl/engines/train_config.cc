@@ -5,6 +5,7 @@
 
 #include "qccl/codecs/codec_spec.h"
 #include "qccl/common/errors.h"
+#include "qccl/engines/lr_schedule.h"
 
 namespace qccl::engines {
 namespace {
@@ -51,6 +52,7 @@ void validate(const TrainConfig& c) {
           "--algo native (MPI_Allreduce) runs only codecs MPI can sum, fp32 and fp16; '" +
               codec->spec() + "' runs on ring or tree");
   require(std::isfinite(c.lr) && c.lr > 0, "--lr must be a positive number");
+  validate(LrSchedule{c.lr_schedule, c.lr, c.warmup_steps, 0});
   require(c.momentum >= 0 && c.momentum < 1, "--momentum must be in [0, 1)");
   require(c.weight_decay >= 0 && std::isfinite(c.weight_decay), "--weight-decay must be >= 0");
   require(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "Adam's betas must be in [0, 1)");

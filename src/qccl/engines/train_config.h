@@ -21,7 +21,9 @@ struct TrainConfig {
   std::string codec = "fp32";
   Algorithm algorithm = Algorithm::ring;
   std::string optimizer = "sgd";          // sgd | adam | adamw
-  double lr = 0.05;
+  double lr = 0.05;                       // base learning rate
+  std::string lr_schedule = "constant";   // constant | cosine | linear (lr_schedule.h)
+  std::size_t warmup_steps = 0;
   double momentum = 0.9;                  // sgd
   double weight_decay = 0.0;              // sgd, adam: L2 term; adamw: decoupled
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw

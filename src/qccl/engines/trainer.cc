@@ -23,6 +23,7 @@
 #include "qccl/data/epoch_order.h"
 #include "qccl/engines/checkpoint.h"
 #include "qccl/engines/data_parallel.h"
+#include "qccl/engines/lr_schedule.h"
 #include "qccl/engines/rank_sum.h"
 #include "qccl/engines/tasks.h"
 #include "qccl/engines/train_config.h"
@@ -56,7 +57,8 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
 
 std::string optimizer_text(const TrainConfig& c) {
   std::ostringstream text;
-  text << c.optimizer << " lr=" << c.lr << " wd=" << c.weight_decay;
+  text << c.optimizer << " lr=" << c.lr << " " << c.lr_schedule << " warmup=" << c.warmup_steps
+       << " wd=" << c.weight_decay;
   if (c.optimizer == "sgd") text << " momentum=" << c.momentum;
   else text << " betas=" << c.beta1 << "," << c.beta2 << " eps=" << c.eps;
   return text.str();
@@ -132,8 +134,8 @@ class TrainingRun {
  private:
   void step(std::int64_t epoch, std::int64_t s, std::span<const std::uint32_t> order);
   void end_epoch(std::int64_t epoch, Clock::time_point epoch_start);
-  void log_step(std::int64_t epoch, double loss, double seconds, const StepSplit& split,
-                std::uint64_t sent, bool skipped);
+  void log_step(std::int64_t epoch, double loss, double lr, double seconds,
+                const StepSplit& split, std::uint64_t sent, bool skipped);
   void save() {
     save_checkpoint(comm_, config_.checkpoint_dir, task_->metric_name(), task_->model(),
                     *optimizer_, *engine_, at_, config_);
@@ -151,6 +153,7 @@ class TrainingRun {
   std::unique_ptr<MetricLog> log_;
   Progress progress_;
   std::size_t global_batch_ = 0, steps_per_epoch_ = 0;
+  LrSchedule schedule_;
   TrainSummary summary_;
   Clock::time_point start_;
   std::vector<StepSplit> splits_;
@@ -204,6 +207,10 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
                           "make no full step of " + std::to_string(n) + " ranks × batch " +
                           std::to_string(config.batch) + "; lower --batch");
   }
+
+  schedule_ = LrSchedule{config.lr_schedule, config.lr, config.warmup_steps,
+                         steps_per_epoch_ * static_cast<std::size_t>(config.epochs)};
+  validate(schedule_);
 
   summary_.model = config.model;
   summary_.data = config.data;
@@ -281,10 +288,16 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
   sent_bytes_ += static_cast<double>(sent);
 
   const auto optimizer_start = Clock::now();
+  const auto k = static_cast<std::size_t>(at_.global_step);
+  const double lr = learning_rate(schedule_, k);
+  // The next step's size, for the codecs' feedback. A decaying schedule
+  // reaches 0 only after the run's last step, with no next step to prepare.
+  const double next_lr = learning_rate(schedule_, k + 1);
   if (!skipped) {
-    engine_->snapshot_parameters();
+    for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
+    if (next_lr > 0) engine_->snapshot_parameters();
     optimizer_->step();
-    engine_->observe_update(config_.lr);
+    if (next_lr > 0) engine_->observe_update(next_lr);
   }
   split.optimizer = seconds_since(optimizer_start);
   if (!skipped && finite_loss(loss_value)) {
@@ -298,7 +311,7 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
   splits_.push_back(split);
   training_seconds_ += seconds;
   if (root_) {
-    log_step(epoch, loss_value, seconds, split, sent, skipped);
+    log_step(epoch, loss_value, lr, seconds, split, sent, skipped);
     progress_.update(static_cast<int>(epoch), config_.epochs, s,
                      static_cast<std::int64_t>(steps_per_epoch_),
                      at_.epoch_loss_steps > 0 ? at_.epoch_loss_sum / at_.epoch_loss_steps : loss_value,
@@ -311,11 +324,11 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
   }
 }
 
-void TrainingRun::log_step(std::int64_t epoch, double loss, double seconds, const StepSplit& split,
-                           std::uint64_t sent, bool skipped) {
+void TrainingRun::log_step(std::int64_t epoch, double loss, double lr, double seconds,
+                           const StepSplit& split, std::uint64_t sent, bool skipped) {
   Json line{{"event", "step"},          {"step", at_.global_step - 1},
             {"epoch", epoch},           {"loss", loss},
-            {"lr", config_.lr},         {"seconds", seconds},
+            {"lr", lr},                 {"seconds", seconds},
             {"data", split.data},       {"compute", split.compute},
             {"waiting", split.waiting}, {"optimizer", split.optimizer},
             {"encode", split.encode},   {"communicate", split.communicate},

@@ -40,6 +40,10 @@ void add_train(CLI::App& app, TrainCommand& command) {
   sub->add_option("--algo", command.algorithm, "ring (default), tree or native (fp32/fp16 via MPI)");
   sub->add_option("--optimizer", c.optimizer, "sgd (default), adam or adamw");
   sub->add_option("--lr", c.lr, "learning rate (default 0.05)");
+  sub->add_option("--lr-schedule", c.lr_schedule,
+                  "constant (default), cosine or linear decay to 0 over the run");
+  sub->add_option("--warmup-steps", c.warmup_steps,
+                  "linear warm-up from lr/N to lr over the first N steps (default 0)");
   sub->add_option("--momentum", c.momentum, "SGD momentum (default 0.9)");
   sub->add_option("--weight-decay", c.weight_decay, "weight decay (default 0)");
   sub->add_option("--beta1", c.beta1, "Adam beta1 (default 0.9)");
