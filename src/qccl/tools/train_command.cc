@@ -198,6 +198,11 @@ std::string path_for_codec(const std::string& path, const std::string& codec, st
 namespace {
 
 nlohmann::json to_json(const engines::TrainSummary& s) {
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& e : s.epochs) {
+    epochs.push_back({{"epoch", e.epoch}, {"train_loss", e.train_loss}, {"test_loss", e.test_loss},
+                      {s.metric_name, e.test_metric}, {"seconds", e.seconds}});
+  }
   return {{"model", s.model},
           {"data", s.data},
           {"codec", s.codec},
@@ -218,7 +223,8 @@ nlohmann::json to_json(const engines::TrainSummary& s) {
           {"payload_bytes_per_step", s.payload_bytes_per_step},
           {"sent_bytes_per_step",
            s.sent_bytes_per_step ? nlohmann::json(*s.sent_bytes_per_step) : nlohmann::json(nullptr)},
-          {"compression_ratio", s.compression_ratio}};
+          {"compression_ratio", s.compression_ratio},
+          {"epochs", epochs}};
 }
 
 std::string format_bytes(double bytes) {
