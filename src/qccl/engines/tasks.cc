@@ -51,6 +51,14 @@ void initialize_module(nn::Module& module, std::uint64_t seed, double fixed_boun
   }
 }
 
+// Test sums of a classifier: summed cross-entropy of `logits` [N, C]
+// against `target` [N], and how many argmaxes hit.
+EvalSums classification_sums(const torch::Tensor& logits, const torch::Tensor& target) {
+  return {F::cross_entropy(logits, target, F::CrossEntropyFuncOptions().reduction(torch::kSum))
+              .item<double>(),
+          logits.argmax(1).eq(target).sum().item<double>(), static_cast<double>(target.size(0))};
+}
+
 // ---- Fashion-MNIST: the MLP and the CNN ------------------------------------
 
 struct MlpNet : nn::Module {
@@ -124,14 +132,7 @@ class ImageTask final : public Task {
   }
   EvalSums evaluate(const Batch& batch) override {
     torch::NoGradGuard no_grad;
-    const auto logits = net_.forward(batch.input);
-    EvalSums sums;
-    sums.loss = F::cross_entropy(logits, batch.target,
-                                 F::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .template item<double>();
-    sums.correct = logits.argmax(1).eq(batch.target).sum().template item<double>();
-    sums.predictions = static_cast<double>(batch.target.size(0));
-    return sums;
+    return classification_sums(net_.forward(batch.input), batch.target);
   }
 
  private:
@@ -203,14 +204,7 @@ class CharLstmTask final : public Task {
   }
   EvalSums evaluate(const Batch& batch) override {
     torch::NoGradGuard no_grad;
-    const auto logits = net_.forward(batch.input).flatten(0, 1);
-    const auto target = batch.target.flatten();
-    EvalSums sums;
-    sums.loss = F::cross_entropy(logits, target, F::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .item<double>();
-    sums.correct = logits.argmax(1).eq(target).sum().item<double>();
-    sums.predictions = static_cast<double>(target.size(0));
-    return sums;
+    return classification_sums(net_.forward(batch.input).flatten(0, 1), batch.target.flatten());
   }
 
  private:
