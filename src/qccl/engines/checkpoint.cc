@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "qccl/codecs/codec_spec.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
 #include "qccl/engines/rank_sum.h"
@@ -53,7 +52,7 @@ void save_checkpoint(Communicator& comm, const std::string& dir, const std::stri
   if (comm.rank() == 0) {
     const Json manifest{{"step", at.global_step},   {"epoch", at.epoch},
                         {"ranks", comm.size()},      {"model", c.model},
-                        {"data", c.data},            {"codec", make_codec(c.codec)->spec()},
+                        {"data", c.data},            {"codec", engine.codec(0).spec()},
                         {"metric", metric}};
     write_file_atomically(dir + "/latest.json", manifest.dump(2) + "\n");
   }

@@ -151,15 +151,16 @@ ReduceTimes DataParallelEngine::finish_step() {
   }
   ReduceTimes times;
   const auto start = Clock::now();
+  const std::uint64_t step = step_++;
   try {
     reducer_.finish(options_.timeout);
   } catch (const NonFiniteError& e) {
     const auto b = reducer_.failed_bucket().value_or(0);
-    throw NonFiniteError("step " + std::to_string(step_) + ", " + describe_bucket(b) + ": " +
+    throw NonFiniteError("step " + std::to_string(step) + ", " + describe_bucket(b) + ": " +
                          e.what());
   } catch (const Error& e) {
     const auto b = reducer_.failed_bucket();
-    throw CommError("step " + std::to_string(step_) +
+    throw CommError("step " + std::to_string(step) +
                     (b ? ", " + describe_bucket(*b) : std::string()) + ": " + e.what());
   }
   times.waiting = std::chrono::duration<double>(Clock::now() - start).count();
@@ -170,39 +171,49 @@ ReduceTimes DataParallelEngine::finish_step() {
     times.decode += phases[b].decode;
     times.communicate += durations[b] - phases[b].encode - phases[b].decode;
   }
+  // The means go into the .grad that backward left (this rank's own
+  // gradient, dense and owned by the parameter), without allocating; a
+  // parameter without one (unused this step) gets a fresh tensor.
   torch::NoGradGuard no_grad;
   for (std::size_t t = 0; t < parameters_.size(); ++t) {
     auto& p = parameters_[t].second;
     const auto place = plan_.places[t];
-    auto mean = torch::from_blob(buckets_[place.bucket].data() + place.offset, p.sizes());
-    p.mutable_grad() = mean.clone();
+    const auto mean = torch::from_blob(buckets_[place.bucket].data() + place.offset, p.sizes());
+    auto& grad = p.mutable_grad();
+    if (grad.defined() && grad.is_contiguous() && grad.sizes() == p.sizes()) {
+      grad.copy_(mean);
+    } else {
+      grad = mean.clone();
+    }
   }
-  ++step_;
   return times;
 }
 
-void DataParallelEngine::copy_parameters_to_buckets(std::vector<std::vector<float>>& out) const {
-  out.resize(buckets_.size());
-  for (std::size_t b = 0; b < buckets_.size(); ++b) out[b].resize(buckets_[b].size());
+// Parameters in bucket layout before the optimizer step; afterwards the
+// same buffers receive the update x_{k+1} − x_k, so no step allocates.
+void DataParallelEngine::snapshot_parameters() {
+  if (!wants_feedback_) return;
+  snapshot_.resize(buckets_.size());
+  for (std::size_t b = 0; b < buckets_.size(); ++b) snapshot_[b].resize(buckets_[b].size());
   for (std::size_t t = 0; t < parameters_.size(); ++t) {
     const auto& p = parameters_[t].second;
     const auto place = plan_.places[t];
-    std::memcpy(out[place.bucket].data() + place.offset, data_of(p),
+    std::memcpy(snapshot_[place.bucket].data() + place.offset, data_of(p),
                 sizeof(float) * static_cast<std::size_t>(p.numel()));
   }
 }
 
-void DataParallelEngine::snapshot_parameters() {
-  if (wants_feedback_) copy_parameters_to_buckets(snapshot_);
-}
-
 void DataParallelEngine::observe_update(double next_step_size) {
   if (!wants_feedback_) return;
-  std::vector<std::vector<float>> now;
-  copy_parameters_to_buckets(now);
-  for (std::size_t b = 0; b < now.size(); ++b) {
-    for (std::size_t i = 0; i < now[b].size(); ++i) now[b][i] -= snapshot_[b][i];
-    codecs_[b]->observe_step(next_step_size, now[b]);
+  for (std::size_t t = 0; t < parameters_.size(); ++t) {
+    const auto& p = parameters_[t].second;
+    const auto place = plan_.places[t];
+    const float* now = data_of(p);
+    float* update = snapshot_[place.bucket].data() + place.offset;
+    for (std::int64_t i = 0; i < p.numel(); ++i) update[i] = now[i] - update[i];
+  }
+  for (std::size_t b = 0; b < codecs_.size(); ++b) {
+    codecs_[b]->observe_step(next_step_size, snapshot_[b]);
   }
 }
 

@@ -85,15 +85,16 @@ class DataParallelEngine {
   std::size_t elements() const { return elements_; }
   // Bytes of one rank's encoded gradient per step (sum over buckets).
   double payload_bytes() const;
-  std::uint64_t steps_finished() const { return step_; }
-  void set_steps_finished(std::uint64_t steps) { step_ = steps; }
+  // Steps begun so far (failed and skipped ones included), which messages
+  // name; a resumed run sets it to its position once.
+  std::uint64_t steps_begun() const { return step_; }
+  void set_steps_begun(std::uint64_t steps) { step_ = steps; }
   // A description of bucket b for messages: "bucket 2 (fc1.weight .. conv1.bias)".
   std::string describe_bucket(std::size_t bucket) const;
 
  private:
   void on_gradient(std::size_t tensor, const torch::Tensor& grad);
   void check_layout_agrees();
-  void copy_parameters_to_buckets(std::vector<std::vector<float>>& out) const;
 
   Communicator& comm_;
   EngineOptions options_;
@@ -101,7 +102,8 @@ class DataParallelEngine {
   BucketPlan plan_;
   std::vector<std::unique_ptr<Codec>> codecs_;
   std::vector<std::vector<float>> buckets_;   // gradients, bucket layout
-  std::vector<std::vector<float>> snapshot_;  // parameters before the optimizer step
+  // Parameters before the optimizer step, then the update (bucket layout).
+  std::vector<std::vector<float>> snapshot_;
   std::vector<unsigned> hook_ids_;
   std::size_t elements_ = 0;
   bool wants_feedback_ = false;

@@ -1,7 +1,6 @@
 #include "qccl/engines/tasks.h"
 
 #include <cmath>
-#include <numeric>
 
 #include "qccl/codecs/counter_rng.h"
 #include "qccl/common/errors.h"

@@ -121,8 +121,6 @@ StepSplit median_split(const std::vector<StepSplit>& steps) {
   return m;
 }
 
-bool finite_loss(double loss) { return std::isfinite(loss); }
-
 // One invocation of train(): the task, optimizer and engine it sets up, the
 // position in the schedule, and what it measures along the way.
 class TrainingRun {
@@ -192,6 +190,7 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
   if (config.resume) {
     at_ = load_checkpoint(comm, config.checkpoint_dir, resume_step_, task_->model(), *optimizer_,
                           *engine_);
+    engine_->set_steps_begun(static_cast<std::uint64_t>(at_.global_step));
   }
   log_ = std::make_unique<MetricLog>(root_ ? config.log_path : std::string(), config.resume,
                                      config.force);
@@ -214,7 +213,7 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
 
   summary_.model = config.model;
   summary_.data = config.data;
-  summary_.codec = make_codec(config.codec)->spec();
+  summary_.codec = engine_->codec(0).spec();
   summary_.ranks = comm.size();
   summary_.metric_name = task_->metric_name();
   summary_.buckets = engine_->bucket_count();
@@ -260,7 +259,6 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
 
   const auto sent_before = comm_.transport().stats().bytes_sent;
   const auto compute_start = Clock::now();
-  engine_->set_steps_finished(static_cast<std::uint64_t>(at_.global_step));
   engine_->begin_step();
   auto loss = task_->loss(batch);
   loss.backward();
@@ -300,7 +298,7 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
     if (next_lr > 0) engine_->observe_update(next_lr);
   }
   split.optimizer = seconds_since(optimizer_start);
-  if (!skipped && finite_loss(loss_value)) {
+  if (!skipped && std::isfinite(loss_value)) {
     at_.epoch_loss_sum += loss_value;
     at_.epoch_loss_steps += 1;
   }

@@ -51,15 +51,13 @@ int run_on_ranks(int ranks, Timeout timeout, int argc, char** argv,
     Communicator comm(*transport, options);
     body(comm);
     return kExitOk;
-  } catch (const MismatchError& e) {
-    // Raised on every rank by construction (so are non-finite inputs): each
-    // rank ends cleanly, and one of them reports it.
-    if (transport->rank() == 0) std::cerr << "qccl: error: " << e.what() << "\n";
-    return kExitError;
-  } catch (const NonFiniteError& e) {
-    if (transport->rank() == 0) std::cerr << "qccl: error: " << e.what() << "\n";
-    return kExitError;
   } catch (const std::exception& e) {
+    // Mismatches and non-finite inputs are raised on every rank by
+    // construction: each rank ends cleanly, and one of them reports it.
+    if (dynamic_cast<const MismatchError*>(&e) || dynamic_cast<const NonFiniteError*>(&e)) {
+      if (transport->rank() == 0) std::cerr << "qccl: error: " << e.what() << "\n";
+      return kExitError;
+    }
     std::cerr << "qccl: error on rank " << transport->rank() << ": " << e.what() << "\n";
     if (transport->size() > 1) transport->abort(e.what());
     return dynamic_cast<const InvalidArgument*>(&e) ? kExitUsage : kExitError;
