@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/codecs/codec_spec.h"
 #include "qccl/common/errors.h"
 
@@ -27,9 +28,22 @@ TEST(CodecSpecTest, ParsesNameAndParameters) {
   EXPECT_TRUE(parse_codec_spec("fp16").params.empty());
 }
 
+TEST(CodecSpecTest, ParsesAWrapperAroundAnInnerSpec) {
+  const auto spec = parse_codec_spec("ef(global-qsgd:bits=4,dither=linear)");
+  EXPECT_EQ(spec.name, "ef");
+  EXPECT_EQ(spec.inner, "global-qsgd:bits=4,dither=linear");
+  EXPECT_TRUE(spec.params.empty());
+  const auto nested = parse_codec_spec(" w ( ef(fp16) ) : k=v ");
+  EXPECT_EQ(nested.name, "w");
+  EXPECT_EQ(nested.inner, "ef(fp16)");
+  ASSERT_EQ(nested.params.size(), 1u);
+  EXPECT_EQ(nested.params[0], (std::pair<std::string, std::string>{"k", "v"}));
+}
+
 TEST(CodecSpecTest, RejectsMalformedSpecs) {
   for (const char* bad : {"", ":bits=8", "global-qsgd:bits", "global-qsgd:=8", "global-qsgd:bits=",
-                          "global-qsgd:bits=8,bits=8", "global-qsgd:bits=8,,norm=2"}) {
+                          "global-qsgd:bits=8,bits=8", "global-qsgd:bits=8,,norm=2", "ef(",
+                          "ef()", "ef(fp16", "ef(fp16)x", "ef(fp16)bits=8", "(fp16)"}) {
     EXPECT_THROW(parse_codec_spec(bad), InvalidArgument) << "'" << bad << "'";
   }
 }
@@ -41,6 +55,7 @@ TEST(CodecSpecTest, ErrorsListWhatIsValid) {
   EXPECT_THAT(error_of("global-qsgd:bits=3"), HasSubstr("valid values: 8, 4"));
   EXPECT_THAT(error_of("global-qsgd:bits=4,dither=exp"), HasSubstr("exponential dithering is 8-bit"));
   EXPECT_THAT(error_of("fp16:bits=8"), HasSubstr("valid: none"));
+  EXPECT_THAT(error_of("fp16(fp32)"), HasSubstr("fp16 wraps no other codec"));
 }
 
 TEST(CodecSpecTest, CanonicalSpecsNameEveryParameter) {

@@ -12,7 +12,7 @@
 #include "../support/collective_checks.h"
 #include "../support/patterns.h"
 #include "../support/world.h"
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 
 namespace qccl::test {
 

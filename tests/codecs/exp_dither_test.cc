@@ -13,8 +13,8 @@
 #include "../support/world.h"
 #include "../support/test_names.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_spec.h"
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/codecs/codec_registry.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/codecs/exp_dither.h"
 #include "qccl/common/errors.h"
 

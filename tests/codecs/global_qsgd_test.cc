@@ -14,7 +14,7 @@
 #include "../support/world.h"
 #include "../support/test_names.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/codecs/global_qsgd.h"
 #include "qccl/common/errors.h"
 

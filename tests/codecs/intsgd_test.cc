@@ -13,7 +13,7 @@
 #include "../support/patterns.h"
 #include "../support/world.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/codecs/intsgd.h"
 #include "qccl/common/errors.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "../support/patterns.h"
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/codecs/exp_dither.h"
 #include "qccl/codecs/kernels.h"
 

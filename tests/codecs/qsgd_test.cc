@@ -5,7 +5,7 @@
 #include "../support/patterns.h"
 #include "../support/test_names.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::test {

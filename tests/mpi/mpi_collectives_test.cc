@@ -9,7 +9,7 @@
 #include "../support/collective_checks.h"
 #include "../support/patterns.h"
 #include "../support/test_names.h"
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/common/errors.h"

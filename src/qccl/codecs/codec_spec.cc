@@ -3,53 +3,10 @@
 #include <algorithm>
 #include <charconv>
 
-#include "qccl/codecs/float_codecs.h"
-#include "qccl/codecs/global_qsgd.h"
-#include "qccl/codecs/intsgd.h"
-#include "qccl/codecs/qsgd.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
 namespace {
-
-struct CatalogEntry {
-  std::string_view name;
-  std::string_view description;
-  std::unique_ptr<Codec> (*make)(const CodecSpec&, CodecSettings);
-};
-
-// The registry is a constant table: adding a codec adds a row.
-constexpr CatalogEntry kCatalog[] = {
-    {"fp32", "no compression: fp32 ring/tree/native allreduce", make_fp32_codec},
-    {"fp16", "fp16 on the wire, summed in fp16 hop by hop", make_fp16_codec},
-    {"global-qsgd",
-     "Global-QSGD (global-norm quantization, summed in transit); params bits=8|4, "
-     "dither=linear|exp (exp: 8-bit), norm=inf|2, sparse=off|auto (8-bit)",
-     make_global_qsgd_codec},
-    {"qsgd",
-     "QSGD baseline (per-rank bucket norms, allgather then decode); params bits=8|4, "
-     "bucket=128..4096 (512), norm=2|inf",
-     make_qsgd_codec},
-    {"intsgd",
-     "IntSGD (adaptive integer rounding summed exactly; needs the optimizer's step feedback, "
-     "first step exact); params round=random|deterministic, wire=int8|int32|int64, "
-     "beta=0.9, eps=1e-8",
-     make_intsgd_codec},
-    {"intsgd-heuristic",
-     "Heuristic IntSGD baseline (SwitchML scale from the max exponent); params "
-     "round=random|deterministic, wire=int8|int32|int64",
-     make_heuristic_intsgd_codec},
-    {"intdiana",
-     "IntDIANA (integer rounding of gradient differences with per-rank shifts; needs step "
-     "feedback); params round=random|deterministic, wire=int8|int32|int64, beta=0, eps=1e-8",
-     make_intdiana_codec},
-};
-
-std::string join_names() {
-  std::string names;
-  for (const auto& e : kCatalog) names += (names.empty() ? "" : ", ") + std::string(e.name);
-  return names;
-}
 
 std::string trim(std::string_view s) {
   const auto first = s.find_first_not_of(" \t");
@@ -58,18 +15,9 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(first, last - first + 1));
 }
 
-}  // namespace
-
-CodecSpec parse_codec_spec(std::string_view text) {
-  CodecSpec spec;
-  const auto colon = text.find(':');
-  spec.name = trim(text.substr(0, colon));
-  if (spec.name.empty()) {
-    throw InvalidArgument("codec spec '" + std::string(text) +
-                          "' has no codec name; valid codecs: " + join_names());
-  }
-  if (colon == std::string_view::npos) return spec;
-  std::string_view rest = text.substr(colon + 1);
+// The parameters after a name (or after a wrapper's closing parenthesis):
+// "key=value,key=value".
+void parse_params(std::string_view text, std::string_view rest, CodecSpec& spec) {
   while (!rest.empty()) {
     const auto comma = rest.find(',');
     const std::string item = trim(rest.substr(0, comma));
@@ -87,21 +35,52 @@ CodecSpec parse_codec_spec(std::string_view text) {
     }
     spec.params.emplace_back(std::move(key), trim(item.substr(equals + 1)));
   }
-  return spec;
 }
 
-std::unique_ptr<Codec> make_codec(std::string_view text, CodecSettings settings) {
-  const CodecSpec spec = parse_codec_spec(text);
-  for (const auto& entry : kCatalog) {
-    if (entry.name == spec.name) return entry.make(spec, settings);
+// Index of the parenthesis that closes the one at `open`, or npos.
+std::size_t closing_parenthesis(std::string_view text, std::size_t open) {
+  int depth = 0;
+  for (std::size_t i = open; i < text.size(); ++i) {
+    if (text[i] == '(') ++depth;
+    if (text[i] == ')' && --depth == 0) return i;
   }
-  throw InvalidArgument("unknown codec '" + spec.name + "'; valid codecs: " + join_names());
+  return std::string_view::npos;
 }
 
-std::vector<std::pair<std::string, std::string>> codec_catalog() {
-  std::vector<std::pair<std::string, std::string>> list;
-  for (const auto& e : kCatalog) list.emplace_back(e.name, e.description);
-  return list;
+}  // namespace
+
+CodecSpec parse_codec_spec(std::string_view text) {
+  CodecSpec spec;
+  const auto name_end = text.find_first_of(":(");
+  spec.name = trim(text.substr(0, name_end));
+  if (spec.name.empty()) {
+    throw InvalidArgument("codec spec '" + std::string(text) +
+                          "' has no codec name; write NAME, NAME:key=value,... or "
+                          "WRAPPER(SPEC)");
+  }
+  if (name_end == std::string_view::npos) return spec;
+  std::size_t params_start = name_end;
+  if (text[name_end] == '(') {
+    const auto close = closing_parenthesis(text, name_end);
+    if (close == std::string_view::npos) {
+      throw InvalidArgument("codec spec '" + std::string(text) + "': '(' is never closed");
+    }
+    spec.inner = trim(text.substr(name_end + 1, close - name_end - 1));
+    if (spec.inner.empty()) {
+      throw InvalidArgument("codec spec '" + std::string(text) + "': " + spec.name +
+                            "() needs the spec of the codec it wraps, e.g. " + spec.name +
+                            "(global-qsgd:bits=4)");
+    }
+    const std::string after = trim(text.substr(close + 1));
+    if (after.empty()) return spec;
+    if (after.front() != ':') {
+      throw InvalidArgument("codec spec '" + std::string(text) + "': '" + after +
+                            "' after the closing parenthesis; parameters follow a ':'");
+    }
+    params_start = text.find(':', close);
+  }
+  parse_params(text, text.substr(params_start + 1), spec);
+  return spec;
 }
 
 std::string CodecParams::choice(std::string_view key,

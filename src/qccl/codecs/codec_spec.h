@@ -1,35 +1,31 @@
-// Codec specs as strings, for the CLI and configs: "name" or
-// "name:key=value,key=value", e.g. "fp16", "global-qsgd:bits=8,norm=2".
+// Codec specs as strings, for the CLI and configs: "name",
+// "name:key=value,key=value", or a wrapper around another spec,
+// "name(inner spec)" with its own parameters after it, e.g. "fp16",
+// "global-qsgd:bits=8,norm=2", "ef(global-qsgd:bits=4)".
 #pragma once
 
 #include <initializer_list>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "qccl/codecs/codec.h"
-
 namespace qccl {
 
 struct CodecSpec {
   std::string name;
+  // A wrapper's inner spec, as written between the parentheses; empty for
+  // a plain codec.
+  std::string inner;
   std::vector<std::pair<std::string, std::string>> params;
 };
 
-// Parses the syntax only; throws InvalidArgument on malformed text.
+// Parses the syntax only (the inner spec of a wrapper is checked when it is
+// built); throws InvalidArgument on malformed text.
 CodecSpec parse_codec_spec(std::string_view text);
-
-// Builds a codec from its spec; an unknown name or parameter, or a bad value,
-// throws InvalidArgument listing what is valid.
-std::unique_ptr<Codec> make_codec(std::string_view spec, CodecSettings settings = {});
 
 // Shortest text that reads back as `value` ("0.9", "1e-08").
 std::string format_number(double value);
-
-// Names and one-line descriptions of every codec, for help texts.
-std::vector<std::pair<std::string, std::string>> codec_catalog();
 
 // Reads one codec's parameters: each is looked up once with its allowed
 // values and default; finish() rejects any parameter nobody asked for.

@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/codecs/exp_dither.h"
 #include "qccl/codecs/exp_dither_reduction.h"
 #include "qccl/codecs/linear_dither.h"

@@ -15,7 +15,7 @@
 #include <span>
 #include <string_view>
 
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 
 namespace qccl {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/codecs/int_rounding.h"
 #include "qccl/collectives/reduction.h"
 

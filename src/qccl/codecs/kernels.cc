@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/transport/half_sum.h"
 
 #define QCCL_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))

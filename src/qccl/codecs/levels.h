@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "qccl/codecs/codec.h"
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/collectives/reduction.h"
 
 namespace qccl {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "qccl/codecs/codec.h"
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/collectives/reduction.h"
 
 namespace qccl {

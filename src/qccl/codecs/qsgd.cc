@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/codecs/kernels.h"
 #include "qccl/codecs/levels.h"
 #include "qccl/collectives/allgather.h"

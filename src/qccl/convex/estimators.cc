@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::convex {

@@ -4,7 +4,7 @@
 #include <numbers>
 #include <vector>
 
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::convex {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::data {

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/collectives/broadcast.h"
 #include "qccl/common/errors.h"
 

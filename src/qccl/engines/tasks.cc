@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 #include "qccl/data/click_data.h"
 #include "qccl/data/image_set.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/engines/lr_schedule.h"
 

@@ -17,7 +17,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
 #include "qccl/data/epoch_order.h"

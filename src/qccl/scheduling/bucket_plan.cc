@@ -1,6 +1,6 @@
 #include "qccl/scheduling/bucket_plan.h"
 
-#include "qccl/codecs/counter_rng.h"  // mix64
+#include "qccl/common/counter_rng.h"  // mix64
 #include "qccl/common/errors.h"
 
 namespace qccl {

@@ -9,9 +9,10 @@
 #include <sstream>
 
 #include "qccl/common/errors.h"
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/tools/bench_report.h"
 #include "qccl/tools/codec_bench.h"
+#include "qccl/tools/exit_codes.h"
 #include "qccl/tools/intsgd_experiment.h"
 #include "qccl/tools/model_report.h"
 #include "qccl/tools/suite_data.h"

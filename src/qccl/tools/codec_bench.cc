@@ -6,7 +6,7 @@
 #include <cstring>
 #include <functional>
 
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/tools/units.h"
 

@@ -5,7 +5,7 @@
 #include <functional>
 #include <limits>
 
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/broadcast.h"

@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "qccl/common/errors.h"
-#include "qccl/tools/cli.h"
+#include "qccl/tools/exit_codes.h"
 #include "qccl/transport/local_transport.h"
 #include "qccl/transport/mpi_transport.h"
 

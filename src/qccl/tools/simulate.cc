@@ -7,8 +7,8 @@
 #include <mutex>
 #include <vector>
 
-#include "qccl/codecs/codec_spec.h"
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/codecs/codec_registry.h"
+#include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
 #include "qccl/transport/local_transport.h"

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/tools/units.h"
 

@@ -8,10 +8,10 @@
 #include <iostream>
 #include <sstream>
 
-#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
-#include "qccl/tools/cli.h"
+#include "qccl/tools/exit_codes.h"
 #include "qccl/tools/ranks.h"
 #include "qccl/tools/units.h"
 

@@ -3,7 +3,7 @@
 #include <array>
 #include <cmath>
 
-#include "qccl/codecs/counter_rng.h"
+#include "qccl/common/counter_rng.h"
 
 namespace qccl {
 namespace {

@@ -1,0 +1,85 @@
+#include "qccl/codecs/codec_registry.h"
+
+#include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/float_codecs.h"
+#include "qccl/codecs/global_qsgd.h"
+#include "qccl/codecs/intsgd.h"
+#include "qccl/codecs/qsgd.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+using MakeCodec = std::unique_ptr<Codec> (*)(const CodecSpec&, CodecSettings);
+using WrapCodec = std::unique_ptr<Codec> (*)(const CodecSpec&, std::unique_ptr<Codec> inner);
+
+// A row of the registry: a codec (make) or a wrapper around one (wrap).
+struct CatalogEntry {
+  std::string_view name;
+  std::string_view description;
+  MakeCodec make = nullptr;
+  WrapCodec wrap = nullptr;
+};
+
+// The registry is a constant table: adding a codec adds a row.
+constexpr CatalogEntry kCatalog[] = {
+    {"fp32", "no compression: fp32 ring/tree/native allreduce", make_fp32_codec},
+    {"fp16", "fp16 on the wire, summed in fp16 hop by hop", make_fp16_codec},
+    {"global-qsgd",
+     "Global-QSGD (global-norm quantization, summed in transit); params bits=8|4, "
+     "dither=linear|exp (exp: 8-bit), norm=inf|2, sparse=off|auto (8-bit)",
+     make_global_qsgd_codec},
+    {"qsgd",
+     "QSGD baseline (per-rank bucket norms, allgather then decode); params bits=8|4, "
+     "bucket=128..4096 (512), norm=2|inf",
+     make_qsgd_codec},
+    {"intsgd",
+     "IntSGD (adaptive integer rounding summed exactly; needs the optimizer's step feedback, "
+     "first step exact); params round=random|deterministic, wire=int8|int32|int64, "
+     "beta=0.9, eps=1e-8",
+     make_intsgd_codec},
+    {"intsgd-heuristic",
+     "Heuristic IntSGD baseline (SwitchML scale from the max exponent); params "
+     "round=random|deterministic, wire=int8|int32|int64",
+     make_heuristic_intsgd_codec},
+    {"intdiana",
+     "IntDIANA (integer rounding of gradient differences with per-rank shifts; needs step "
+     "feedback); params round=random|deterministic, wire=int8|int32|int64, beta=0, eps=1e-8",
+     make_intdiana_codec},
+};
+
+std::string join_names() {
+  std::string names;
+  for (const auto& e : kCatalog) names += (names.empty() ? "" : ", ") + std::string(e.name);
+  return names;
+}
+
+}  // namespace
+
+std::unique_ptr<Codec> make_codec(std::string_view text, CodecSettings settings) {
+  const CodecSpec spec = parse_codec_spec(text);
+  for (const auto& entry : kCatalog) {
+    if (entry.name != spec.name) continue;
+    if (entry.wrap != nullptr) {
+      if (spec.inner.empty()) {
+        throw InvalidArgument("codec " + spec.name + " wraps another codec; write " + spec.name +
+                              "(SPEC), e.g. " + spec.name + "(global-qsgd:bits=4)");
+      }
+      return entry.wrap(spec, make_codec(spec.inner, settings));
+    }
+    if (!spec.inner.empty()) {
+      throw InvalidArgument("codec " + spec.name + " wraps no other codec: drop '(" + spec.inner +
+                            ")'");
+    }
+    return entry.make(spec, settings);
+  }
+  throw InvalidArgument("unknown codec '" + spec.name + "'; valid codecs: " + join_names());
+}
+
+std::vector<std::pair<std::string, std::string>> codec_catalog() {
+  std::vector<std::pair<std::string, std::string>> list;
+  for (const auto& e : kCatalog) list.emplace_back(e.name, e.description);
+  return list;
+}
+
+}  // namespace qccl
