@@ -73,7 +73,7 @@ BENCHMARK(BM_Memcpy)->RangeMultiplier(16)->Range(1 << 12, 1 << 24);
 BENCHMARK(BM_Fp32SumReduce)->RangeMultiplier(16)->Range(1 << 12, 1 << 24);
 BENCHMARK(BM_InProcessAllreduce)
     ->ArgsProduct({{1 << 16, 1 << 22}, {2, 4}, {static_cast<int>(qccl::Algorithm::ring),
-                                                 static_cast<int>(qccl::Algorithm::tree)}})
+                                                 static_cast<int>(qccl::Algorithm::halving_doubling)}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 

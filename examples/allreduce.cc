@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   qccl::Fp32Sum sum;  // a codec's Reduction plugs in here
   std::vector<float> grad(1 << 20, 1.0f);
   qccl::CollectiveOptions options;
-  options.algorithm = qccl::Algorithm::ring;  // or tree, native
+  options.algorithm = qccl::Algorithm::ring;  // or halving_doubling, native
   qccl::allreduce(comm, grad, sum, options);
   const bool ok = grad.front() == static_cast<float>(comm.size()) &&
                   grad.back() == static_cast<float>(comm.size());

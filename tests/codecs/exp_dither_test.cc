@@ -152,7 +152,7 @@ TEST_P(ExpDitherCodecTest, UnbiasedEndToEnd) {
 
 INSTANTIATE_TEST_SUITE_P(RanksAlgorithms, ExpDitherCodecTest,
                          ::testing::Combine(::testing::Values(2, 3, 4, 5, 8),
-                                            ::testing::Values(Algorithm::ring, Algorithm::tree)),
+                                            ::testing::Values(Algorithm::ring, Algorithm::halving_doubling)),
                          ranks_algorithm_name);
 
 // Theorem 3 for one rank: E_s is in U^{1,d}(1/8 + sqrt(d)/2^(s-1)), i.e.
@@ -177,7 +177,7 @@ TEST(ExpDitherCodecVarianceTest, WithinTheorem3BoundForOneRank) {
 
 TEST(ExpDitherCodecTest, ExtremesNeverWrapOnRingOrTree) {
   for (int n : {2, 3, 7, 8}) {
-    for (Algorithm algorithm : {Algorithm::ring, Algorithm::tree}) {
+    for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
       for (float m : {4.0f, -4.0f}) {
         run_world(n, [&](Communicator& comm) {
           auto codec = make_codec("global-qsgd:dither=exp", {.seed = 8});

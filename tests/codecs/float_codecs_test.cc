@@ -13,7 +13,7 @@ namespace qccl::test {
 namespace {
 
 TEST(Fp32CodecTest, ExactMeanWithEveryAlgorithm) {
-  for (Algorithm algorithm : {Algorithm::ring, Algorithm::tree, Algorithm::native}) {
+  for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::native}) {
     run_world(5, [&](Communicator& comm) {
       auto codec = make_codec("fp32");
       auto data = make_vector(1000, [&](std::size_t i) { return pattern(comm.rank(), i); });
@@ -34,7 +34,7 @@ TEST(Fp16CodecTest, MeanWithinTheRoundingBoundAndIdenticalEverywhere) {
   for (int n : {2, 3, 7}) {
     // native: MPI_Allreduce (here the in-process transport's) over the fp16
     // encodings with the transport's f16 sum.
-    for (Algorithm algorithm : {Algorithm::ring, Algorithm::tree, Algorithm::native}) {
+    for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::native}) {
       run_world(n, [&](Communicator& comm) {
         auto codec = make_codec("fp16");
         auto data = make_vector(3000, [&](std::size_t i) { return 100.0f * noise(comm.rank(), i); });
@@ -87,7 +87,7 @@ TEST(CodecLengthsTest, EmptyAndTinyVectorsWorkForEveryCodec) {
   for (const char* spec : {"fp32", "fp16", "global-qsgd", "global-qsgd:bits=4", "global-qsgd:dither=exp",
                            "global-qsgd:sparse=auto", "qsgd", "qsgd:bits=4"}) {
     for (std::size_t d : {0, 1, 3}) {
-      for (Algorithm algorithm : {Algorithm::ring, Algorithm::tree}) {
+      for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
         run_world(5, [&](Communicator& comm) {
           auto codec = make_codec(spec);
           auto data = make_vector(d, [&](std::size_t i) { return pattern(comm.rank(), i); });

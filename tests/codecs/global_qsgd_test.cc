@@ -122,7 +122,7 @@ TEST_P(GlobalQsgdStatisticsTest, UnbiasedWithTheExactVariance) {
 
 INSTANTIATE_TEST_SUITE_P(RanksAlgorithms, GlobalQsgdStatisticsTest,
                          ::testing::Combine(::testing::Values(2, 3, 4, 5, 8),
-                                            ::testing::Values(Algorithm::ring, Algorithm::tree)),
+                                            ::testing::Values(Algorithm::ring, Algorithm::halving_doubling)),
                          ranks_algorithm_name);
 
 // Theorem 3: L_s is in U^{n,d}(theta) with theta = sqrt(d)/(sqrt(n) s) for
@@ -179,7 +179,7 @@ TEST_P(GlobalQsgd4BitTest, UnbiasedEndToEnd) {
 
 INSTANTIATE_TEST_SUITE_P(RanksAlgorithms, GlobalQsgd4BitTest,
                          ::testing::Combine(::testing::Values(2, 3, 4, 5, 8),
-                                            ::testing::Values(Algorithm::ring, Algorithm::tree)),
+                                            ::testing::Values(Algorithm::ring, Algorithm::halving_doubling)),
                          ranks_algorithm_name);
 
 TEST(GlobalQsgd4BitMeanTest, TwoRanksGetTheMeanNotTheSum) {

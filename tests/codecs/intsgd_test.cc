@@ -226,7 +226,7 @@ TEST(IntSgdCodecTest, ReplicasStayBitwiseIdentical) {
   constexpr std::size_t d = 777;
   for (const char* spec : {"intsgd", "intsgd:wire=int32,round=deterministic",
                            "intsgd-heuristic", "intdiana", "intdiana:wire=int64"}) {
-    for (Algorithm algorithm : {Algorithm::ring, Algorithm::tree}) {
+    for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
       run_world(5, [&](Communicator& comm) {
         auto codec = make_integer_codec(spec, {.seed = 4, .bucket = 3});
         CollectiveOptions options;

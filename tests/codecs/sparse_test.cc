@@ -46,7 +46,7 @@ Outcome run(const std::string& spec, int n, Algorithm algorithm,
 TEST(SparseTest, LinearSparseEqualsDenseBitForBitAndSendsLess) {
   constexpr std::size_t kD = 20000;
   for (int n : {2, 3, 5}) {
-    for (Algorithm algorithm : {Algorithm::ring, Algorithm::tree}) {
+    for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
       auto input = [&](int r) { return sparse_input(r, kD); };
       const auto dense = run("global-qsgd", n, algorithm, input);
       const auto sparse = run("global-qsgd:sparse=auto", n, algorithm, input);

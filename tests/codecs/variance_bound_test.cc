@@ -44,14 +44,14 @@ TEST_P(VarianceBoundTest, MeasuredErrorWithinThePublishedBound) {
 
 INSTANTIATE_TEST_SUITE_P(
     Codecs, VarianceBoundTest,
-    ::testing::Values(Param{"global-qsgd", 2, Algorithm::ring}, Param{"global-qsgd", 4, Algorithm::tree},
+    ::testing::Values(Param{"global-qsgd", 2, Algorithm::ring}, Param{"global-qsgd", 4, Algorithm::halving_doubling},
                       Param{"global-qsgd:norm=2", 8, Algorithm::ring},
                       Param{"global-qsgd:dither=exp", 4, Algorithm::ring},
-                      Param{"global-qsgd:dither=exp", 5, Algorithm::tree},
+                      Param{"global-qsgd:dither=exp", 5, Algorithm::halving_doubling},
                       Param{"qsgd", 3, Algorithm::ring}, Param{"qsgd:bits=4", 4, Algorithm::ring}),
     [](const ::testing::TestParamInfo<Param>& info) {
       return test_name(std::get<0>(info.param) + "_n" + std::to_string(std::get<1>(info.param)) +
-                       "_" + std::string(to_string(std::get<2>(info.param))));
+                       "_" + test_name(std::string(to_string(std::get<2>(info.param)))));
     });
 
 TEST(VarianceBoundTest, NoBoundWhereThePapersGiveNone) {

@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "../support/collective_checks.h"
+#include "../support/test_names.h"
 #include "../support/world.h"
 
 namespace qccl::test {
@@ -33,7 +34,7 @@ TEST_P(AllreduceTest, Fp32SumWithTinyPipelineChunks) {
 std::string name(const ::testing::TestParamInfo<AllreduceParam>& info) {
   return "n" + std::to_string(std::get<0>(info.param)) + "_len" +
          std::to_string(std::get<1>(info.param)) + "_" +
-         std::string(to_string(std::get<2>(info.param))) +
+         test_name(std::string(to_string(std::get<2>(info.param)))) +
          (std::get<3>(info.param) ? "_inplace" : "_outofplace");
 }
 
@@ -42,7 +43,7 @@ INSTANTIATE_TEST_SUITE_P(RanksSizesAlgorithms, AllreduceTest,
                                             ::testing::Values(std::size_t{0}, std::size_t{1},
                                                               std::size_t{10}, std::size_t{1000},
                                                               std::size_t{100000}),
-                                            ::testing::Values(Algorithm::ring, Algorithm::tree,
+                                            ::testing::Values(Algorithm::ring, Algorithm::halving_doubling,
                                                               Algorithm::native),
                                             ::testing::Bool()),
                          name);
@@ -71,12 +72,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(1, 2, 3, 4, 5, 7, 8),
                        ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{10},
                                          std::size_t{1001}, std::size_t{100000}),
-                       ::testing::Values(Algorithm::ring, Algorithm::tree),
+                       ::testing::Values(Algorithm::ring, Algorithm::halving_doubling),
                        ::testing::Values(std::size_t{100}, std::size_t{1} << 20)),
     [](const ::testing::TestParamInfo<EncodedParam>& info) {
       return "n" + std::to_string(std::get<0>(info.param)) + "_len" +
              std::to_string(std::get<1>(info.param)) + "_" +
-             std::string(to_string(std::get<2>(info.param))) + "_chunk" +
+             test_name(std::string(to_string(std::get<2>(info.param)))) + "_chunk" +
              std::to_string(std::get<3>(info.param));
     });
 

@@ -34,7 +34,7 @@ TEST(MismatchTest, DifferentAlgorithms) {
     Fp32Sum sum;
     std::vector<float> data(10, 1.0f);
     CollectiveOptions o;
-    o.algorithm = comm.rank() == 1 ? Algorithm::tree : Algorithm::ring;
+    o.algorithm = comm.rank() == 1 ? Algorithm::halving_doubling : Algorithm::ring;
     allreduce(comm, data, sum, o);
   });
   EXPECT_THAT(message, HasSubstr("'algorithm'"));

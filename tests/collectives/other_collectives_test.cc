@@ -85,7 +85,7 @@ TEST(ReduceScatterTest, RejectsTreeAlgorithm) {
     Fp32Sum sum;
     std::vector<float> input(4), output(4);
     CollectiveOptions o;
-    o.algorithm = Algorithm::tree;
+    o.algorithm = Algorithm::halving_doubling;
     EXPECT_THROW(reduce_scatter(comm, input, output, sum, o), InvalidArgument);
   });
 }

@@ -54,7 +54,7 @@ TEST_P(MpiEncodedAllreduceTest, SparseReductionEqualsClosedForm) {
 
 std::string name(const ::testing::TestParamInfo<Param>& info) {
   return "len" + std::to_string(std::get<0>(info.param)) + "_" +
-         std::string(to_string(std::get<1>(info.param))) +
+         test_name(std::string(to_string(std::get<1>(info.param)))) +
          (std::get<2>(info.param) ? "_inplace" : "_outofplace") + "_chunk" +
          std::to_string(std::get<3>(info.param));
 }
@@ -65,13 +65,13 @@ const auto kChunks = ::testing::Values(std::size_t{256}, std::size_t{1} << 20);
 
 INSTANTIATE_TEST_SUITE_P(SizesAlgorithms, MpiAllreduceTest,
                          ::testing::Combine(kSizes,
-                                            ::testing::Values(Algorithm::ring, Algorithm::tree,
+                                            ::testing::Values(Algorithm::ring, Algorithm::halving_doubling,
                                                               Algorithm::native),
                                             ::testing::Bool(), kChunks),
                          name);
 INSTANTIATE_TEST_SUITE_P(SizesAlgorithms, MpiEncodedAllreduceTest,
                          ::testing::Combine(kSizes,
-                                            ::testing::Values(Algorithm::ring, Algorithm::tree),
+                                            ::testing::Values(Algorithm::ring, Algorithm::halving_doubling),
                                             ::testing::Bool(), kChunks),
                          name);
 
@@ -139,9 +139,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values("fp32", "fp16", "global-qsgd", "global-qsgd:bits=4",
                                          "global-qsgd:dither=exp", "global-qsgd:norm=2", "qsgd",
                                          "qsgd:bits=4,norm=inf"),
-                       ::testing::Values(Algorithm::ring, Algorithm::tree)),
+                       ::testing::Values(Algorithm::ring, Algorithm::halving_doubling)),
     [](const ::testing::TestParamInfo<std::tuple<std::string, Algorithm>>& info) {
-      return test_name(std::get<0>(info.param) + "_" + std::string(to_string(std::get<1>(info.param))));
+      return test_name(std::get<0>(info.param) + "_" + test_name(std::string(to_string(std::get<1>(info.param)))));
     });
 
 // Sparse aggregation under mpirun: the same bits as the dense allreduce.

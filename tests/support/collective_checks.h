@@ -24,7 +24,7 @@ void expect_identical_across_ranks(Communicator& comm, std::span<const float> da
 void check_allreduce_fp32(Communicator& comm, const CollectiveCase& c);
 // Order-dependent float inputs: close to the exact sum, identical everywhere.
 void check_allreduce_noise(Communicator& comm, const CollectiveCase& c);
-// The size-changing SparseTestReduction through ring or tree.
+// The size-changing SparseTestReduction through ring or halving-doubling.
 void check_allreduce_sparse(Communicator& comm, const CollectiveCase& c);
 void check_reduce_scatter(Communicator& comm, const CollectiveCase& c);
 void check_allgather(Communicator& comm, const CollectiveCase& c);

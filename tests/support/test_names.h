@@ -23,7 +23,7 @@ inline std::string test_name(std::string text) {
 inline std::string ranks_algorithm_name(
     const ::testing::TestParamInfo<std::tuple<int, Algorithm>>& info) {
   return "n" + std::to_string(std::get<0>(info.param)) + "_" +
-         std::string(to_string(std::get<1>(info.param)));
+         test_name(std::string(to_string(std::get<1>(info.param))));
 }
 
 }  // namespace qccl::test

@@ -32,9 +32,9 @@ expect "bench help lists operations" 0 'reduce-scatter' -- "$qccl" bench --help
 expect "no command is a usage error" 2 'subcommand' -- "$qccl"
 expect "unknown option lists the valid ones" 2 'valid for .qccl bench allreduce.: .*--algo.*--min-bytes' -- \
   "$qccl" bench allreduce --bogus
-expect "unknown algorithm lists the valid ones" 2 'valid algorithms: ring, tree, native' -- \
+expect "unknown algorithm lists the valid ones" 2 'valid algorithms: ring, halving-doubling \(or tree\), native' -- \
   "$qccl" bench allreduce --algo spiral --ranks 2
-expect "allgather has no tree" 2 "algorithm 'tree' is not available" -- \
+expect "allgather has no tree" 2 "algorithm 'halving-doubling' is not available" -- \
   "$qccl" bench allgather --algo tree --ranks 2
 expect "bad size" 2 'is not a size' -- "$qccl" bench allreduce --max-bytes 12Q --ranks 2
 expect "in-process allreduce" 0 'Out of bounds values : 0 OK' -- \
@@ -143,7 +143,7 @@ expect "train: model and data that do not fit" 2 "learns from 'fashion-mnist', n
   "$qccl" train --model cnn --data fortunes --ranks 2
 expect "train: missing data" 2 'cannot open .*/nonexistent/train-images' -- \
   "$qccl" train --model mlp --data-dir /nonexistent --ranks 2
-expect "train: native runs only what MPI can sum" 2 "'intsgd:round=random.*' runs on ring or tree" -- \
+expect "train: native runs only what MPI can sum" 2 "'intsgd:round=random.*' runs on ring or halving-doubling" -- \
   "$qccl" train --algo native --codec intsgd --ranks 2
 expect "train: --resume without a checkpoint dir" 2 'needs --checkpoint-dir' -- \
   "$qccl" train --resume --ranks 2

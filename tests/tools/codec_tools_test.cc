@@ -101,7 +101,7 @@ TEST_F(SimulateTest, WritesEveryRoundAndSummarises) {
     for (std::size_t i = 0; i < kD; ++i) input.push_back(test::noise(r, i));
   }
   SimulateConfig config{kRanks, "global-qsgd:dither=exp", write(input), 0,
-                        (dir_ / "out.f32").string(), kRounds, 3, Algorithm::tree};
+                        (dir_ / "out.f32").string(), kRounds, 3, Algorithm::halving_doubling};
   const auto summary = run_simulation(config);
   EXPECT_EQ(summary.dimension, kD);
   EXPECT_EQ(std::filesystem::file_size(config.output), kRounds * kD * sizeof(float));

@@ -74,7 +74,7 @@ TEST(CollectiveBenchTest, InPlaceAndOddRankCounts) {
 
 TEST(CollectiveBenchTest, ValidateRejectsBadConfigurations) {
   auto c = small(BenchOperation::allgather);
-  c.algorithms = {Algorithm::tree};
+  c.algorithms = {Algorithm::halving_doubling};
   EXPECT_THROW(validate(c), InvalidArgument);
   c = small(BenchOperation::allreduce);
   c.min_bytes = 1 << 20;

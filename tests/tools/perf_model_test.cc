@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qccl/common/errors.h"
-#include "qccl/tools/perf_model.h"
+#include "qccl/tools/suite_fit.h"
 #include "qccl/tools/suite_data.h"
 #include "qccl/tools/suite_report.h"
 
@@ -27,7 +27,7 @@ TEST(PerfModelTest, TermsInClosedForm) {
   EXPECT_DOUBLE_EQ(ring.wire_bytes, 2.0 * 3 / 4 * 1000 / 4);
   EXPECT_DOUBLE_EQ(ring.reduce_bytes, 750);
   EXPECT_EQ(ring.codec_bytes, 1000);
-  const auto tree = model_terms(Algorithm::tree, 5, 1000, 1);
+  const auto tree = model_terms(Algorithm::halving_doubling, 5, 1000, 1);
   EXPECT_EQ(tree.steps, 6);  // 2⌈log2 5⌉
   EXPECT_DOUBLE_EQ(tree.wire_bytes, 2.0 * 4 / 5 * 1000);
   EXPECT_DOUBLE_EQ(predict_seconds(ring, kTruth),
@@ -40,7 +40,7 @@ TEST(PerfModelTest, TermsInClosedForm) {
 std::vector<ModelSample> synthetic(const ModelParams& truth, double noise) {
   std::vector<ModelSample> samples;
   int k = 0;
-  for (Algorithm algorithm : {Algorithm::ring, Algorithm::tree}) {
+  for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
     for (int n : {2, 4, 8}) {
       for (double bytes = 1024; bytes <= 256.0 * 1024 * 1024; bytes *= 4) {
         const auto terms = model_terms(algorithm, n, bytes, 4);

@@ -25,7 +25,7 @@ namespace qccl {
 
 // How a codec's data is combined across ranks.
 enum class Aggregation {
-  compressed_domain,  // ring/tree reduce encoded chunks hop by hop, no decoding
+  compressed_domain,  // ring/halving-doubling reduce encoded chunks hop by hop, no decoding
   allgather_decode,   // every rank gathers every encoding, decodes and sums
   hop_recode,         // each hop decodes, adds and re-encodes
 };

@@ -23,7 +23,7 @@ struct CatalogEntry {
 
 // The registry is a constant table: adding a codec adds a row.
 constexpr CatalogEntry kCatalog[] = {
-    {"fp32", "no compression: fp32 ring/tree/native allreduce", make_fp32_codec},
+    {"fp32", "no compression: fp32 ring/halving-doubling/native allreduce", make_fp32_codec},
     {"fp16", "fp16 on the wire, summed in fp16 hop by hop", make_fp16_codec},
     {"global-qsgd",
      "Global-QSGD (global-norm quantization, summed in transit); params bits=8|4, "

@@ -48,7 +48,7 @@ constexpr int reductions_on_path(int ranks, bool ring) {
   return ring ? ranks - 1 : ceil_log2(ranks);
 }
 
-// Pre-scaling exponent c for `ranks` ranks under ring or tree (see above).
+// Pre-scaling exponent c for `ranks` ranks under ring or halving-doubling (see above).
 constexpr int headroom(int ranks, bool ring) {
   if (ranks <= 1) return 1;
   return ring ? (ranks < 33 ? ranks : 33) : 1 + ceil_log2(ranks);

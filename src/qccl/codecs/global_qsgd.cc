@@ -113,7 +113,7 @@ class GlobalQsgdCodec final : public Codec {
     const double norm = global_norm(comm, data, config_.norm, what,
                                     comm.timeout(options.timeout));
     if (config_.dither == Dither::exponential && options.algorithm == Algorithm::native) {
-      throw InvalidArgument(spec() + ": runs on algorithm ring or tree");
+      throw InvalidArgument(spec() + ": runs on algorithm ring or halving-doubling");
     }
     if (norm == 0.0) {  // every rank's input is zero, and every rank knows it
       std::fill(data.begin(), data.end(), 0.0f);

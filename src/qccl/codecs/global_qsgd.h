@@ -1,6 +1,6 @@
 // Global-QSGD (global-qsgd.txt): quantization on a scale shared by all ranks
 // (the global norm), so that quantized integers are summed in transit by ring
-// and tree allreduce without ever being decoded between hops.
+// and halving-doubling allreduce without ever being decoded between hops.
 #pragma once
 
 #include <memory>

@@ -5,7 +5,7 @@
 // variance (t − ⌊t⌋)(1 − t + ⌊t⌋) <= 1/4 (Lemma 1). The deterministic
 // variant rounds to nearest, ties to even (what torch.round does, §5.1). The
 // scaled value α·x is clipped to ±c with c = ⌊(2^(b−1) − 1)/n⌋, so that the
-// sum over n ranks — and every partial sum along a ring or tree — fits a
+// sum over n ranks — and every partial sum along a ring or halving-doubling — fits a
 // signed b-bit integer and can never overflow (§5.1: "we clip the local
 // stochastic gradients to ensure that each aggregated value fits").
 #pragma once

@@ -212,7 +212,7 @@ void IntegerCodec::exact_mean(Communicator& comm, std::span<T> data,
 
 // One step of Algorithm 1 (adaptive, heuristic) or Algorithm 3 (diana):
 // every rank rounds α_l·v_i (v_i = g_i, or g_i − h_i for IntDIANA), the
-// integers are summed exactly by the ring or tree, and each rank decodes
+// integers are summed exactly by the ring or halving-doubling, and each rank decodes
 // Σ/(n·α_l). IntDIANA then moves h_i by its own Q(v_i) and h by the decoded
 // mean, and returns g = h_old + mean = h_new (lines 8, 12, 14).
 template <class T>
@@ -221,7 +221,7 @@ void IntegerCodec::aggregate(Communicator& comm, std::span<T> data,
   const std::string what =
       spec() + " step " + std::to_string(step()) + " bucket " + std::to_string(settings().bucket);
   if (options.algorithm == Algorithm::native) {
-    throw InvalidArgument(what + ": runs on algorithm ring or tree (qccl's collectives sum its "
+    throw InvalidArgument(what + ": runs on algorithm ring or halving-doubling (qccl's collectives sum its "
                           "integers)");
   }
   blocks_.check(data.size(), what);

@@ -5,7 +5,7 @@
 #include "qccl/collectives/codec_steps.h"
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/ring.h"
-#include "qccl/collectives/tree.h"
+#include "qccl/collectives/halving_doubling.h"
 #include "qccl/collectives/validate.h"
 #include "qccl/common/errors.h"
 
@@ -24,7 +24,7 @@ void allreduce(Communicator& comm, std::span<const float> input, std::span<float
     native = reduction.native_equivalent();
     if (!native) {
       throw InvalidArgument("allreduce: algorithm native runs only reductions MPI can do "
-                            "(fp32-sum, fp16); '" + reduction.name() + "' runs on ring or tree");
+                            "(fp32-sum, fp16); '" + reduction.name() + "' runs on ring or halving-doubling");
     }
   }
   const Timeout timeout = comm.timeout(options.timeout);
@@ -63,8 +63,8 @@ void allreduce(Communicator& comm, std::span<const float> input, std::span<float
       return;
     }
 
-    const std::size_t parts = options.algorithm == Algorithm::tree
-                                  ? tree_blocks(comm.size())
+    const std::size_t parts = options.algorithm == Algorithm::halving_doubling
+                                  ? halving_doubling_blocks(comm.size())
                                   : static_cast<std::size_t>(comm.size());
     const auto segments = split_range({0, count}, parts, granularity);
     SlotLayout layout(segments, chunks_for(segments, options.chunk_bytes), granularity, reduction);
@@ -74,8 +74,8 @@ void allreduce(Communicator& comm, std::span<const float> input, std::span<float
       PhaseScope timed(options.phases, &PhaseTimes::encode);
       encode_slots(reduction, layout, input, work);
     }
-    if (options.algorithm == Algorithm::tree) {
-      run_tree(comm, tag, layout, work, reduction, options, timeout);
+    if (options.algorithm == Algorithm::halving_doubling) {
+      run_halving_doubling(comm, tag, layout, work, reduction, options, timeout);
     } else {
       run_ring(comm, tag, layout, work, &reduction, RingPhases::both, options, timeout,
                "ring allreduce");

@@ -7,20 +7,21 @@ namespace qccl {
 std::string_view to_string(Algorithm algorithm) {
   switch (algorithm) {
     case Algorithm::ring: return "ring";
-    case Algorithm::tree: return "tree";
+    case Algorithm::halving_doubling: return "halving-doubling";
     case Algorithm::native: return "native";
   }
   return "unknown";
 }
 
-std::vector<std::string> algorithm_names() { return {"ring", "tree", "native"}; }
+std::vector<std::string> algorithm_names() { return {"ring", "halving-doubling", "native"}; }
 
 Algorithm parse_algorithm(std::string_view text) {
-  for (Algorithm a : {Algorithm::ring, Algorithm::tree, Algorithm::native}) {
+  for (Algorithm a : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::native}) {
     if (text == to_string(a)) return a;
   }
+  if (text == "tree") return Algorithm::halving_doubling;
   throw InvalidArgument("unknown algorithm '" + std::string(text) +
-                        "'; valid algorithms: ring, tree, native");
+                        "'; valid algorithms: ring, halving-doubling (or tree), native");
 }
 
 }  // namespace qccl

@@ -12,13 +12,15 @@
 namespace qccl {
 
 enum class Algorithm {
-  ring,    // reduce-scatter then allgather around a ring, pipelined in chunks
-  tree,    // recursive halving then recursive doubling (any rank count)
-  native,  // the transport's own allreduce (MPI_Allreduce): the uncompressed baseline
+  ring,              // reduce-scatter then allgather around a ring, pipelined in chunks
+  halving_doubling,  // recursive halving then recursive doubling (any rank count)
+  native,            // the transport's own collective (MPI): the uncompressed baseline
 };
 
+// "ring", "halving-doubling" or "native".
 std::string_view to_string(Algorithm algorithm);
-// Parses "ring", "tree" or "native"; throws InvalidArgument listing them.
+// Parses those names, and "tree" for halving-doubling (its former name);
+// throws InvalidArgument listing them.
 Algorithm parse_algorithm(std::string_view text);
 std::vector<std::string> algorithm_names();
 

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace qccl {
 
@@ -49,5 +50,11 @@ class CommError : public Error {
  public:
   using Error::Error;
 };
+
+// Rethrows the exception being handled (call it inside a catch block) as an
+// error of the same type — so a MismatchError stays one, with its exit code
+// — whose message is `context` followed by the original message. Exceptions
+// that are not qccl errors are rethrown unchanged.
+[[noreturn]] void rethrow_with_context(std::string_view context);
 
 }  // namespace qccl

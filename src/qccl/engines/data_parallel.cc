@@ -154,14 +154,10 @@ ReduceTimes DataParallelEngine::finish_step() {
   const std::uint64_t step = step_++;
   try {
     reducer_.finish(options_.timeout);
-  } catch (const NonFiniteError& e) {
-    const auto b = reducer_.failed_bucket().value_or(0);
-    throw NonFiniteError("step " + std::to_string(step) + ", " + describe_bucket(b) + ": " +
-                         e.what());
-  } catch (const Error& e) {
+  } catch (const Error&) {
     const auto b = reducer_.failed_bucket();
-    throw CommError("step " + std::to_string(step) +
-                    (b ? ", " + describe_bucket(*b) : std::string()) + ": " + e.what());
+    rethrow_with_context("step " + std::to_string(step) +
+                         (b ? ", " + describe_bucket(*b) : std::string()) + ": ");
   }
   times.waiting = std::chrono::duration<double>(Clock::now() - start).count();
   const auto durations = reducer_.durations();

@@ -9,7 +9,7 @@
 //
 // This is where Global-QSGD §8 puts its codec: a DDP communication hook
 // invoked per gradient bucket (25 MB by default) that quantizes, runs the
-// allreduce (ring or tree, with the custom reduction for exponential
+// allreduce (ring or halving-doubling, with the custom reduction for exponential
 // dithering) and dequantizes. IntSGD §4 adds the optimizer feedback below.
 //
 // The bucket layout comes from a pluggable BucketPolicy (DDP's size-capped

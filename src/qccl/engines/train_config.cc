@@ -50,7 +50,7 @@ void validate(const TrainConfig& c) {
   require(c.algorithm != Algorithm::native || codec->has_native_equivalent() ||
               codec->aggregation() == Aggregation::allgather_decode,
           "--algo native (MPI_Allreduce) runs only codecs MPI can sum, fp32 and fp16; '" +
-              codec->spec() + "' runs on ring or tree");
+              codec->spec() + "' runs on ring or halving-doubling");
   require(std::isfinite(c.lr) && c.lr > 0, "--lr must be a positive number");
   validate(LrSchedule{c.lr_schedule, c.lr, c.warmup_steps, 0});
   require(c.momentum >= 0 && c.momentum < 1, "--momentum must be in [0, 1)");

@@ -54,7 +54,7 @@ void print_table(std::ostream& out, const BenchContext& context, const std::vect
   out << "# qccl bench " << to_string(c.operation) << ": " << context.ranks << " ranks, "
       << context.transport << ", "
       << (c.codec.empty() ? std::string("fp32 sum")
-                          : "codec " + c.codec + " (mean) on ring/tree, native = MPI " +
+                          : "codec " + c.codec + " (mean) on ring/halving-doubling, native = MPI " +
                                 (c.native_codec ? "with the codec" : "fp32 sum"))
       << ", " << (c.in_place ? "in place" : "out of place") << "\n"
       << "# " << c.iterations << " timed iterations after " << c.warmup

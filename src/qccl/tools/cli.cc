@@ -88,7 +88,7 @@ void add_bench_operation(CLI::App& bench, BenchOperation op, std::string descrip
   if (op == BenchOperation::allreduce) {
     sub->add_option("--codec", command.config.codec,
                     "compress with this codec spec (e.g. global-qsgd:bits=8,dither=exp) on "
-                    "ring/tree; native stays MPI fp32 (default: plain fp32 sum)");
+                    "ring/halving-doubling; native stays MPI fp32 (default: plain fp32 sum)");
     sub->add_flag("--native-codec", command.config.native_codec,
                   "native runs the codec too, as MPI_Allreduce over its encoding (fp16)");
   }
@@ -158,7 +158,7 @@ void add_simulate(CLI::App& app, SimulateCommand& command) {
                   "where to write the R·d fp32 results, one mean vector per round")->required();
   sub->add_option("--rounds", command.config.rounds, "independent rounds R (default 1)");
   sub->add_option("--seed", command.config.seed, "random seed (default 0)");
-  sub->add_option("--algo", command.algorithm, "ring or tree (default ring)");
+  sub->add_option("--algo", command.algorithm, "ring or halving-doubling (default ring)");
 }
 
 int run_simulate_command(SimulateCommand& command) {
@@ -205,7 +205,7 @@ void add_experiment(CLI::App& app, ExperimentCommand& command) {
   sub->add_option("--lambda", c.lambda, "l2 regularization (default 5/N)");
   sub->add_option("--step", c.step, "step size (default 1/(2 max_l L_l))");
   sub->add_option("--seed", c.seed, "random seed (default 0)");
-  sub->add_option("--algo", command.algorithm, "ring or tree (default ring)");
+  sub->add_option("--algo", command.algorithm, "ring or halving-doubling (default ring)");
   sub->add_option("--output", c.output, "directory for intsgd-logreg.{csv,svg,json}");
   sub->add_option("--ranks", command.ranks,
                   "run N ranks as threads of this process instead of under mpirun");
@@ -386,7 +386,7 @@ int run_cli(int argc, char** argv) {
   auto* bench = app.add_subcommand("bench", "measure collectives in the nccl-tests convention");
   bench->require_subcommand(1);
   BenchCommand command;
-  add_bench_operation(*bench, BenchOperation::allreduce, "allreduce (ring, tree, native MPI)", command);
+  add_bench_operation(*bench, BenchOperation::allreduce, "allreduce (ring, halving-doubling, native MPI)", command);
   add_bench_operation(*bench, BenchOperation::allgather, "allgather (ring)", command);
   add_bench_operation(*bench, BenchOperation::reduce_scatter, "reduce-scatter (ring)", command);
   add_bench_operation(*bench, BenchOperation::broadcast, "broadcast (pipelined binomial tree)", command);

@@ -26,7 +26,7 @@ std::string_view to_string(BenchOperation op) {
 }
 
 std::vector<Algorithm> algorithms_for(BenchOperation op) {
-  if (op == BenchOperation::allreduce) return {Algorithm::ring, Algorithm::tree, Algorithm::native};
+  if (op == BenchOperation::allreduce) return {Algorithm::ring, Algorithm::halving_doubling, Algorithm::native};
   return {Algorithm::ring};
 }
 

@@ -15,12 +15,12 @@ namespace qccl::tools {
 enum class BenchOperation { allreduce, allgather, reduce_scatter, broadcast };
 
 std::string_view to_string(BenchOperation op);
-// Algorithms each operation implements (allreduce: ring, tree, native).
+// Algorithms each operation implements (allreduce: ring, halving-doubling, native).
 std::vector<Algorithm> algorithms_for(BenchOperation op);
 
 struct BenchConfig {
   BenchOperation operation = BenchOperation::allreduce;
-  std::vector<Algorithm> algorithms{Algorithm::ring, Algorithm::tree, Algorithm::native};
+  std::vector<Algorithm> algorithms{Algorithm::ring, Algorithm::halving_doubling, Algorithm::native};
   std::size_t min_bytes = 1024;
   std::size_t max_bytes = std::size_t{64} << 20;
   std::size_t step_factor = 2;
@@ -29,7 +29,7 @@ struct BenchConfig {
   bool in_place = false;
   std::size_t chunk_bytes = std::size_t{1} << 20;
   int window = 4;
-  // Allreduce only: a codec spec run on ring and tree as a mean-allreduce;
+  // Allreduce only: a codec spec run on ring and halving-doubling as a mean-allreduce;
   // `native` stays MPI_Allreduce in fp32, the baseline beside it. Empty: the
   // plain fp32 sum on every algorithm.
   std::string codec;

@@ -264,7 +264,7 @@ void validate(const LogregConfig& config) {
     throw InvalidArgument("--batch-fraction must be in (0, 1]");
   }
   if (config.lambda < 0 || config.step < 0) throw InvalidArgument("--lambda and --step must be >= 0");
-  if (config.algorithm == Algorithm::native) throw InvalidArgument("--algo must be ring or tree");
+  if (config.algorithm == Algorithm::native) throw InvalidArgument("--algo must be ring or halving-doubling");
   // Rejects a bad wire, eps or beta before any work.
   make_integer_codec(codec_spec_for("intgd", config));
 }

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qccl/common/errors.h"
-#include "qccl/tools/perf_model.h"
+#include "qccl/tools/suite_fit.h"
 #include "qccl/tools/suite_data.h"
 #include "qccl/common/files.h"
 #include "qccl/tools/units.h"
@@ -89,7 +89,7 @@ void run_model_command(const ModelCommandConfig& config, std::ostream& out) {
     out << "# speed-up: the model's fp32 ring time over the codec's ring time (encode and decode "
            "included); Eq. (10) leaves them out (delta = 0, as the paper)\n";
     std::snprintf(line, sizeof line, "# %-56s %11s %11s %9s %7s %16s %s\n", "codec", "ring(ms)",
-                  "tree(ms)", "speed-up", "omega", "Eq.(10): beta <", "holds");
+                  "hd(ms)", "speed-up", "omega", "Eq.(10): beta <", "holds");
     out << line;
     double gamma_fp32 = 0;
     for (const auto& c : data.codecs) {
@@ -100,7 +100,7 @@ void run_model_command(const ModelCommandConfig& config, std::ostream& out) {
       p.gamma = gamma;
       p.delta = delta;
       const double ring = predict_seconds(model_terms(Algorithm::ring, config.ranks, s, ratio), p);
-      const double tree = predict_seconds(model_terms(Algorithm::tree, config.ranks, s, ratio), p);
+      const double halving = predict_seconds(model_terms(Algorithm::halving_doubling, config.ranks, s, ratio), p);
       ModelParams plain = link;
       plain.gamma = gamma_fp32;
       const double fp32 = predict_seconds(model_terms(Algorithm::ring, config.ranks, s, 1), plain);
@@ -108,11 +108,11 @@ void run_model_command(const ModelCommandConfig& config, std::ostream& out) {
       const std::string bound =
           condition.max_beta ? format("%.3g GB/s", *condition.max_beta / 1e9) : "any";
       std::snprintf(line, sizeof line, "  %-56s %11.2f %11.2f %8.2fx %7.2f %16s %s\n", name.c_str(),
-                    ring * 1e3, tree * 1e3, fp32 / ring, condition.omega, bound.c_str(),
+                    ring * 1e3, halving * 1e3, fp32 / ring, condition.omega, bound.c_str(),
                     condition.holds ? "yes" : "no");
       out << line;
       json["predictions"].push_back({{"codec", name}, {"ratio", ratio}, {"ring_s", ring},
-                                     {"tree_s", tree}, {"speedup_vs_fp32_ring", fp32 / ring},
+                                     {"halving_doubling_s", halving}, {"speedup_vs_fp32_ring", fp32 / ring},
                                      {"omega", condition.omega},
                                      {"eq10_max_beta", condition.max_beta ? nlohmann::json(*condition.max_beta) : nullptr},
                                      {"eq10_holds", condition.holds}});

@@ -15,7 +15,7 @@ struct SuiteRow {
   int hosts = 0;
   double link_rate_bps = 0;  // 0: unshaped
   std::string codec;         // canonical spec; "fp32" for the plain sum
-  std::string algorithm;     // ring, tree, native
+  std::string algorithm;     // ring, halving-doubling, native
   double bytes = 0;          // S, fp32 bytes of the vector
   double median_us = 0;
   std::optional<double> sent_bytes_per_rank;  // unset for native

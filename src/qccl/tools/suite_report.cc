@@ -75,7 +75,7 @@ std::vector<std::string> write_suite_report(const SuiteData& data, const std::st
   const double size = summary_bytes(data);
   std::ostringstream md;
   md << "# Benchmark suite results\n\n"
-     << "Allreduce of an fp32 vector: qccl's ring and tree, plain and with each codec, next to "
+     << "Allreduce of an fp32 vector: qccl's ring and halving-doubling, plain and with each codec, next to "
         "MPI_Allreduce fp32 (out of place) measured in the same run, on emulated clusters "
         "(`scripts/cluster`: one MPI rank per network namespace, links shaped with tc tbf in "
         "both directions). A cell reads `speed-up over MPI fp32 (fraction of the wire bound)`; "

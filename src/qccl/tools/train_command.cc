@@ -37,7 +37,7 @@ void add_train(CLI::App& app, TrainCommand& command) {
   sub->add_option("--codec", command.codecs,
                   "codec spec (default fp32); repeat to train once per codec and compare")
       ->take_all();
-  sub->add_option("--algo", command.algorithm, "ring (default), tree or native (fp32/fp16 via MPI)");
+  sub->add_option("--algo", command.algorithm, "ring (default), halving-doubling (or tree) or native (fp32/fp16 via MPI)");
   sub->add_option("--optimizer", c.optimizer, "sgd (default), adam or adamw");
   sub->add_option("--lr", c.lr, "learning rate (default 0.05)");
   sub->add_option("--lr-schedule", c.lr_schedule,

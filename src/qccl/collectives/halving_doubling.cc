@@ -16,7 +16,7 @@
 // 4. Unfold: each odd rank below 2m sends the result to the even rank below.
 // Each chunk is reduced by exactly one rank per round and its bytes are then
 // copied onward, so all ranks end with identical bytes.
-#include "qccl/collectives/tree.h"
+#include "qccl/collectives/halving_doubling.h"
 
 #include <bit>
 
@@ -24,20 +24,20 @@
 
 namespace qccl {
 
-std::size_t tree_blocks(int ranks) {
+std::size_t halving_doubling_blocks(int ranks) {
   return std::bit_floor(static_cast<unsigned>(std::max(ranks, 1)));
 }
 
-void run_tree(Communicator& comm, int tag, SlotLayout& layout, std::span<std::byte> work,
+void run_halving_doubling(Communicator& comm, int tag, SlotLayout& layout, std::span<std::byte> work,
               Reduction& reduction, const CollectiveOptions& options, Timeout timeout) {
   const int n = comm.size();
   const int r = comm.rank();
   if (n == 1) return;
-  const int p = static_cast<int>(tree_blocks(n));
+  const int p = static_cast<int>(halving_doubling_blocks(n));
   const int m = n - p;
   const std::size_t k = layout.chunks_per_segment();
   const std::size_t all = layout.slot_count();
-  constexpr std::string_view op = "tree allreduce";
+  constexpr std::string_view op = "halving-doubling allreduce";
   auto real_rank = [&](int v) { return v < m ? 2 * v + 1 : v + m; };
   auto blocks = [&](int lo, int hi) {
     return std::pair{static_cast<std::size_t>(lo) * k, static_cast<std::size_t>(hi - lo) * k};

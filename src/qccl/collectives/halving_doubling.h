@@ -10,13 +10,13 @@
 
 namespace qccl {
 
-// Number of blocks the tree allreduce splits the vector into: the largest
+// Number of blocks the halving-doubling allreduce splits the vector into: the largest
 // power of two not above the rank count.
-std::size_t tree_blocks(int ranks);
+std::size_t halving_doubling_blocks(int ranks);
 
-// Runs the tree allreduce over `layout` (tree_blocks(n) segments, K chunks
+// Runs the halving-doubling allreduce over `layout` (halving_doubling_blocks(n) segments, K chunks
 // each) held in `work`; on return every rank holds the reduced encoding.
-void run_tree(Communicator& comm, int tag, SlotLayout& layout, std::span<std::byte> work,
+void run_halving_doubling(Communicator& comm, int tag, SlotLayout& layout, std::span<std::byte> work,
               Reduction& reduction, const CollectiveOptions& options, Timeout timeout);
 
 }  // namespace qccl

@@ -6,23 +6,24 @@
 // (fp32-equivalent bytes/s); δ: encode + decode time per fp32 byte. For a
 // vector of S fp32 bytes on n ranks with compression ratio ρ = S/Ŝ:
 //   ring: steps 2(n−1), wire 2(n−1)/n·Ŝ, reduce (n−1)/n·S, codec S;
-//   tree (recursive halving, then doubling, §7): steps 2⌈log2 n⌉, the same
+//   halving-doubling (recursive halving, then doubling, §7): steps 2⌈log2 n⌉, the same
 //   wire and reduce terms (each halving step sends and reduces half of what
 //   the previous one did).
 // native (MPI's own algorithm, which qccl cannot see) is modelled like the
 // ring, with a bandwidth-optimal algorithm's wire bytes.
 // The paper's binary-tree form 2log(n)α + 2log(n)S/β + log(n)S/γ is the
-// tree that sends the whole vector per level; qccl's does not.
+// tree that sends the whole vector per level; qccl's halving-doubling does not.
+//
+// It lives below the tools because the compression scheduler (MergeComp)
+// predicts step times with it.
 #pragma once
 
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "qccl/collectives/options.h"
-#include "qccl/tools/suite_data.h"
 
-namespace qccl::tools {
+namespace qccl {
 
 struct ModelTerms {
   double steps = 0, wire_bytes = 0, reduce_bytes = 0, codec_bytes = 0;
@@ -34,12 +35,6 @@ struct ModelParams {
   double gamma = 0;   // bytes/s; 0: no reduction cost (MPI's own, or unknown)
   double delta = 0;   // s per fp32 byte
 };
-
-// scripts/cluster's tbf bucket holds 4 ms of the link rate: that many bytes
-// of a transfer pass unshaped, so a shaped link's wire term counts the bytes
-// beyond them.
-inline constexpr double kTbfBucketSeconds = 0.004;
-double shaped_wire_bytes(double sent_bytes, double link_rate_bps);
 
 ModelTerms model_terms(Algorithm algorithm, int ranks, double bytes, double ratio);
 // As above with the wire bytes a rank was measured to send.
@@ -75,16 +70,4 @@ struct SpeedupCondition {
 SpeedupCondition speedup_condition(double ratio, double gamma_fp32, double gamma_codec_fp32_bytes,
                                    double beta);
 
-// A fitted suite: per (hosts, link rate, run, series) group.
-struct GroupFit {
-  int hosts = 0;
-  double link_rate_bps = 0;
-  std::string series, codec, algorithm;
-  ModelParams params;
-  FitError error;
-  std::size_t samples = 0;
-  std::string failure;  // why this group could not be fitted (then params are unset)
-};
-std::vector<GroupFit> fit_suite(const SuiteData& data);
-
-}  // namespace qccl::tools
+}  // namespace qccl
