@@ -302,7 +302,8 @@ TEST(GlobalQsgdArgumentTest, CodecsThatDifferAcrossRanksAreAMismatch) {
     std::vector<float> data(16, 1.0f);
     codec->allreduce_mean(comm, data);
   });
-  EXPECT_THAT(message, ::testing::HasSubstr("'norm'"));
+  EXPECT_THAT(message, ::testing::HasSubstr("ranks disagree on 'codec'"));
+  EXPECT_THAT(message, ::testing::HasSubstr("norm=inf"));
 }
 
 }  // namespace

@@ -91,55 +91,45 @@ TEST(IntRoundingTest, DrawsDependOnTheElementIndexOnly) {
 }
 
 // Proposition 2 / Algorithm 2: α = η√d / √(2n·r + η²·d·ε²), r the moving
-// average of ‖Δ‖² starting from 0.
+// average of ‖Δ‖² starting from 0, one per tensor.
 TEST(AdaptiveScaleTest, FollowsTheMovingAverageRule) {
-  AdaptiveScale scale(0.9, 1e-3);
-  EXPECT_FALSE(scale.ready());
-  const std::vector<double> first{4.0, 1.0}, second{9.0, 0.0};
-  scale.observe(0.5, first);
-  scale.observe(0.25, second);
-  ASSERT_TRUE(scale.ready());
+  const AdaptiveScale scale(0.9, 1e-3);
+  std::vector<double> first(AdaptiveScale::kStateValues, 0.0), second = first;
+  EXPECT_FALSE(AdaptiveScale::observed(first));
+  scale.observe(first, 4.0);
+  scale.observe(first, 9.0);
+  scale.observe(second, 1.0);
+  scale.observe(second, 0.0);
+  ASSERT_TRUE(AdaptiveScale::observed(first));
   const double r0 = 0.9 * (0.1 * 4.0) + 0.1 * 9.0, r1 = 0.9 * (0.1 * 1.0);
   const int n = 4;
   const double eta = 0.25, eps = 1e-3;
-  EXPECT_DOUBLE_EQ(scale.alpha(0, 10, n),
+  EXPECT_DOUBLE_EQ(scale.alpha(first, 10, n, eta),
                    eta * std::sqrt(10.0) / std::sqrt(2 * n * r0 + eta * eta * 10 * eps * eps));
-  EXPECT_DOUBLE_EQ(scale.alpha(1, 3, n),
+  EXPECT_DOUBLE_EQ(scale.alpha(second, 3, n, eta),
                    eta * std::sqrt(3.0) / std::sqrt(2 * n * r1 + eta * eta * 3 * eps * eps));
 }
 
 TEST(AdaptiveScaleTest, BetaZeroEpsilonZeroIsProposition3) {
-  AdaptiveScale scale(0.0, 0.0);
-  const std::vector<double> norms{2.0};
-  scale.observe(0.1, norms);
-  EXPECT_DOUBLE_EQ(scale.alpha(0, 8, 3), 0.1 * std::sqrt(8.0) / (std::sqrt(6.0) * std::sqrt(2.0)));
-  const std::vector<double> still{0.0};
-  scale.observe(0.1, still);
-  EXPECT_TRUE(std::isinf(scale.alpha(0, 8, 3)));
+  const AdaptiveScale scale(0.0, 0.0);
+  std::vector<double> state(AdaptiveScale::kStateValues, 0.0);
+  scale.observe(state, 2.0);
+  EXPECT_DOUBLE_EQ(scale.alpha(state, 8, 3, 0.1),
+                   0.1 * std::sqrt(8.0) / (std::sqrt(6.0) * std::sqrt(2.0)));
+  scale.observe(state, 0.0);
+  EXPECT_TRUE(std::isinf(scale.alpha(state, 8, 3, 0.1)));
 }
 
 TEST(AdaptiveScaleTest, RejectsBadFeedback) {
-  AdaptiveScale scale(0.9, 1e-8);
-  const std::vector<double> one{1.0}, two{1.0, 1.0}, nan{std::nan("")};
-  EXPECT_THROW(scale.observe(0.0, one), InvalidArgument);
-  EXPECT_THROW(scale.observe(std::numeric_limits<double>::infinity(), one), InvalidArgument);
-  EXPECT_THROW(scale.observe(0.1, nan), InvalidArgument);
-  scale.observe(0.1, one);
-  EXPECT_THROW(scale.observe(0.1, two), InvalidArgument);
+  const AdaptiveScale scale(0.9, 1e-8);
+  std::vector<double> state(AdaptiveScale::kStateValues, 0.0);
+  EXPECT_THROW(check_step_size(0.0), InvalidArgument);
+  EXPECT_THROW(check_step_size(std::numeric_limits<double>::infinity()), InvalidArgument);
+  EXPECT_NO_THROW(check_step_size(0.1));
+  EXPECT_THROW(scale.observe(state, std::nan("")), InvalidArgument);
+  EXPECT_FALSE(AdaptiveScale::observed(state));
   EXPECT_THROW(AdaptiveScale(1.0, 0.0), InvalidArgument);
   EXPECT_THROW(AdaptiveScale(0.5, -1.0), InvalidArgument);
-}
-
-TEST(BlockPartitionTest, ChecksCoverage) {
-  const std::vector<std::size_t> sizes{3, 5};
-  BlockPartition blocks(sizes);
-  EXPECT_EQ(blocks.count(), 2u);
-  EXPECT_EQ(blocks.starts(), (std::vector<std::size_t>{0, 3}));
-  EXPECT_NO_THROW(blocks.check(8, "test"));
-  EXPECT_THROW(blocks.check(9, "test"), InvalidArgument);
-  const std::vector<std::size_t> empty_block{3, 0};
-  EXPECT_THROW(BlockPartition{empty_block}, InvalidArgument);
-  EXPECT_EQ(BlockPartition().size(0, 42), 42u);
 }
 
 }  // namespace

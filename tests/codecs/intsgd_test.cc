@@ -143,7 +143,7 @@ TEST(IntSgdCodecTest, ScalesAgreeAcrossRanksAndDisagreementIsCaught) {
   run_world(4, [&](Communicator& comm) {
     auto codec = make_integer_codec("intsgd");
     const std::vector<std::size_t> blocks{100, 200};
-    codec->set_blocks(blocks);
+    codec->set_layout(TensorLayout::of_sizes(blocks));
     for (int step = 0; step < 3; ++step) {
       codec->observe_step(0.05, make_vector(d, [&](std::size_t i) { return 1e-3f * noise(step, i); }));
       auto data = input_of(comm.rank(), d);
@@ -161,7 +161,8 @@ TEST(IntSgdCodecTest, ScalesAgreeAcrossRanksAndDisagreementIsCaught) {
     auto data = input_of(comm.rank(), d);
     codec->allreduce_mean(comm, data);
   });
-  EXPECT_THAT(message, ::testing::HasSubstr("reduction"));
+  EXPECT_THAT(message, ::testing::HasSubstr("ranks disagree on 'codec'"));
+  EXPECT_THAT(message, ::testing::HasSubstr("scales#"));
 }
 
 // A scale so large that every coordinate clips: the int8 sum of n ranks is

@@ -185,6 +185,10 @@ class TruncatingReduction final : public Reduction {
   void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) override {
     inner_.decode(in, first, out);
   }
+  void decode_contribution(std::span<const std::byte> in, std::size_t first,
+                           std::span<float> out) override {
+    inner_.decode_contribution(in, first, out);
+  }
   std::size_t reduce(std::span<const std::byte> in, std::span<std::byte> acc, std::size_t bytes,
                      const ReduceContext& c) override {
     return inner_.reduce(in, acc, bytes, c);

@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "../support/collective_checks.h"
+#include "../support/sparse_test_reduction.h"
 #include "../support/world.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/fp32_sum.h"
@@ -80,13 +81,13 @@ TEST(ReduceScatterTest, RejectsCountsThatDoNotSumToTheInput) {
   });
 }
 
-TEST(ReduceScatterTest, RejectsTreeAlgorithm) {
-  run_world(1, [](Communicator& comm) {
-    Fp32Sum sum;
-    std::vector<float> input(4), output(4);
+TEST(ReduceScatterTest, NativeRefusesAReductionMpiCannotDo) {
+  run_world(2, [](Communicator& comm) {
+    SparseTestReduction sparse;
+    std::vector<float> input(8), output(4);
     CollectiveOptions o;
-    o.algorithm = Algorithm::halving_doubling;
-    EXPECT_THROW(reduce_scatter(comm, input, output, sum, o), InvalidArgument);
+    o.algorithm = Algorithm::native;
+    EXPECT_THROW(reduce_scatter(comm, input, output, sparse, o), InvalidArgument);
   });
 }
 

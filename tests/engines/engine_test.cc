@@ -290,25 +290,27 @@ TEST(Engine, MeanGradientsAndUnusedParameters) {
 
 // Buckets are reduced while backward continues: the gradient of `a` is
 // computed after `b`'s, and a hook on `a` (running before the engine's)
-// waits until `b`'s bucket has crossed the transport. If the engine
+// waits until `b`'s bucket has crossed the engine's transport. If the engine
 // reduced only after backward, the wait would time out.
 TEST(Engine, ReducesEarlyBucketsWhileBackwardContinues) {
   std::atomic<int> overlapped{0};
   run_world(2, [&](Communicator& comm) {
     auto a = torch::ones({1000}, torch::requires_grad());
     auto b = torch::ones({1000}, torch::requires_grad());
-    const auto sent_before = comm.transport().stats().bytes_sent;
+    const DataParallelEngine* engine_seen = nullptr;  // set once built; the hook comes first
     a.register_hook([&](const torch::Tensor&) {
       const auto deadline = Clock::now() + std::chrono::seconds(10);
-      while (comm.transport().stats().bytes_sent == sent_before && Clock::now() < deadline) {
+      while (engine_seen->bytes_sent() == 0 && Clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
-      if (comm.transport().stats().bytes_sent > sent_before) ++overlapped;
+      if (engine_seen->bytes_sent() > 0) ++overlapped;
     });
     EngineOptions options;
     options.policy = std::make_shared<SizeCappedPolicy>(4000, 4000);  // a tensor per bucket
     DataParallelEngine engine(comm, {{"a", a}, {"b", b}}, options);
+    engine_seen = &engine;
     ASSERT_EQ(engine.bucket_count(), 2u);
+    ASSERT_EQ(engine.bytes_sent(), 0u);
     EXPECT_EQ(engine.plan().buckets[0], std::vector<std::size_t>{1});  // b first: reverse order
     engine.begin_step();
     (b * (a * 2)).sum().backward();  // d/db first, then d/da

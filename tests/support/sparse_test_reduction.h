@@ -35,6 +35,11 @@ class SparseTestReduction final : public Reduction {
     for (const Entry& e : read(in, out.size())) out[e.offset] = e.value;
   }
 
+  void decode_contribution(std::span<const std::byte> in, std::size_t first,
+                           std::span<float> out) override {
+    decode(in, first, out);
+  }
+
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
                      std::size_t accum_bytes, const ReduceContext& context) override {
     check_granular(context.first);

@@ -93,7 +93,7 @@ TEST(LocalTransportTest, ReceiveTimesOutNamingThePeer) {
     r->wait(std::chrono::milliseconds(50));
     ADD_FAILURE() << "wait returned without a message";
   } catch (const TimeoutError& e) {
-    EXPECT_THAT(std::string(e.what()), HasSubstr("receive from rank 1 (tag 3"));
+    EXPECT_THAT(std::string(e.what()), HasSubstr("receive from rank 1 on rank 0 (tag 3"));
   }
 }
 
@@ -141,7 +141,7 @@ TEST(LocalTransportTest, AllreduceWithDifferentSizesFailsOnEveryRank) {
     try {
       allreduce_values<double>(t, v, ReduceOp::sum, kWait);
     } catch (const MismatchError& e) {
-      EXPECT_THAT(std::string(e.what()), HasSubstr("rank 1 passed 16 bytes"));
+      EXPECT_THAT(std::string(e.what()), HasSubstr("rank 1 entered allreduce with 16 bytes"));
       ++failures;
     }
   });

@@ -1,14 +1,254 @@
 #include "qccl/codecs/codec.h"
 
+#include <cmath>
+#include <numeric>
+
+#include "qccl/collectives/allgather.h"
+#include "qccl/collectives/allreduce.h"
+#include "qccl/collectives/decode_sum.h"
+#include "qccl/collectives/reduce_scatter.h"
+#include "qccl/collectives/validate.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
 
+std::string_view to_string(CodecOperation operation) {
+  switch (operation) {
+    case CodecOperation::allreduce_mean: return "allreduce mean";
+    case CodecOperation::reduce_scatter_mean: return "reduce-scatter mean";
+    case CodecOperation::allgather: return "allgather";
+  }
+  return "unknown";
+}
+
+std::vector<Range> Codec::reduce_scatter_blocks(std::size_t count, int ranks) const {
+  return qccl::reduce_scatter_blocks(count, ranks, granularity());
+}
+
+std::unique_ptr<Reduction> Codec::reduction_for(double norm, int ranks, int rank,
+                                                Algorithm algorithm) const {
+  StepSetup setup;
+  setup.algorithm = algorithm;
+  setup.ranks = setup.summed = ranks;
+  setup.rank = rank;
+  setup.step = step_;
+  setup.norm = norm;
+  return step_reduction(setup, norm);
+}
+
+bool Codec::has_native_equivalent() const {
+  const auto reduction = reduction_for(1.0, 2, 0, Algorithm::native);
+  return reduction && reduction->native_equivalent().has_value();
+}
+
+double Codec::error_bound(double inf_norm, int ranks, Algorithm algorithm,
+                          CodecOperation operation) const {
+  return max_abs_error(inf_norm, operation == CodecOperation::allgather ? 1 : ranks, algorithm);
+}
+
+std::string Codec::step_name() const {
+  return spec() + " step " + std::to_string(step_) + " bucket " + std::to_string(settings_.bucket);
+}
+
+void Codec::check_supported(CodecOperation operation) const {
+  if (supports(operation)) return;
+  std::string offered;
+  for (auto op : {CodecOperation::allreduce_mean, CodecOperation::reduce_scatter_mean,
+                  CodecOperation::allgather}) {
+    if (supports(op)) offered += (offered.empty() ? "" : ", ") + std::string(to_string(op));
+  }
+  throw InvalidArgument("codec " + spec() + " has no " + std::string(to_string(operation)) +
+                        "; it offers " + offered);
+}
+
+void Codec::allreduce_mean(Communicator& comm, std::span<float> data,
+                           const CollectiveOptions& options, std::span<float> own) {
+  check_supported(CodecOperation::allreduce_mean);
+  validate_options(options, "allreduce mean");
+  if (!own.empty()) check_same_length(data.size(), own.size(), "allreduce mean (own contribution)");
+  run_operation(comm, {CodecOperation::allreduce_mean, data, data, {}, own}, options);
+  ++step_;
+}
+
+void Codec::reduce_scatter_mean(Communicator& comm, std::span<const float> input,
+                                std::span<float> output, const CollectiveOptions& options,
+                                std::span<float> own) {
+  constexpr std::string_view op = "reduce-scatter mean";
+  check_supported(CodecOperation::reduce_scatter_mean);
+  validate_options(options, op);
+  const auto blocks = reduce_scatter_blocks(input.size(), comm.size());
+  const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
+  if (output.size() != mine.count) {
+    throw InvalidArgument(spec() + " reduce-scatter mean: rank " + std::to_string(comm.rank()) +
+                          "'s block has " + std::to_string(mine.count) + " elements but output has " +
+                          std::to_string(output.size()) + " (see Codec::reduce_scatter_blocks)");
+  }
+  check_no_partial_overlap(input, output, op);
+  if (!own.empty()) check_same_length(input.size(), own.size(), "reduce-scatter mean (own contribution)");
+  run_operation(comm, {CodecOperation::reduce_scatter_mean, input, output, blocks, own}, options);
+  ++step_;
+}
+
+void Codec::allgather(Communicator& comm, std::span<const float> shard, std::span<float> output,
+                      const CollectiveOptions& options, std::span<float> own) {
+  const std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), shard.size());
+  allgatherv(comm, shard, counts, output, options, own);
+}
+
+void Codec::allgatherv(Communicator& comm, std::span<const float> shard,
+                       std::span<const std::size_t> counts, std::span<float> output,
+                       const CollectiveOptions& options, std::span<float> own) {
+  constexpr std::string_view op = "allgather";
+  check_supported(CodecOperation::allgather);
+  validate_options(options, op);
+  const auto n = static_cast<std::size_t>(comm.size());
+  if (counts.size() != n) {
+    throw InvalidArgument(spec() + " allgather: counts has " + std::to_string(counts.size()) +
+                          " entries for " + std::to_string(n) + " ranks");
+  }
+  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+  if (shard.size() != counts[static_cast<std::size_t>(comm.rank())] || output.size() != total) {
+    throw InvalidArgument(spec() + " allgather: rank " + std::to_string(comm.rank()) +
+                          " passes a shard of " + std::to_string(shard.size()) + " into " +
+                          std::to_string(output.size()) + " elements, but the counts say " +
+                          std::to_string(counts[static_cast<std::size_t>(comm.rank())]) +
+                          " of " + std::to_string(total));
+  }
+  if (!own.empty()) check_same_length(shard.size(), own.size(), "allgather (own contribution)");
+  const auto shards = allgather_shards(counts);
+  run_operation(comm, {CodecOperation::allgather, shard, output, shards, own}, options);
+  ++step_;
+}
+
+// The three-part step (see codec.h): local statistics, one exchange that
+// checks the call and combines them, then the reduction, the collective
+// and the completion.
+void Codec::run_operation(Communicator& comm, const Operation& operation,
+                          const CollectiveOptions& options) {
+  StepSetup setup;
+  setup.operation = operation.kind;
+  setup.algorithm = options.algorithm;
+  setup.ranks = comm.size();
+  setup.rank = comm.rank();
+  setup.summed = operation.kind == CodecOperation::allgather ? 1 : comm.size();
+  setup.step = step_;
+  setup.input = operation.input;
+  setup.pieces = operation.pieces;
+  if (options.algorithm == Algorithm::native && !has_native_equivalent()) {
+    throw InvalidArgument(spec() + ": algorithm native runs only codecs MPI can sum (fp32, "
+                          "fp16); use ring or halving-doubling");
+  }
+  check_step(setup);
+  // 1. This rank's statistics, and 2. the exchange, the reduction and the
+  // collective.
+  const std::size_t elements = operation.kind == CodecOperation::allgather ? operation.output.size()
+                                                                           : operation.input.size();
+  CollectiveCall call = begin_step(comm, setup, local_norm_statistic(operation.input, norm_kind()),
+                                   elements, options);
+  const auto reduction = step_reduction(setup, setup.norm);
+  if (reduction) {
+    call.move([&](int tag) { move_data(comm, tag, setup, *reduction, operation, options); });
+  } else {  // every rank's input is zero, and every rank knows it
+    std::fill(operation.output.begin(), operation.output.end(), 0.0f);
+    std::fill(operation.own.begin(), operation.own.end(), 0.0f);
+  }
+  // 3. Completion.
+  complete_step(setup, reduction.get(), operation);
+}
+
+CollectiveCall Codec::begin_step(Communicator& comm, StepSetup& setup, double statistic,
+                                 std::size_t element_count,
+                                 const CollectiveOptions& options) const {
+  const NormKind kind = norm_kind();
+  CallStatistics local;
+  local.finite = !std::isnan(statistic);
+  if (local.finite) {
+    if (kind == NormKind::inf) local.maximum[0] = statistic;
+    else local.per_rank[0] = statistic;
+  }
+  Fingerprint fingerprint(to_string(setup.operation));
+  fingerprint.add_text("algorithm", to_string(setup.algorithm))
+      .add("element count", static_cast<std::int64_t>(element_count))
+      .add("blocks or shards", hash62(range_counts(setup.pieces)))
+      .add_text("codec", spec() + state_digest(setup));
+  CollectiveCall call(comm, std::move(fingerprint), comm.timeout(options.timeout), &local);
+  const GatheredStatistics& gathered = call.statistics();
+  if (!gathered.nonfinite_ranks.empty()) {
+    std::string ranks;
+    for (int r : gathered.nonfinite_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    throw NonFiniteError(step_name() + ": NaN or Inf in the input of rank(s) " + ranks +
+                         "; nothing was communicated. Check the loss and learning rate, or skip "
+                         "this step");
+  }
+  setup.norm = kind == NormKind::inf ? gathered.maximum[0] : std::sqrt(gathered.sum(0));
+  check_norm(setup, setup.norm);
+  return call;
+}
+
+void Codec::sum_to_mean(const StepSetup& setup, const Operation& operation) {
+  if (setup.summed == 1) return;
+  const auto n = static_cast<float>(setup.summed);
+  for (float& x : operation.output) x /= n;
+}
+
+void Codec::move_data(Communicator& comm, int tag, const StepSetup& setup, Reduction& reduction,
+                      const Operation& operation, const CollectiveOptions& options) {
+  const bool in_transit = aggregation() == Aggregation::compressed_domain;
+  switch (setup.operation) {
+    case CodecOperation::allreduce_mean:
+      if (in_transit) {
+        allreduce_body(comm, tag, operation.input, operation.output, reduction, options,
+                       operation.own);
+      } else {
+        allreduce_by_allgather_body(comm, tag, operation.input, operation.output, reduction,
+                                    options, operation.own);
+      }
+      return;
+    case CodecOperation::reduce_scatter_mean:
+      if (in_transit) {
+        reduce_scatter_body(comm, tag, operation.input, operation.pieces, operation.output,
+                            reduction, options, operation.own);
+      } else {
+        reduce_scatter_by_exchange_body(comm, tag, operation.input, operation.pieces,
+                                        operation.output, reduction, options, operation.own);
+      }
+      return;
+    case CodecOperation::allgather:
+      allgather_body(comm, tag, operation.input, operation.pieces, operation.output, reduction,
+                     options, operation.own);
+      return;
+  }
+}
+
+void Codec::set_layout(TensorLayout layout, std::shared_ptr<TensorStateStore> store) {
+  layout_ = std::move(layout);
+  if (store) {
+    store_ = std::move(store);
+    owns_store_ = false;
+  }
+}
+
+std::vector<std::byte> Codec::save_state() const {
+  if (!owns_store_ || store_->size() == 0) return {};
+  return store_->save();
+}
+
 void Codec::load_state(std::span<const std::byte> state) {
-  if (!state.empty()) {
-    throw InvalidArgument("codec " + spec() + " keeps no state, but was given " +
-                          std::to_string(state.size()) +
+  if (state.empty()) {
+    if (owns_store_) store_->clear();
+    return;
+  }
+  if (!owns_store_) {
+    throw InvalidArgument("codec " + spec() + " keeps no state of its own (its tensors' state is "
+                          "in a shared store), but was given " + std::to_string(state.size()) +
                           " bytes of it: the checkpoint was written with another codec");
+  }
+  try {
+    store_->load(state);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument("codec " + spec() + " cannot load the " + std::to_string(state.size()) +
+                          " bytes of state it was given (was the checkpoint written with another "
+                          "codec?): " + e.what());
   }
 }
 

@@ -1,12 +1,34 @@
 // A codec: one compression scheme's wire format, encoding, decoding and way
 // of aggregating, behind one interface for every scheme (PRODUCT.md, layer 3).
 //
-// A codec instance belongs to one tensor or bucket and keeps that tensor's
-// state across steps (the step counter here; error feedback, PowerSGD factors
-// or IntSGD scales in the codecs that need them) — nothing is global. Each
-// allreduce_mean() call is one step; its randomness is keyed by (seed, step,
-// bucket, rank, element), so a run is reproducible from its seed and resumes
-// exactly after set_step().
+// A codec instance belongs to one tensor or bucket and keeps its state
+// across steps (the step counter here; scales, shifts and residuals in the
+// codecs that need them, per tensor in a TensorStateStore) — nothing is
+// global. Each operation is one step; its randomness is keyed by (seed,
+// step, bucket, rank, element), so a run is reproducible from its seed and
+// resumes exactly after set_step().
+//
+// Three operations, each where the scheme's math allows (supports() says;
+// the others fail with an error naming the codec and the operation):
+// - allreduce_mean: every rank's data replaced by the mean over ranks;
+// - reduce_scatter_mean: rank r gets the mean of its block (blocks keep the
+//   codec's granularity: reduce_scatter_blocks());
+// - allgather: each rank's shard encoded once; every rank gets every rank's
+//   decoded shard, bitwise identical everywhere.
+//
+// Every operation runs one step in three parts, so that any collective can
+// carry it:
+// 1. prepare: this rank's statistics (the local norm every codec exchanges,
+//    whether its input is finite) and what must agree across ranks besides
+//    the call (state_digest(): IntSGD's scales);
+// 2. one exchange — the call check and the statistics in one round trip
+//    (CollectiveCall) — after which non-finite input on any rank raises a
+//    NonFiniteError on every rank, and step_reduction() builds the Reduction
+//    from the global norm; the collective (ring, halving-doubling, native;
+//    in the compressed domain, or by gathering and decoding) moves the data;
+// 3. complete: complete_step() post-processes and updates state. A caller
+//    that passes `own` also gets this rank's own decoded contribution Q(x),
+//    which error feedback needs (error_feedback.h).
 #pragma once
 
 #include <cstdint>
@@ -17,17 +39,23 @@
 #include <vector>
 
 #include "qccl/codecs/global_norm.h"
+#include "qccl/codecs/tensor_layout.h"
+#include "qccl/codecs/tensor_state.h"
 #include "qccl/collectives/communicator.h"
+#include "qccl/collectives/layout.h"
 #include "qccl/collectives/options.h"
 #include "qccl/collectives/reduction.h"
 
 namespace qccl {
 
+enum class CodecOperation { allreduce_mean, reduce_scatter_mean, allgather };
+// "allreduce mean", "reduce-scatter mean", "allgather".
+std::string_view to_string(CodecOperation operation);
+
 // How a codec's data is combined across ranks.
 enum class Aggregation {
   compressed_domain,  // ring/halving-doubling reduce encoded chunks hop by hop, no decoding
-  allgather_decode,   // every rank gathers every encoding, decodes and sums
-  hop_recode,         // each hop decodes, adds and re-encodes
+  allgather_decode,   // every encoding reaches the ranks that need it, decoded and summed there
 };
 
 // What an integer codec (IntSGD §2, §4.2) reports about its latest step.
@@ -41,6 +69,26 @@ struct CodecStepStats {
 struct CodecSettings {
   std::uint64_t seed = 0;    // run seed
   std::uint64_t bucket = 0;  // which tensor/bucket this instance compresses
+};
+
+// One step of a codec as its collective sees it.
+struct StepSetup {
+  CodecOperation operation = CodecOperation::allreduce_mean;
+  Algorithm algorithm = Algorithm::ring;
+  int ranks = 1;
+  int rank = 0;
+  // How many ranks' values one decoded value combines: n for the means, 1
+  // for an allgather (each shard is decoded on its own).
+  int summed = 1;
+  std::uint64_t step = 0;
+  // The global norm of the ranks' inputs (of the codec's norm_kind()), from
+  // the step's exchange; 0 before it.
+  double norm = 0;
+  // This rank's input: the whole vector (means) or its shard (allgather).
+  std::span<const float> input;
+  // Reduce-scatter: every rank's block of the vector; allgather: every
+  // rank's shard within the output. Empty for allreduce.
+  std::span<const Range> pieces;
 };
 
 class Codec {
@@ -57,23 +105,37 @@ class Codec {
   virtual Aggregation aggregation() const = 0;
   // Bytes one rank's encoding of `count` elements takes on the wire.
   virtual std::size_t wire_bytes(std::size_t count) const = 0;
-  // The norm the codec exchanges before its allreduce (every codec exchanges
-  // one: it is also how non-finite input on any rank is caught everywhere).
+  // The norm the codec exchanges before its data moves (every codec
+  // exchanges one: it is also how non-finite input on any rank is caught
+  // everywhere).
   virtual NormKind norm_kind() const { return NormKind::inf; }
-  // The reduction allreduce_mean runs at the current step on rank `rank` of
-  // `ranks`, given the global norm; exposed so tools can time encode, reduce
-  // and decode directly.
-  virtual std::unique_ptr<Reduction> reduction_for(double norm, int ranks, int rank,
-                                                   Algorithm algorithm) const = 0;
-  // Whether every step's reduction maps onto the transport's own allreduce
-  // (MPI_Allreduce), so the codec can run with algorithm native: fp32, fp16.
-  virtual bool has_native_equivalent() const {
-    return reduction_for(1.0, 2, 0, Algorithm::native)->native_equivalent().has_value();
+  // Whether the scheme offers `operation`.
+  virtual bool supports(CodecOperation operation) const = 0;
+  // Elements per indivisible unit of the encoding (QSGD's bucket, packed
+  // 4-bit pairs): reduce-scatter blocks keep it.
+  virtual std::size_t granularity() const { return 1; }
+  // The blocks reduce_scatter_mean gives each of `ranks` ranks for a vector
+  // of `count` elements.
+  std::vector<Range> reduce_scatter_blocks(std::size_t count, int ranks) const;
+
+  // The Reduction a step with this setup runs, given the global norm of the
+  // ranks' inputs; exposed so tools can time encode, reduce and decode.
+  std::unique_ptr<Reduction> reduction_for(const StepSetup& setup, double norm) const {
+    return step_reduction(setup, norm);
   }
+  // The allreduce reduction on rank `rank` of `ranks` (tools' shorthand).
+  std::unique_ptr<Reduction> reduction_for(double norm, int ranks, int rank,
+                                           Algorithm algorithm) const;
+  // Whether every step's reduction maps onto the transport's own collective
+  // (MPI), so the codec can run with algorithm native: fp32, fp16.
+  virtual bool has_native_equivalent() const;
   // A bound that |result - exact mean| never exceeds, for any element, when
   // the ranks' inputs have the given global ∞-norm: the benchmark's
-  // correctness check for lossy codecs.
+  // correctness check for lossy codecs. Infinity where none exists.
   virtual double max_abs_error(double inf_norm, int ranks, Algorithm algorithm) const = 0;
+  // The same for any operation (an allgather's shards are each one rank's).
+  double error_bound(double inf_norm, int ranks, Algorithm algorithm,
+                     CodecOperation operation) const;
   // The published bound on E||result - exact mean||^2 for inputs with
   // ||x||_{2,2}^2 = `squared_norm` (sum over ranks of ||x_i||^2) of length d,
   // where the codec's paper gives one; nullopt otherwise.
@@ -84,12 +146,24 @@ class Codec {
 
   // Replaces `data` on every rank by the (compressed) mean over ranks of the
   // ranks' `data`; every rank ends with bitwise identical values. All ranks
-  // call it with the same length and codec spec. Advances the step.
+  // call it with the same length and codec spec. Advances the step. With a
+  // non-empty `own` (as long as `data`), this rank's decoded contribution
+  // Q(data) is written there.
   void allreduce_mean(Communicator& comm, std::span<float> data,
-                      const CollectiveOptions& options = {}) {
-    run_allreduce_mean(comm, data, options);
-    ++step_;
-  }
+                      const CollectiveOptions& options = {}, std::span<float> own = {});
+  // Rank r gets the mean over ranks of block r of `input`
+  // (reduce_scatter_blocks(input.size(), n)[r]) in `output`.
+  void reduce_scatter_mean(Communicator& comm, std::span<const float> input,
+                           std::span<float> output, const CollectiveOptions& options = {},
+                           std::span<float> own = {});
+  // Every rank contributes a shard of the same length; `output` receives
+  // every rank's decoded shard in rank order (n · shard.size() elements).
+  void allgather(Communicator& comm, std::span<const float> shard, std::span<float> output,
+                 const CollectiveOptions& options = {}, std::span<float> own = {});
+  // Shards of different lengths: rank r contributes counts[r] elements.
+  void allgatherv(Communicator& comm, std::span<const float> shard,
+                  std::span<const std::size_t> counts, std::span<float> output,
+                  const CollectiveOptions& options = {}, std::span<float> own = {});
 
   // Optimizer feedback (IntSGD §4: the scale α_k depends on the step size
   // η_k and on x_k − x_{k−1}). A training loop asks wants_step_feedback()
@@ -99,32 +173,93 @@ class Codec {
   // order. Codecs that do not need it ignore it.
   virtual bool wants_step_feedback() const { return false; }
   virtual void observe_step(double /*next_step_size*/, std::span<const float> /*update*/) {}
-  // Splits this instance's elements into consecutive blocks (e.g. the layers
-  // of a bucket) that get a scale each (IntSGD Algorithm 2); sizes must add
-  // up to the length later passed to allreduce_mean. Ignored by codecs
-  // without per-block state.
-  virtual void set_blocks(std::span<const std::size_t> /*sizes*/) {}
+  // The tensors this instance's vector is made of, and the store their
+  // per-tensor state lives in (null: a store of this instance's own). Codecs
+  // take one scale per tensor (IntSGD Algorithm 2), keep residuals and shifts
+  // by tensor name, and read shapes. May be called again with another layout
+  // (a re-planned bucket): state kept by name carries over.
+  virtual void set_layout(TensorLayout layout, std::shared_ptr<TensorStateStore> store = nullptr);
+  const TensorLayout& layout() const { return layout_; }
   // The latest step's counters, for logs.
   virtual CodecStepStats last_step_stats() const { return {}; }
 
-  // The state that persists across steps besides the step counter (scales,
-  // shifts), for checkpoints: load_state(save_state()) on a fresh instance
-  // with the same spec continues exactly. Stateless codecs save nothing and
-  // reject a non-empty state.
-  virtual std::vector<std::byte> save_state() const { return {}; }
+  // The state that persists across steps besides the step counter, for
+  // checkpoints: load_state(save_state()) on a fresh instance with the same
+  // spec continues exactly. It includes the per-tensor store only when the
+  // instance owns it; a shared store is saved once by its owner. Stateless
+  // codecs save nothing and reject a non-empty state.
+  virtual std::vector<std::byte> save_state() const;
   virtual void load_state(std::span<const std::byte> state);
 
   std::uint64_t step() const { return step_; }
-  void set_step(std::uint64_t step) { step_ = step; }
+  virtual void set_step(std::uint64_t step) { step_ = step; }
   const CodecSettings& settings() const { return settings_; }
 
  protected:
-  virtual void run_allreduce_mean(Communicator& comm, std::span<float> data,
-                                  const CollectiveOptions& options) = 0;
+  // What an operation was asked to do.
+  struct Operation {
+    CodecOperation kind = CodecOperation::allreduce_mean;
+    std::span<const float> input;
+    std::span<float> output;
+    std::span<const Range> pieces;  // reduce-scatter blocks or allgather shards
+    std::span<float> own;           // empty: not wanted
+  };
+  // Runs one operation: by default the three-part step below. A wrapper
+  // (error feedback) runs its inner codec's operation instead.
+  virtual void run_operation(Communicator& comm, const Operation& operation,
+                             const CollectiveOptions& options);
+
+  // 1. Local checks before anything is exchanged (throw InvalidArgument).
+  virtual void check_step(const StepSetup& /*setup*/) const {}
+  // What must agree across ranks besides the spec (compared by the call
+  // check): e.g. a hash of IntSGD's scales.
+  virtual std::string state_digest(const StepSetup& /*setup*/) const { return {}; }
+  // 2. The reduction of this step, given the global norm; null when every
+  // rank's input is zero and so is the result (nothing moves).
+  virtual std::unique_ptr<Reduction> step_reduction(const StepSetup& setup,
+                                                    double norm) const = 0;
+  // Checks the global norm before data moves (fp16's range); throws
+  // InvalidArgument on every rank alike.
+  virtual void check_norm(const StepSetup& /*setup*/, double /*norm*/) const {}
+  // Moves the data: by default the collective body of the codec's
+  // aggregation for the operation. Codecs with their own data path (sparse
+  // Global-QSGD) override it.
+  virtual void move_data(Communicator& comm, int tag, const StepSetup& setup,
+                         Reduction& reduction, const Operation& operation,
+                         const CollectiveOptions& options);
+  // 3. After the data moved: post-processing of the output and of this
+  // rank's own contribution (fp32's division by n, IntDIANA's shifts) and
+  // state updates. `reduction` is the one step_reduction() returned: null
+  // when nothing moved.
+  virtual void complete_step(const StepSetup& /*setup*/, Reduction* /*reduction*/,
+                             const Operation& /*operation*/) {}
+
+  // Part 2's exchange for data whose local norm statistic (of norm_kind())
+  // is `statistic` (NaN: not finite): the call check and the statistics in
+  // one round trip. Raises NonFiniteError on every rank if any rank's data
+  // is not finite, sets setup.norm and runs check_norm(); then the returned
+  // call moves the data. For codecs with steps of their own (fp64 data).
+  CollectiveCall begin_step(Communicator& comm, StepSetup& setup, double statistic,
+                            std::size_t element_count, const CollectiveOptions& options) const;
+
+  // Turns an output that holds the sum over ranks into their mean (the
+  // means; an allgather's shards are left as they are).
+  static void sum_to_mean(const StepSetup& setup, const Operation& operation);
+
+  // "global-qsgd:... step 3 bucket 1", for messages.
+  std::string step_name() const;
+  // The per-tensor store (this instance's own unless set_layout gave one).
+  TensorStateStore& state_store() const { return *store_; }
+  bool owns_store() const { return owns_store_; }
 
  private:
+  void check_supported(CodecOperation operation) const;
+
   CodecSettings settings_;
   std::uint64_t step_ = 0;
+  TensorLayout layout_;
+  std::shared_ptr<TensorStateStore> store_ = std::make_shared<TensorStateStore>();
+  bool owns_store_ = true;
 };
 
 // For tools that run a codec outside a training loop (benchmarks,

@@ -1,6 +1,7 @@
 #include "qccl/codecs/codec_registry.h"
 
 #include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/error_feedback.h"
 #include "qccl/codecs/float_codecs.h"
 #include "qccl/codecs/global_qsgd.h"
 #include "qccl/codecs/intsgd.h"
@@ -46,6 +47,10 @@ constexpr CatalogEntry kCatalog[] = {
      "IntDIANA (integer rounding of gradient differences with per-rank shifts; needs step "
      "feedback); params round=random|deterministic, wire=int8|int32|int64, beta=0, eps=1e-8",
      make_intdiana_codec},
+    {"ef",
+     "error feedback around any codec, ef(SPEC): compresses input + residual, keeps the residual "
+     "per tensor (EF-SGD); allreduce and reduce-scatter means",
+     nullptr, make_error_feedback_codec},
 };
 
 std::string join_names() {

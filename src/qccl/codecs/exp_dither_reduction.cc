@@ -37,6 +37,14 @@ class ExpDitherReduction final : public Reduction {
                         c_, static_cast<float>(mean_scale_));
   }
 
+  // One rank's code stands for value·2^c·norm, its own Q(x).
+  void decode_contribution(std::span<const std::byte> in, std::size_t,
+                           std::span<float> out) override {
+    check(in.size(), out.size());
+    kernels::exp_decode(reinterpret_cast<const std::uint8_t*>(in.data()), out.data(), out.size(),
+                        c_, norm_);
+  }
+
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
                      std::size_t accum_bytes, const ReduceContext& context) override {
     check(incoming.size(), context.count);

@@ -6,14 +6,14 @@
 #include "qccl/codecs/global_norm.h"
 #include "qccl/codecs/kernels.h"
 #include "qccl/codecs/levels.h"
-#include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
 namespace {
 
-// fp32: the exact mean. The norm exchange only guards against NaN/Inf.
+// fp32: the exact mean (or, for an allgather, the shards themselves). The
+// norm exchange only guards against NaN/Inf.
 class Fp32Codec final : public Codec {
  public:
   using Codec::Codec;
@@ -21,34 +21,30 @@ class Fp32Codec final : public Codec {
   bool unbiased() const override { return true; }
   Aggregation aggregation() const override { return Aggregation::compressed_domain; }
   std::size_t wire_bytes(std::size_t count) const override { return count * sizeof(float); }
-  std::unique_ptr<Reduction> reduction_for(double, int, int, Algorithm) const override {
-    return std::make_unique<Fp32Sum>();
-  }
+  bool supports(CodecOperation) const override { return true; }
   // n-1 additions of values <= n·norm, then a division: n·2^-23·norm.
   double max_abs_error(double norm, int ranks, Algorithm) const override {
     return ranks * std::ldexp(norm, -23);
   }
 
  protected:
-  void run_allreduce_mean(Communicator& comm, std::span<float> data,
-                          const CollectiveOptions& options) override {
-    global_norm(comm, data, NormKind::inf, "fp32 step " + std::to_string(step()),
-                comm.timeout(options.timeout));
-    const auto sum = reduction_for(0, comm.size(), comm.rank(), options.algorithm);
-    allreduce(comm, data, *sum, options);
-    const auto n = static_cast<float>(comm.size());
-    for (float& x : data) x /= n;
+  std::unique_ptr<Reduction> step_reduction(const StepSetup&, double) const override {
+    return std::make_unique<Fp32Sum>();
+  }
+  void complete_step(const StepSetup& setup, Reduction*, const Operation& operation) override {
+    sum_to_mean(setup, operation);
   }
 };
 
 // fp16 values of x/n, summed in fp16 hop by hop (each sum rounded to nearest
-// even by its owner and forwarded), decoded to fp32.
+// even by its owner and forwarded), decoded to fp32. An allgather sends x
+// itself (n = 1).
 class Fp16MeanReduction final : public Reduction {
  public:
   explicit Fp16MeanReduction(int ranks) : ranks_(static_cast<float>(ranks)) {}
   std::string name() const override { return "fp16"; }
   std::size_t max_encoded_bytes(std::size_t count) const override { return 2 * count; }
-  // MPI_Allreduce over the fp16 encodings (a user-defined fp16 sum).
+  // MPI's collectives over the fp16 encodings (a user-defined fp16 sum).
   std::optional<NativeReduction> native_equivalent() const override {
     return NativeReduction{DataType::f16, ReduceOp::sum};
   }
@@ -61,6 +57,12 @@ class Fp16MeanReduction final : public Reduction {
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
     check(in.size(), out.size());
     kernels::fp16_decode(reinterpret_cast<const _Float16*>(in.data()), out.data(), out.size());
+  }
+  // This rank sent fp16(x/n): it stands for n·fp16(x/n).
+  void decode_contribution(std::span<const std::byte> in, std::size_t first,
+                           std::span<float> out) override {
+    decode(in, first, out);
+    for (float& x : out) x *= ranks_;
   }
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
                      std::size_t accum_bytes, const ReduceContext& context) override {
@@ -85,9 +87,7 @@ class Fp16Codec final : public Codec {
   bool unbiased() const override { return false; }  // round to nearest
   Aggregation aggregation() const override { return Aggregation::compressed_domain; }
   std::size_t wire_bytes(std::size_t count) const override { return 2 * count; }
-  std::unique_ptr<Reduction> reduction_for(double, int ranks, int, Algorithm) const override {
-    return std::make_unique<Fp16MeanReduction>(ranks);
-  }
+  bool supports(CodecOperation) const override { return true; }
   // n encodings and n-1 sums, each rounding by at most 2^-11 of a magnitude
   // <= norm (plus fp16's subnormal spacing 2^-24 each).
   double max_abs_error(double norm, int ranks, Algorithm) const override {
@@ -95,19 +95,18 @@ class Fp16Codec final : public Codec {
   }
 
  protected:
-  void run_allreduce_mean(Communicator& comm, std::span<float> data,
-                          const CollectiveOptions& options) override {
+  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double) const override {
+    return std::make_unique<Fp16MeanReduction>(setup.summed);
+  }
+  // Every partial sum of values |x/n| <= 65504/n stays within fp16's range.
+  void check_norm(const StepSetup& setup, double largest) const override {
     constexpr double kFp16Max = 65504.0;
-    const std::string what = "fp16 step " + std::to_string(step());
-    const double largest = global_norm(comm, data, NormKind::inf, what, comm.timeout(options.timeout));
-    // Every partial sum of values |x/n| <= 65504/n stays within fp16's range.
-    if (largest / comm.size() > kFp16Max) {
-      throw InvalidArgument(what + ": the largest |x| over the ranks is " +
-                            std::to_string(largest) + ", so x/n exceeds fp16's largest value " +
-                            "65504; use fp32 or global-qsgd for this tensor");
+    if (largest / setup.summed > kFp16Max) {
+      throw InvalidArgument(step_name() + ": the largest |x| over the ranks is " +
+                            std::to_string(largest) + ", so x/" + std::to_string(setup.summed) +
+                            " exceeds fp16's largest value 65504; use fp32 or global-qsgd for "
+                            "this tensor");
     }
-    const auto reduction = reduction_for(largest, comm.size(), comm.rank(), options.algorithm);
-    allreduce(comm, data, *reduction, options);
   }
 };
 

@@ -38,36 +38,30 @@ double local_norm_statistic(std::span<const double> data, NormKind kind) {
 
 namespace {
 
-// Combines the ranks' statistics (NaN: non-finite input) into the norm.
+// Combines the ranks' statistics (NaN: non-finite input) into the norm, as
+// one checked call whose exchange carries them.
 double exchange_statistic(Communicator& comm, double statistic, std::size_t count, NormKind kind,
                           std::string_view what, Timeout timeout) {
-  // [local statistic, one non-finite flag per rank]; MAX combines both for
-  // the ∞-norm, SUM for the 2-norm (each flag is set by one rank only).
-  const auto n = static_cast<std::size_t>(comm.size());
-  std::vector<double> values(1 + n, 0.0);
-  const bool finite = !std::isnan(statistic);
-  values[0] = finite ? statistic : 0.0;
-  values[1 + static_cast<std::size_t>(comm.rank())] = finite ? 0.0 : 1.0;
-
+  CallStatistics local;
+  local.finite = !std::isnan(statistic);
+  if (local.finite) {
+    if (kind == NormKind::inf) local.maximum[0] = statistic;
+    else local.per_rank[0] = statistic;
+  }
   Fingerprint fingerprint("global norm");
   fingerprint.add_text("norm", to_string(kind))
       .add("element count", static_cast<std::int64_t>(count))
       .add_text("codec", what);
-  comm.run(fingerprint, timeout, [&](int) {
-    allreduce_values<double>(comm.transport(), values,
-                             kind == NormKind::inf ? ReduceOp::max : ReduceOp::sum, timeout);
-  });
-
+  const CollectiveCall call(comm, std::move(fingerprint), timeout, &local);
+  const GatheredStatistics& gathered = call.statistics();
   std::string bad;
-  for (std::size_t r = 0; r < n; ++r) {
-    if (values[1 + r] != 0.0) bad += (bad.empty() ? "" : ", ") + std::to_string(r);
-  }
+  for (int r : gathered.nonfinite_ranks) bad += (bad.empty() ? "" : ", ") + std::to_string(r);
   if (!bad.empty()) {
     throw NonFiniteError(std::string(what) + ": NaN or Inf in the input of rank(s) " + bad +
-                          "; nothing was communicated. Check the loss and learning rate, or "
-                          "skip this step");
+                         "; nothing was communicated. Check the loss and learning rate, or "
+                         "skip this step");
   }
-  return kind == NormKind::inf ? values[0] : std::sqrt(values[0]);
+  return kind == NormKind::inf ? gathered.maximum[0] : std::sqrt(gathered.sum(0));
 }
 
 }  // namespace

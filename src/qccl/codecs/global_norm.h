@@ -25,10 +25,11 @@ double local_norm(std::span<const float> data, NormKind kind);
 double local_norm_statistic(std::span<const double> data, NormKind kind);
 
 // Returns the (q,p)-mixed norm of Definition 1 (q = p) over the ranks' `data`.
-// If any rank's data holds NaN or Inf, every rank throws InvalidArgument
-// naming those ranks and `what` (e.g. the codec and step). One allreduce of
-// n+1 doubles, as its own collective call (checked across ranks, tagged
-// `what`), so it cannot pair with another rank's different call.
+// If any rank's data holds NaN or Inf, every rank throws NonFiniteError
+// naming those ranks and `what` (e.g. the codec and step). One collective
+// call whose call check carries the statistics (CollectiveCall), so it
+// cannot pair with another rank's different call. Codec steps fold the same
+// exchange into their own call instead (codec.h).
 double global_norm(Communicator& comm, std::span<const float> data, NormKind kind,
                    std::string_view what, Timeout timeout);
 // The same for fp64 data (the convex experiments).

@@ -10,7 +10,6 @@
 #include "qccl/codecs/exp_dither_reduction.h"
 #include "qccl/codecs/linear_dither.h"
 #include "qccl/collectives/allgather.h"
-#include "qccl/collectives/allreduce.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -35,23 +34,10 @@ class GlobalQsgdCodec final : public Codec {
     return (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
   }
   NormKind norm_kind() const override { return config_.norm; }
-
-  // Linear: summed in transit (§4.2) while n·s fits the signed 8-bit range,
-  // averaged inside each step (§8) otherwise. Exponential: Algorithm 2.
-  std::unique_ptr<Reduction> reduction_for(double norm, int ranks, int rank,
-                                           Algorithm algorithm) const override {
-    const CounterRng rng(settings().seed, step(), settings().bucket,
-                         static_cast<std::uint64_t>(rank), RngStream::quantize);
-    if (config_.dither == Dither::exponential) {
-      return make_exp_dither_reduction(spec(), norm,
-                                       exp_dither::headroom(ranks, algorithm == Algorithm::ring),
-                                       ranks, rng, settings(), step());
-    }
-    if (sums_in_transit(ranks)) {
-      return make_linear_sum_reduction(spec(), norm, linear_levels_per_rank(8, ranks), ranks, rng);
-    }
-    return make_linear_average_reduction(spec(), norm, config_.bits, ranks, rng, settings(), step());
-  }
+  // Means summed in transit on the global scale; an allgather quantizes each
+  // shard on it (with every level: nothing is summed).
+  bool supports(CodecOperation) const override { return true; }
+  std::size_t granularity() const override { return config_.bits == 4 ? 2 : 1; }
 
   // Worst cases. Linear sum: each rank errs by less than one level, so the
   // mean does too. Linear average: one level from quantizing plus one per
@@ -104,27 +90,36 @@ class GlobalQsgdCodec final : public Codec {
   }
 
  protected:
-  // Algorithm 1: global norm (line 1), local quantization (lines 2-5), and
-  // the allreduce of the quantized values (line 9), decoded to the mean.
-  void run_allreduce_mean(Communicator& comm, std::span<float> data,
-                          const CollectiveOptions& options) override {
-    const std::string what = spec() + " step " + std::to_string(step()) + " bucket " +
-                             std::to_string(settings().bucket);
-    const double norm = global_norm(comm, data, config_.norm, what,
-                                    comm.timeout(options.timeout));
-    if (config_.dither == Dither::exponential && options.algorithm == Algorithm::native) {
-      throw InvalidArgument(spec() + ": runs on algorithm ring or halving-doubling");
+  // Algorithm 1: the global norm (line 1) comes from the step's exchange;
+  // local quantization (lines 2-5) and the allreduce of the quantized values
+  // (line 9) are this reduction's encode, reduce and decode. Linear: summed
+  // in transit (§4.2) while n·s fits the signed 8-bit range, averaged inside
+  // each step (§8) otherwise. Exponential: Algorithm 2. A zero norm means
+  // every rank's input is zero: nothing moves.
+  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
+    if (norm == 0.0) return nullptr;
+    const int ranks = setup.summed;
+    const CounterRng rng(settings().seed, setup.step, settings().bucket,
+                         static_cast<std::uint64_t>(setup.rank), RngStream::quantize);
+    if (config_.dither == Dither::exponential) {
+      return make_exp_dither_reduction(
+          spec(), norm, exp_dither::headroom(ranks, setup.algorithm == Algorithm::ring), ranks, rng,
+          settings(), setup.step);
     }
-    if (norm == 0.0) {  // every rank's input is zero, and every rank knows it
-      std::fill(data.begin(), data.end(), 0.0f);
-      return;
+    if (sums_in_transit(ranks)) {
+      return make_linear_sum_reduction(spec(), norm, linear_levels_per_rank(8, ranks), ranks, rng);
     }
-    const auto reduction = reduction_for(norm, comm.size(), comm.rank(), options.algorithm);
-    if (config_.sparse && codes_are_bytes(comm.size()) &&
-        allreduce_sparse(comm, data, norm, *reduction, options)) {
-      return;
-    }
-    allreduce(comm, data, *reduction, options);
+    return make_linear_average_reduction(spec(), norm, config_.bits, ranks, rng, settings(),
+                                         setup.step);
+  }
+
+  // sparse=auto: an allreduce may gather the non-zero codes instead.
+  void move_data(Communicator& comm, int tag, const StepSetup& setup, Reduction& reduction,
+                 const Operation& operation, const CollectiveOptions& options) override {
+    const bool sparse = config_.sparse && setup.operation == CodecOperation::allreduce_mean &&
+                        codes_are_bytes(setup.ranks);
+    if (sparse && allreduce_sparse(comm, tag, operation, setup, reduction, options)) return;
+    Codec::move_data(comm, tag, setup, reduction, operation, options);
   }
 
  private:
@@ -146,46 +141,58 @@ class GlobalQsgdCodec final : public Codec {
   // dense result, bit for bit), exponential codes exactly in double (no
   // C_nat rounding). Returns false, having moved no data, when dense is
   // smaller; the dense allreduce then encodes again.
-  bool allreduce_sparse(Communicator& comm, std::span<float> data, double norm,
-                        Reduction& reduction, const CollectiveOptions& options) const {
+  bool allreduce_sparse(Communicator& comm, int tag, const Operation& operation,
+                        const StepSetup& setup, Reduction& reduction,
+                        const CollectiveOptions& options) const {
     constexpr std::size_t kEntryBytes = 5;
-    const std::size_t d = data.size();
+    const std::span<const float> input = operation.input;
+    const std::span<float> data = operation.output;
+    const std::size_t d = input.size();
     if (d > std::numeric_limits<std::uint32_t>::max()) return false;  // same on every rank
     std::vector<std::byte> codes(d);
-    if (d > 0) reduction.encode(data, 0, codes);
+    if (d > 0) {
+      PhaseScope timed(options.phases, &PhaseTimes::encode);
+      reduction.encode(input, 0, codes);
+      if (!operation.own.empty()) reduction.decode_contribution(codes, 0, operation.own);
+    }
     std::vector<std::uint32_t> index;
     for (std::size_t i = 0; i < d; ++i) {
       if (codes[i] != std::byte{0}) index.push_back(static_cast<std::uint32_t>(i));
     }
-    const auto counts = allgather_counts(comm, index.size(), options);
+    // Every rank's count, on the step's tag: every rank takes the same branch.
+    const auto n = static_cast<std::size_t>(comm.size());
+    std::vector<std::int64_t> counts(n, 0);
+    counts[static_cast<std::size_t>(comm.rank())] = static_cast<std::int64_t>(index.size());
+    allreduce_values<std::int64_t>(comm.transport(), counts, ReduceOp::sum,
+                                   comm.timeout(options.timeout));
     std::size_t total = 0;
-    for (auto c : counts) total += c;
+    for (auto c : counts) total += static_cast<std::size_t>(c);
     if (total * kEntryBytes >= 2 * d) return false;
 
     const std::size_t nnz = index.size();
     std::vector<std::byte> mine(nnz * kEntryBytes);
     std::memcpy(mine.data(), index.data(), nnz * 4);
     for (std::size_t k = 0; k < nnz; ++k) mine[nnz * 4 + k] = codes[index[k]];
-    std::vector<std::size_t> byte_counts(counts.size());
-    for (std::size_t r = 0; r < counts.size(); ++r) byte_counts[r] = counts[r] * kEntryBytes;
+    std::vector<std::size_t> byte_counts(n);
+    for (std::size_t r = 0; r < n; ++r) byte_counts[r] = static_cast<std::size_t>(counts[r]) * kEntryBytes;
     std::vector<std::byte> all(total * kEntryBytes);
-    CollectiveOptions gather = options;
-    gather.algorithm = Algorithm::ring;
-    allgatherv_bytes(comm, mine, byte_counts, all, gather);
+    allgatherv_bytes_body(comm, tag, mine, byte_counts, all, options);
 
-    const int n = comm.size();
+    const int ranks = setup.ranks;
     const bool linear = config_.dither == Dither::linear;
-    const int levels = linear ? linear_levels_per_rank(8, n) : 0;
-    const int c = linear ? 0 : exp_dither::headroom(n, options.algorithm == Algorithm::ring);
+    const int levels = linear ? linear_levels_per_rank(8, ranks) : 0;
+    const int c = linear ? 0 : exp_dither::headroom(ranks, setup.algorithm == Algorithm::ring);
     std::vector<std::int32_t> level_sum(linear ? d : 0, 0);
     std::vector<double> value_sum(linear ? 0 : d, 0.0);
+    PhaseScope timed(options.phases, &PhaseTimes::decode);
     std::size_t offset = 0;
-    for (std::size_t r = 0; r < counts.size(); ++r) {
+    for (std::size_t r = 0; r < n; ++r) {
       const std::byte* block = all.data() + offset;
-      for (std::size_t k = 0; k < counts[r]; ++k) {
+      const auto entries = static_cast<std::size_t>(counts[r]);
+      for (std::size_t k = 0; k < entries; ++k) {
         std::uint32_t i;
         std::memcpy(&i, block + 4 * k, 4);
-        const auto code = static_cast<std::uint8_t>(block[4 * counts[r] + k]);
+        const auto code = static_cast<std::uint8_t>(block[4 * entries + k]);
         const int e = exp_dither::exponent(code);
         const bool bad_code = linear ? std::abs(static_cast<std::int8_t>(code)) > levels
                                      : (e < c || e > exp_dither::kMaxExponent);
@@ -201,12 +208,13 @@ class GlobalQsgdCodec final : public Codec {
       }
       offset += byte_counts[r];
     }
+    const double norm = setup.norm;
     if (linear) {
       // The dense decode's arithmetic: integer sum times the same fp32 step.
-      const auto step = static_cast<float>(norm / (static_cast<double>(levels) * n));
+      const auto step = static_cast<float>(norm / (static_cast<double>(levels) * ranks));
       for (std::size_t i = 0; i < d; ++i) data[i] = static_cast<float>(level_sum[i]) * step;
     } else {
-      const double scale = norm / n;
+      const double scale = norm / ranks;
       for (std::size_t i = 0; i < d; ++i) data[i] = static_cast<float>(value_sum[i] * scale);
     }
     return true;

@@ -136,6 +136,20 @@ class IntegerSum final : public IntegerSumReduction {
     }
   }
 
+  // One rank's integers q stand for q/α_l.
+  void decode_contribution(std::span<const std::byte> in, std::size_t first,
+                           std::span<float> out) override {
+    check(in.size(), out.size());
+    const Int* q = reinterpret_cast<const Int*>(in.data());
+    for_each_block(first, out.size(), [&](std::size_t l, std::size_t offset, std::size_t count) {
+      const double alpha = setup_.alphas[l];
+      const double unscale = std::isinf(alpha) ? 0.0 : 1.0 / alpha;
+      for (std::size_t i = offset; i < offset + count; ++i) {
+        out[i] = static_cast<float>(static_cast<double>(q[i]) * unscale);
+      }
+    });
+  }
+
  private:
   // Calls body(block, offset in chunk, count) for each block piece of the
   // chunk [first, first + count).

@@ -27,7 +27,10 @@ std::string_view scheme_name(IntegerScheme scheme) {
 // 1/x with 1/inf = 0: what an infinite scale decodes to.
 double inverse(double x) { return std::isinf(x) ? 0.0 : 1.0 / x; }
 
-constexpr double kStateVersion = 1;
+constexpr double kStateVersion = 2;
+constexpr std::string_view kScaleField = "intsgd.scale";
+constexpr std::string_view kLocalShiftField = "intdiana.local_shift";
+constexpr std::string_view kGlobalShiftField = "intdiana.global_shift";
 
 }  // namespace
 
@@ -48,10 +51,38 @@ std::size_t IntegerCodec::wire_bytes(std::size_t count) const {
   return count * wire_bytes_per_element(config_.wire);
 }
 
+bool IntegerCodec::supports(CodecOperation operation) const {
+  switch (operation) {
+    case CodecOperation::allreduce_mean: return true;
+    case CodecOperation::reduce_scatter_mean: return config_.scheme != IntegerScheme::diana;
+    case CodecOperation::allgather: return false;
+  }
+  return false;
+}
+
+std::span<double> IntegerCodec::scale_state(const TensorSlice& tensor) const {
+  return state_store().doubles(tensor.name, kScaleField, AdaptiveScale::kStateValues);
+}
+
+std::span<double> IntegerCodec::shift(const TensorSlice& tensor, bool global) const {
+  return state_store().doubles(tensor.name, global ? kGlobalShiftField : kLocalShiftField,
+                               tensor.elements);
+}
+
+bool IntegerCodec::ready() const {
+  if (step_size_ <= 0) return false;
+  for (const TensorSlice& t : layout().tensors(observed_length_)) {
+    if (!AdaptiveScale::observed(scale_state(t))) return false;
+  }
+  return true;
+}
+
 // The heuristic's α (§5.2): 2^max_exp is the power of two just above the
-// largest |x| over all ranks, so |α·x| < (2^(b−1) − 1)/n.
+// largest |x| over all ranks, so |α·x| < (2^(b−1) − 1)/n. The adaptive
+// scheme's: one α per tensor from its own history.
 std::vector<double> IntegerCodec::step_scales(double norm, std::size_t length, int ranks) const {
-  std::vector<double> scales(blocks_.count());
+  const auto tensors = layout().tensors(length);
+  std::vector<double> scales(tensors.size());
   if (config_.scheme == IntegerScheme::heuristic) {
     int exponent = 0;
     std::frexp(norm, &exponent);  // norm < 2^exponent
@@ -59,49 +90,113 @@ std::vector<double> IntegerCodec::step_scales(double norm, std::size_t length, i
     std::fill(scales.begin(), scales.end(), std::ldexp(largest / ranks, -exponent));
     return scales;
   }
-  for (std::size_t l = 0; l < scales.size(); ++l) {
-    scales[l] = scale_.alpha(l, blocks_.size(l, length), ranks);
+  for (std::size_t l = 0; l < tensors.size(); ++l) {
+    // An empty tensor has nothing to scale; any positive α will do.
+    scales[l] = tensors[l].elements == 0
+                    ? 1.0
+                    : scale_.alpha(scale_state(tensors[l]), tensors[l].elements, ranks, step_size_);
   }
   return scales;
 }
 
 std::vector<double> IntegerCodec::scales(std::size_t length, int ranks) const {
-  if (config_.scheme == IntegerScheme::heuristic || !scale_.ready()) return {};
+  if (config_.scheme == IntegerScheme::heuristic || !ready()) return {};
   return step_scales(0, length, ranks);
 }
 
-// The scales enter the name the call check compares, so ranks whose
-// optimizer histories differ (and hence their α) fail with a MismatchError
-// instead of decoding each other's integers with the wrong scale.
-std::string IntegerCodec::reduction_name(std::span<const double> scales) const {
+void IntegerCodec::check_step(const StepSetup& setup) const {
+  const std::size_t length = setup.input.size();
+  layout().check(length, step_name());
+  if (config_.scheme != IntegerScheme::heuristic && ready() && length != observed_length_) {
+    throw InvalidArgument(step_name() + ": the last observe_step() update had " +
+                          std::to_string(observed_length_) + " elements but the data has " +
+                          std::to_string(length) +
+                          "; pass the update of exactly the elements this codec reduces");
+  }
+}
+
+// The scales enter the call check, so ranks whose optimizer histories
+// differ (and hence their α) fail with a MismatchError instead of decoding
+// each other's integers with the wrong scale.
+std::string IntegerCodec::state_digest(const StepSetup& setup) const {
+  if (config_.scheme == IntegerScheme::heuristic || exact_step()) return {};
+  const auto scales = step_scales(0, observed_length_, setup.summed);
   const std::string_view bytes(reinterpret_cast<const char*>(scales.data()),
                                scales.size() * sizeof(double));
-  return spec() + " scales#" + std::to_string(hash62(bytes));
+  return " scales#" + std::to_string(hash62(bytes));
 }
 
-// This step's reduction on rank `rank` of `ranks`, with the given scales.
-IntegerSumSetup IntegerCodec::reduction_setup(std::vector<double> scales, int ranks,
-                                              int rank) const {
-  IntegerSumSetup setup;
-  setup.name = reduction_name(scales);
-  setup.alphas = std::move(scales);
-  setup.wire = config_.wire;
-  setup.rounding = config_.rounding;
-  setup.ranks = ranks;
-  setup.clip = per_rank_clip(config_.wire, ranks);
-  setup.block_starts = blocks_.starts();
-  setup.rng = CounterRng(settings().seed, step(), settings().bucket,
-                         static_cast<std::uint64_t>(rank), RngStream::quantize);
-  return setup;
-}
-
-std::unique_ptr<Reduction> IntegerCodec::reduction_for(double norm, int ranks, int rank,
-                                                       Algorithm) const {
-  if (config_.scheme != IntegerScheme::heuristic && !scale_.ready()) {
-    return std::make_unique<Fp32Sum>();  // the exact first step
+// This step's integer reduction: one scale per tensor, clipped so no sum
+// of n ranks can overflow the wire; IntDIANA also keeps this rank's
+// integers and the sums for its shifts.
+IntegerSumSetup IntegerCodec::reduction_setup(const StepSetup& setup, std::size_t length) const {
+  IntegerSumSetup rs;
+  rs.name = spec();
+  rs.alphas = step_scales(setup.norm, length, setup.summed);
+  rs.wire = config_.wire;
+  rs.rounding = config_.rounding;
+  rs.ranks = setup.summed;
+  rs.clip = per_rank_clip(config_.wire, setup.summed);
+  for (const TensorSlice& t : layout().tensors(length)) rs.block_starts.push_back(t.offset);
+  rs.rng = CounterRng(settings().seed, setup.step, settings().bucket,
+                      static_cast<std::uint64_t>(setup.rank), RngStream::quantize);
+  const std::size_t wire_bytes = length * wire_bytes_per_element(config_.wire);
+  if (config_.scheme == IntegerScheme::diana) {
+    local_integers_.resize(wire_bytes);
+    summed_integers_.resize(wire_bytes);
+    rs.local_integers = local_integers_;
+    rs.summed_integers = summed_integers_;
   }
-  return make_integer_sum_reduction(
-      reduction_setup(step_scales(norm, observed_length_, ranks), ranks, rank));
+  alphas_ = rs.alphas;
+  return rs;
+}
+
+std::unique_ptr<Reduction> IntegerCodec::step_reduction(const StepSetup& setup,
+                                                        double norm) const {
+  if (exact_step()) return std::make_unique<Fp32Sum>();  // the exact first step (§4.1)
+  if (config_.scheme == IntegerScheme::heuristic && norm == 0.0) return nullptr;
+  return make_integer_sum_reduction(reduction_setup(setup, setup.input.size()));
+}
+
+// IntDIANA rounds g_i − h_i: the collective encodes that difference.
+void IntegerCodec::move_data(Communicator& comm, int tag, const StepSetup& setup,
+                             Reduction& reduction, const Operation& operation,
+                             const CollectiveOptions& options) {
+  if (config_.scheme != IntegerScheme::diana || exact_step()) {
+    Codec::move_data(comm, tag, setup, reduction, operation, options);
+    return;
+  }
+  const std::size_t d = operation.input.size();
+  fp32_view_.resize(d);
+  for (const TensorSlice& t : layout().tensors(d)) {
+    const auto local = shift(t, false);
+    const float* __restrict in = operation.input.data() + t.offset;
+    float* __restrict out = fp32_view_.data() + t.offset;
+    for (std::size_t j = 0; j < t.elements; ++j) {
+      out[j] = static_cast<float>(static_cast<double>(in[j]) - local[j]);
+    }
+  }
+  Operation difference = operation;
+  difference.input = fp32_view_;
+  Codec::move_data(comm, tag, setup, reduction, difference, options);
+}
+
+void IntegerCodec::complete_step(const StepSetup& setup, Reduction* reduction,
+                                 const Operation& operation) {
+  stats_ = CodecStepStats{};
+  if (exact_step()) {
+    sum_to_mean(setup, operation);
+    return;
+  }
+  stats_.integer = true;
+  const auto* integers = dynamic_cast<IntegerSumReduction*>(reduction);
+  if (integers == nullptr) return;  // the heuristic's all-zero step
+  stats_.clipped = integers->clipped();
+  stats_.largest_sent = integers->largest_sent();
+  stats_.largest_sum = integers->largest_sum();
+  if (config_.scheme == IntegerScheme::diana) {
+    finish_integers_of_wire<float>(operation.output, alphas_, setup.summed, operation.own);
+  }
 }
 
 // Rounding errs by less than one unit per rank (half a unit when
@@ -111,9 +206,7 @@ std::unique_ptr<Reduction> IntegerCodec::reduction_for(double norm, int ranks, i
 double IntegerCodec::max_abs_error(double norm, int ranks, Algorithm) const {
   const double infinite = std::numeric_limits<double>::infinity();
   if (config_.scheme == IntegerScheme::diana) return infinite;
-  if (config_.scheme != IntegerScheme::heuristic && !scale_.ready()) {
-    return ranks * std::ldexp(norm, -23);  // the exact fp32 step
-  }
+  if (exact_step()) return ranks * std::ldexp(norm, -23);  // the exact fp32 step
   const auto scales = step_scales(norm, observed_length_, ranks);
   const double clip = static_cast<double>(per_rank_clip(config_.wire, ranks));
   double bound = 0;
@@ -131,25 +224,17 @@ double IntegerCodec::max_abs_error(double norm, int ranks, Algorithm) const {
 std::optional<double> IntegerCodec::variance_bound(double, std::size_t d, int ranks,
                                                    Algorithm) const {
   if (config_.scheme != IntegerScheme::adaptive || config_.rounding != IntRounding::random ||
-      !scale_.ready() || d != observed_length_) {
+      !ready() || d != observed_length_) {
     return std::nullopt;
   }
   const auto scales = step_scales(0, d, ranks);
+  const auto tensors = layout().tensors(d);
   double bound = 0;
   for (std::size_t l = 0; l < scales.size(); ++l) {
     const double inv = inverse(scales[l]);
-    bound += static_cast<double>(blocks_.size(l, d)) * inv * inv / (4.0 * ranks);
+    bound += static_cast<double>(tensors[l].elements) * inv * inv / (4.0 * ranks);
   }
   return bound;
-}
-
-void IntegerCodec::set_blocks(std::span<const std::size_t> sizes) {
-  BlockPartition blocks(sizes);
-  if (scale_.ready() && blocks.count() != scale_.block_count()) {
-    throw InvalidArgument(spec() + ": set_blocks() after the first step must keep the number of "
-                          "blocks (" + std::to_string(scale_.block_count()) + ")");
-  }
-  blocks_ = std::move(blocks);
 }
 
 void IntegerCodec::observe_step(double next_step_size, std::span<const float> update) {
@@ -163,191 +248,137 @@ void IntegerCodec::observe_step(double next_step_size, std::span<const double> u
 template <class T>
 void IntegerCodec::observe(double next_step_size, std::span<const T> update) {
   if (config_.scheme == IntegerScheme::heuristic) return;
-  blocks_.check(update.size(), spec() + " observe_step");
-  std::vector<double> squared_norms(blocks_.count(), 0.0);
-  for (std::size_t l = 0; l < squared_norms.size(); ++l) {
-    const std::size_t first = blocks_.first(l), size = blocks_.size(l, update.size());
+  check_step_size(next_step_size);
+  layout().check(update.size(), spec() + " observe_step");
+  for (const TensorSlice& t : layout().tensors(update.size())) {
     double sum = 0;
-    for (std::size_t j = first; j < first + size; ++j) {
+    for (std::size_t j = t.offset; j < t.offset + t.elements; ++j) {
       sum += static_cast<double>(update[j]) * static_cast<double>(update[j]);
     }
-    squared_norms[l] = sum;
+    scale_.observe(scale_state(t), sum);
   }
-  scale_.observe(next_step_size, squared_norms);
+  step_size_ = next_step_size;
   observed_length_ = update.size();
 }
 
-void IntegerCodec::run_allreduce_mean(Communicator& comm, std::span<float> data,
-                                      const CollectiveOptions& options) {
-  aggregate(comm, data, options);
-}
-
+// The fp64 step (see the header): the same parts as the fp32 operation, with
+// the integers rounded exactly from fp64 values; only the fp32 view the
+// collective decodes into is fp32, and it is overwritten by the fp64 decode.
 void IntegerCodec::allreduce_mean(Communicator& comm, std::span<double> data,
                                   const CollectiveOptions& options) {
-  aggregate(comm, data, options);
+  const std::size_t d = data.size();
+  StepSetup setup;
+  setup.algorithm = options.algorithm;
+  setup.ranks = setup.summed = comm.size();
+  setup.rank = comm.rank();
+  setup.step = step();
+  if (options.algorithm == Algorithm::native) {
+    throw InvalidArgument(step_name() + ": runs on algorithm ring or halving-doubling (qccl's "
+                          "collectives sum its integers)");
+  }
+  layout().check(d, step_name());
+  if (config_.scheme != IntegerScheme::heuristic && ready() && d != observed_length_) {
+    throw InvalidArgument(step_name() + ": the last observe_step() update had " +
+                          std::to_string(observed_length_) + " elements but the data has " +
+                          std::to_string(d));
+  }
+  CollectiveCall call = begin_step(comm, setup, local_norm_statistic(std::span<const double>(data),
+                                                                     NormKind::inf),
+                                   d, options);
+  const int n = comm.size();
+  stats_ = CodecStepStats{};
+  if (exact_step()) {  // §4.1: the first communication is exact
+    call.move([&](int) {
+      allreduce_values<double>(comm.transport(), data, ReduceOp::sum, call.timeout());
+    });
+    for (double& x : data) x /= n;
+  } else if (config_.scheme == IntegerScheme::heuristic && setup.norm == 0.0) {
+    std::fill(data.begin(), data.end(), 0.0);
+    stats_.integer = true;
+  } else {
+    IntegerSumSetup rs = reduction_setup(setup, d);
+    if (config_.scheme == IntegerScheme::diana) {
+      difference_.resize(d);
+      for (const TensorSlice& t : layout().tensors(d)) {
+        const auto local = shift(t, false);
+        for (std::size_t j = 0; j < t.elements; ++j) {
+          difference_[t.offset + j] = data[t.offset + j] - local[j];
+        }
+      }
+      rs.source = difference_;
+    } else {
+      rs.source = data;
+      summed_integers_.resize(d * wire_bytes_per_element(config_.wire));
+      rs.summed_integers = summed_integers_;
+    }
+    fp32_view_.assign(d, 0.0f);
+    const auto reduction = make_integer_sum_reduction(std::move(rs));
+    call.move([&](int tag) {
+      allreduce_body(comm, tag, fp32_view_, fp32_view_, *reduction, options);
+    });
+    stats_ = CodecStepStats{true, reduction->clipped(), reduction->largest_sent(),
+                            reduction->largest_sum()};
+    finish_integers_of_wire<double>(data, alphas_, n, {});
+  }
   set_step(step() + 1);
 }
 
-// The step before any optimizer history is exact (§4.1: "we assume that the
-// first communication is exact"); IntDIANA's shifts stay 0 (Algorithm 3,
-// line 2).
 template <class T>
-void IntegerCodec::exact_mean(Communicator& comm, std::span<T> data,
-                              const CollectiveOptions& options) {
-  const Timeout timeout = comm.timeout(options.timeout);
-  if constexpr (std::is_same_v<T, float>) {
-    Fp32Sum sum;
-    allreduce(comm, data, sum, options);
-  } else {
-    Fingerprint fingerprint("exact fp64 allreduce");
-    fingerprint.add("element count", static_cast<std::int64_t>(data.size()))
-        .add_text("codec", spec());
-    comm.run(fingerprint, timeout, [&](int) {
-      allreduce_values<double>(comm.transport(), data, ReduceOp::sum, timeout);
-    });
-  }
-  const T n = static_cast<T>(comm.size());
-  for (T& x : data) x /= n;
-}
-
-// One step of Algorithm 1 (adaptive, heuristic) or Algorithm 3 (diana):
-// every rank rounds α_l·v_i (v_i = g_i, or g_i − h_i for IntDIANA), the
-// integers are summed exactly by the ring or halving-doubling, and each rank decodes
-// Σ/(n·α_l). IntDIANA then moves h_i by its own Q(v_i) and h by the decoded
-// mean, and returns g = h_old + mean = h_new (lines 8, 12, 14).
-template <class T>
-void IntegerCodec::aggregate(Communicator& comm, std::span<T> data,
-                             const CollectiveOptions& options) {
-  const std::string what =
-      spec() + " step " + std::to_string(step()) + " bucket " + std::to_string(settings().bucket);
-  if (options.algorithm == Algorithm::native) {
-    throw InvalidArgument(what + ": runs on algorithm ring or halving-doubling (qccl's collectives sum its "
-                          "integers)");
-  }
-  blocks_.check(data.size(), what);
-  const double norm = global_norm(comm, std::span<const T>(data), NormKind::inf, what,
-                                  comm.timeout(options.timeout));
-  stats_ = CodecStepStats{};
-  const bool diana = config_.scheme == IntegerScheme::diana;
-  if (config_.scheme != IntegerScheme::heuristic) {
-    if (!scale_.ready()) {
-      exact_mean(comm, data, options);
-      return;
-    }
-    if (data.size() != observed_length_) {
-      throw InvalidArgument(what + ": the last observe_step() update had " +
-                            std::to_string(observed_length_) + " elements but the data has " +
-                            std::to_string(data.size()) +
-                            "; pass the update of exactly the elements this codec reduces");
-    }
-  } else if (norm == 0.0) {
-    std::fill(data.begin(), data.end(), T{0});
-    stats_.integer = true;
-    return;
-  }
-  const std::size_t d = data.size();
-  const int n = comm.size();
-  if (diana && local_shift_.empty()) {
-    local_shift_.assign(d, 0.0);
-    global_shift_.assign(d, 0.0);
-  } else if (diana && local_shift_.size() != d) {
-    throw InvalidArgument(what + ": the shifts hold " + std::to_string(local_shift_.size()) +
-                          " elements but the data has " + std::to_string(d));
-  }
-
-  IntegerSumSetup setup = reduction_setup(step_scales(norm, d, n), n, comm.rank());
-  constexpr bool fp64 = std::is_same_v<T, double>;
-  const std::size_t wire_bytes = d * wire_bytes_per_element(config_.wire);
-  // What the collective encodes: fp32 input is rounded by the vectorised
-  // kernel from an fp32 view (for IntDIANA, of g_i − h_i); fp64 input by the
-  // exact path from an fp64 source (the view then only receives decode's
-  // output, which finish_step overwrites).
-  std::span<float> view;
-  if (diana) {
-    if constexpr (fp64) {
-      difference_.resize(d);
-      for (std::size_t j = 0; j < d; ++j) difference_[j] = data[j] - local_shift_[j];
-      setup.source = difference_;
-    }
-    fp32_view_.resize(d);
-    float* __restrict view_out = fp32_view_.data();
-    const double* __restrict shift = local_shift_.data();
-    const T* __restrict in = data.data();
-    for (std::size_t j = 0; j < d; ++j) {
-      view_out[j] = fp64 ? 0.0f : static_cast<float>(static_cast<double>(in[j]) - shift[j]);
-    }
-    view = fp32_view_;
-    local_integers_.resize(wire_bytes);
-    setup.local_integers = local_integers_;
-  } else if constexpr (fp64) {
-    setup.source = data;
-    fp32_view_.assign(d, 0.0f);
-    view = fp32_view_;
-  } else {
-    view = data;
-  }
-  if (diana || fp64) {
-    summed_integers_.resize(wire_bytes);
-    setup.summed_integers = summed_integers_;
-  }
-  const std::vector<double> alphas = setup.alphas;
-  const auto reduction = make_integer_sum_reduction(std::move(setup));
-  allreduce(comm, view, *reduction, options);
-  stats_ = CodecStepStats{true, reduction->clipped(), reduction->largest_sent(),
-                          reduction->largest_sum()};
-  if (!diana && !fp64) return;  // decode wrote Σ/(n·α) already
+void IntegerCodec::finish_integers_of_wire(std::span<T> data, std::span<const double> alphas,
+                                           int ranks, std::span<float> own) {
   switch (config_.wire) {
-    case IntWire::int8: finish_step<std::int8_t>(data, alphas, n); break;
-    case IntWire::int32: finish_step<std::int32_t>(data, alphas, n); break;
-    case IntWire::int64: finish_step<std::int64_t>(data, alphas, n); break;
+    case IntWire::int8: finish_integers<std::int8_t>(data, alphas, ranks, own); break;
+    case IntWire::int32: finish_integers<std::int32_t>(data, alphas, ranks, own); break;
+    case IntWire::int64: finish_integers<std::int64_t>(data, alphas, ranks, own); break;
   }
 }
 
 // Decodes the aggregated integers in fp64: the mean Σ/(n·α_l), or for
-// IntDIANA h_i += Q_i/α_l, h += mean, result h.
+// IntDIANA h_i += Q_i/α_l, h += mean, result h (Algorithm 3, lines 8, 12,
+// 14) — and this rank's own contribution is then h_i.
 template <class Int, class T>
-void IntegerCodec::finish_step(std::span<T> data, std::span<const double> alphas, int ranks) {
-  // Plain restrict pointers and one loop per case, so the loops vectorise.
+void IntegerCodec::finish_integers(std::span<T> data, std::span<const double> alphas, int ranks,
+                                   std::span<float> own) {
   const Int* __restrict sums = reinterpret_cast<const Int*>(summed_integers_.data());
   const Int* __restrict mine = reinterpret_cast<const Int*>(local_integers_.data());
-  double* __restrict local = local_shift_.data();
-  double* __restrict global = global_shift_.data();
-  T* __restrict out = data.data();
   const bool diana = config_.scheme == IntegerScheme::diana;
-  const auto starts = blocks_.starts();
+  const auto tensors = layout().tensors(data.size());
   for (std::size_t l = 0; l < alphas.size(); ++l) {
-    const std::size_t first = starts[l], end = first + blocks_.size(l, data.size());
+    const TensorSlice& t = tensors[l];
     const double mean_factor = inverse(ranks * alphas[l]), unscale = inverse(alphas[l]);
+    T* __restrict out = data.data() + t.offset;
+    const Int* __restrict sum = sums + t.offset;
     if (diana) {
-      for (std::size_t j = first; j < end; ++j) {
-        local[j] += static_cast<double>(mine[j]) * unscale;
-        global[j] += static_cast<double>(sums[j]) * mean_factor;
+      double* __restrict local = shift(t, false).data();
+      double* __restrict global = shift(t, true).data();
+      const Int* __restrict q = mine + t.offset;
+      for (std::size_t j = 0; j < t.elements; ++j) {
+        local[j] += static_cast<double>(q[j]) * unscale;
+        global[j] += static_cast<double>(sum[j]) * mean_factor;
         out[j] = static_cast<T>(global[j]);
       }
+      if (!own.empty()) {
+        for (std::size_t j = 0; j < t.elements; ++j) own[t.offset + j] = static_cast<float>(local[j]);
+      }
     } else {
-      for (std::size_t j = first; j < end; ++j) {
-        out[j] = static_cast<T>(static_cast<double>(sums[j]) * mean_factor);
+      for (std::size_t j = 0; j < t.elements; ++j) {
+        out[j] = static_cast<T>(static_cast<double>(sum[j]) * mean_factor);
       }
     }
   }
 }
 
-template void IntegerCodec::aggregate<float>(Communicator&, std::span<float>, const CollectiveOptions&);
-template void IntegerCodec::aggregate<double>(Communicator&, std::span<double>, const CollectiveOptions&);
-
-// [version, scheme, observed length, |scale|, scale…, |shift|, h_i…, h…] as
-// fp64 values (lengths below 2^53 are exact).
+// [count, version, scheme, η, observed length] as fp64 values (lengths below
+// 2^53 are exact), then the per-tensor store when this instance owns it.
 std::vector<std::byte> IntegerCodec::save_state() const {
-  std::vector<double> values{kStateVersion, static_cast<double>(config_.scheme),
-                             static_cast<double>(observed_length_)};
-  const auto scale = scale_.state();
-  values.push_back(static_cast<double>(scale.size()));
-  values.insert(values.end(), scale.begin(), scale.end());
-  values.push_back(static_cast<double>(local_shift_.size()));
-  values.insert(values.end(), local_shift_.begin(), local_shift_.end());
-  values.insert(values.end(), global_shift_.begin(), global_shift_.end());
-  std::vector<std::byte> bytes(values.size() * sizeof(double));
-  std::memcpy(bytes.data(), values.data(), bytes.size());
+  const std::vector<double> values{kStateVersion, static_cast<double>(config_.scheme), step_size_,
+                                   static_cast<double>(observed_length_)};
+  const std::uint64_t count = values.size();
+  std::vector<std::byte> bytes(sizeof count + values.size() * sizeof(double));
+  std::memcpy(bytes.data(), &count, sizeof count);
+  std::memcpy(bytes.data() + sizeof count, values.data(), values.size() * sizeof(double));
+  const auto store = Codec::save_state();
+  bytes.insert(bytes.end(), store.begin(), store.end());
   return bytes;
 }
 
@@ -356,29 +387,19 @@ void IntegerCodec::load_state(std::span<const std::byte> state) {
     return InvalidArgument(spec() + ": cannot load the saved codec state: " + std::string(why) +
                            " (was the checkpoint written with this codec?)");
   };
-  if (state.size() % sizeof(double) != 0) throw corrupt("its size is not a whole number of values");
-  std::vector<double> values(state.size() / sizeof(double));
-  std::memcpy(values.data(), state.data(), state.size());
-  std::size_t at = 0;
-  const auto next = [&]() {
-    if (at >= values.size()) throw corrupt("it is truncated");
-    return values[at++];
-  };
-  if (next() != kStateVersion) throw corrupt("unknown version");
-  if (next() != static_cast<double>(config_.scheme)) throw corrupt("it belongs to another scheme");
-  const auto length = static_cast<std::size_t>(next());
-  const auto scale_size = static_cast<std::size_t>(next());
-  if (scale_size > values.size() - at) throw corrupt("it is truncated");
-  std::vector<double> scale(values.begin() + static_cast<std::ptrdiff_t>(at),
-                            values.begin() + static_cast<std::ptrdiff_t>(at + scale_size));
-  at += scale_size;
-  const auto shift_size = static_cast<std::size_t>(next());
-  if (values.size() - at != 2 * shift_size) throw corrupt("the shifts have the wrong length");
-  scale_.restore(scale);
-  observed_length_ = length;
-  local_shift_.assign(values.begin() + static_cast<std::ptrdiff_t>(at),
-                      values.begin() + static_cast<std::ptrdiff_t>(at + shift_size));
-  global_shift_.assign(values.begin() + static_cast<std::ptrdiff_t>(at + shift_size), values.end());
+  std::uint64_t count = 0;
+  if (state.size() < sizeof count) throw corrupt("it is truncated");
+  std::memcpy(&count, state.data(), sizeof count);
+  if (count != 4 || state.size() < sizeof count + count * sizeof(double)) {
+    throw corrupt("it is truncated or of another version");
+  }
+  double values[4];
+  std::memcpy(values, state.data() + sizeof count, sizeof values);
+  if (values[0] != kStateVersion) throw corrupt("unknown version");
+  if (values[1] != static_cast<double>(config_.scheme)) throw corrupt("it belongs to another scheme");
+  Codec::load_state(state.subspan(sizeof count + sizeof values));
+  step_size_ = values[2];
+  observed_length_ = static_cast<std::size_t>(values[3]);
 }
 
 namespace {

@@ -2,7 +2,8 @@
 // rank knows, rounded to integers, and summed exactly by the allreduce.
 //
 // - intsgd: adaptive α from the optimizer's history (Algorithm 1, Proposition
-//   2; one α per block, Algorithm 2). The first step is exact (§4.1).
+//   2; one α per tensor of the layout, Algorithm 2). The first step is exact
+//   (§4.1).
 // - intsgd-heuristic: the baseline of Sapio et al. (SwitchML), §5.2:
 //   α = (2^(b−1) − 1)/(n·2^max_exp), max_exp from a MAX allreduce (the global
 //   ∞-norm exchange every codec makes). Needs no history; no guarantee.
@@ -10,6 +11,16 @@
 //   per-rank shift h_i and the global shift h = mean h_i, so the integers stay
 //   small even when the ranks' gradients differ at the optimum (Appendix A.2).
 //   With the L-SVRG estimator on the caller's side this is VR-IntDIANA.
+//
+// Operations: allreduce mean for all three; reduce-scatter mean for intsgd
+// and the heuristic (the integers of a block are summed exactly like the
+// whole vector's). IntDIANA has no reduce-scatter: its global shift h must be
+// known in full on every rank, and a reduce-scatter leaves each rank only
+// its block of the mean. None has an allgather: the scale is sized for a sum
+// of n gradients and an optimizer step, which gathered values are not.
+//
+// Per-tensor state — IntSGD's moving average r and IntDIANA's shifts — lives
+// in the codec's TensorStateStore under the tensor's name.
 #pragma once
 
 #include <memory>
@@ -43,10 +54,9 @@ class IntegerCodec final : public Codec {
   bool unbiased() const override { return config_.rounding == IntRounding::random; }
   Aggregation aggregation() const override { return Aggregation::compressed_domain; }
   std::size_t wire_bytes(std::size_t count) const override;
+  bool supports(CodecOperation operation) const override;
   // Only the first step (exact fp32) could; the integer sums cannot.
   bool has_native_equivalent() const override { return false; }
-  std::unique_ptr<Reduction> reduction_for(double norm, int ranks, int rank,
-                                           Algorithm algorithm) const override;
   double max_abs_error(double norm, int ranks, Algorithm algorithm) const override;
   std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
                                        Algorithm algorithm) const override;
@@ -54,7 +64,6 @@ class IntegerCodec final : public Codec {
   bool wants_step_feedback() const override { return config_.scheme != IntegerScheme::heuristic; }
   void observe_step(double next_step_size, std::span<const float> update) override;
   void observe_step(double next_step_size, std::span<const double> update);
-  void set_blocks(std::span<const std::size_t> sizes) override;
   CodecStepStats last_step_stats() const override { return stats_; }
   std::vector<std::byte> save_state() const override;
   void load_state(std::span<const std::byte> state) override;
@@ -66,38 +75,47 @@ class IntegerCodec final : public Codec {
                       const CollectiveOptions& options = {});
 
   const IntegerCodecConfig& config() const { return config_; }
-  // The scales the next step uses, one per block, for `length` elements on
+  // The scales the next step uses, one per tensor, for `length` elements on
   // `ranks` ranks (adaptive and diana; empty before the first feedback).
   std::vector<double> scales(std::size_t length, int ranks) const;
 
  protected:
-  void run_allreduce_mean(Communicator& comm, std::span<float> data,
-                          const CollectiveOptions& options) override;
+  void check_step(const StepSetup& setup) const override;
+  std::string state_digest(const StepSetup& setup) const override;
+  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override;
+  void move_data(Communicator& comm, int tag, const StepSetup& setup, Reduction& reduction,
+                 const Operation& operation, const CollectiveOptions& options) override;
+  void complete_step(const StepSetup& setup, Reduction* reduction,
+                     const Operation& operation) override;
 
  private:
-  template <class T>
-  void aggregate(Communicator& comm, std::span<T> data, const CollectiveOptions& options);
-  template <class T>
-  void exact_mean(Communicator& comm, std::span<T> data, const CollectiveOptions& options);
+  bool ready() const;  // every tensor observed (adaptive, diana)
+  bool exact_step() const { return config_.scheme != IntegerScheme::heuristic && !ready(); }
+  std::span<double> scale_state(const TensorSlice& tensor) const;
+  std::vector<double> step_scales(double norm, std::size_t length, int ranks) const;
+  IntegerSumSetup reduction_setup(const StepSetup& setup, std::size_t length) const;
   template <class T>
   void observe(double next_step_size, std::span<const T> update);
+  // IntDIANA's h_i (local) and h (global) of a tensor, in the store.
+  std::span<double> shift(const TensorSlice& tensor, bool global) const;
   template <class Int, class T>
-  void finish_step(std::span<T> data, std::span<const double> alphas, int ranks);
-  std::vector<double> step_scales(double norm, std::size_t length, int ranks) const;
-  std::string reduction_name(std::span<const double> scales) const;
-  IntegerSumSetup reduction_setup(std::vector<double> scales, int ranks, int rank) const;
+  void finish_integers(std::span<T> data, std::span<const double> alphas, int ranks,
+                       std::span<float> own);
+  template <class T>
+  void finish_integers_of_wire(std::span<T> data, std::span<const double> alphas, int ranks,
+                               std::span<float> own);
 
   IntegerCodecConfig config_;
-  BlockPartition blocks_;
   AdaptiveScale scale_;
-  CodecStepStats stats_;
+  double step_size_ = 0;             // η of the next step, from the last feedback
   std::size_t observed_length_ = 0;  // length of the last observed update
-  // IntDIANA's shifts: this rank's h_i and the global h (fp64, Algorithm 3).
-  std::vector<double> local_shift_, global_shift_;
-  // Reused buffers.
-  std::vector<double> difference_;
-  std::vector<float> fp32_view_;
-  std::vector<std::byte> local_integers_, summed_integers_;  // in the wire type
+  CodecStepStats stats_;
+  // Reused buffers (mutable: the reduction a const step_reduction() builds
+  // writes the integers here).
+  mutable std::vector<double> difference_;
+  mutable std::vector<float> fp32_view_;
+  mutable std::vector<std::byte> local_integers_, summed_integers_;  // in the wire type
+  mutable std::vector<double> alphas_;                               // this step's scales
 };
 
 std::unique_ptr<Codec> make_intsgd_codec(const CodecSpec& spec, CodecSettings settings);

@@ -36,7 +36,8 @@ class LinearDitherReduction final : public Reduction {
   LinearDitherReduction(std::string name, double norm, int levels, int ranks, CounterRng rng)
       : name_(std::move(name)), levels_(levels), limit_(levels * ranks),
         norm_(static_cast<float>(norm)), scale_(static_cast<float>(levels / norm)),
-        step_(static_cast<float>(norm / (static_cast<double>(levels) * ranks))), rng_(rng) {}
+        step_(static_cast<float>(norm / (static_cast<double>(levels) * ranks))),
+        level_(static_cast<float>(norm / levels)), rng_(rng) {}
 
   std::string name() const override { return name_; }
   std::size_t max_encoded_bytes(std::size_t count) const override { return count; }
@@ -50,6 +51,14 @@ class LinearDitherReduction final : public Reduction {
     check(in.size(), out.size());
     kernels::linear_decode_i8(reinterpret_cast<const std::int8_t*>(in.data()), out.data(),
                               out.size(), step_);
+  }
+
+  // One rank's levels q stand for q·norm/s.
+  void decode_contribution(std::span<const std::byte> in, std::size_t,
+                           std::span<float> out) override {
+    check(in.size(), out.size());
+    kernels::linear_decode_i8(reinterpret_cast<const std::int8_t*>(in.data()), out.data(),
+                              out.size(), level_);
   }
 
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
@@ -71,7 +80,7 @@ class LinearDitherReduction final : public Reduction {
 
   std::string name_;
   int levels_, limit_;
-  float norm_, scale_, step_;
+  float norm_, scale_, step_, level_;
   CounterRng rng_;
 };
 
@@ -113,21 +122,15 @@ class LinearAverageReduction final : public Reduction {
     return kHeader + payload_bytes(in.size());
   }
 
+  // The mean over all n ranks: the chunk must average every one of them.
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
-    check(in.size(), out.size());
-    const std::uint32_t k = read_header(in);
-    if (k != static_cast<std::uint32_t>(ranks_)) {
-      throw CommError(name_ + ": a decoded chunk averages " + std::to_string(k) + " of " +
-                      std::to_string(ranks_) + " ranks (incomplete or corrupt aggregation)");
-    }
-    const auto* payload = reinterpret_cast<const std::uint8_t*>(in.data() + kHeader);
-    const std::int8_t* q = reinterpret_cast<const std::int8_t*>(payload);
-    if (bits_ == 4) {
-      std::vector<std::int8_t>& unpacked = levels_scratch(out.size());
-      kernels::unpack_i4(payload, unpacked.data(), out.size());
-      q = unpacked.data();
-    }
-    kernels::linear_decode_i8(q, out.data(), out.size(), value_);
+    decode_averaging(in, out, static_cast<std::uint32_t>(ranks_), "a decoded chunk");
+  }
+
+  // One rank's own chunk (k = 1) holds its levels, each worth norm/s.
+  void decode_contribution(std::span<const std::byte> in, std::size_t,
+                           std::span<float> out) override {
+    decode_averaging(in, out, 1, "a rank's own chunk");
   }
 
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
@@ -170,6 +173,26 @@ class LinearAverageReduction final : public Reduction {
   // The averaging kernel's fp32 floor is exact below 2^24 / 127 ranks.
   static constexpr std::uint64_t kMaxRanksAveraged = (std::uint64_t{1} << 24) / 127;
 
+  // Levels · norm/s, after checking the chunk averages `expected` ranks.
+  void decode_averaging(std::span<const std::byte> in, std::span<float> out,
+                        std::uint32_t expected, std::string_view what) {
+    check(in.size(), out.size());
+    const std::uint32_t k = read_header(in);
+    if (k != expected) {
+      throw CommError(name_ + ": " + std::string(what) + " averages " + std::to_string(k) +
+                      " of " + std::to_string(ranks_) + " ranks, not " + std::to_string(expected) +
+                      " (incomplete or corrupt aggregation)");
+    }
+    const auto* payload = reinterpret_cast<const std::uint8_t*>(in.data() + kHeader);
+    const std::int8_t* q = reinterpret_cast<const std::int8_t*>(payload);
+    if (bits_ == 4) {
+      std::vector<std::int8_t>& unpacked = levels_scratch(out.size());
+      kernels::unpack_i4(payload, unpacked.data(), out.size());
+      q = unpacked.data();
+    }
+    kernels::linear_decode_i8(q, out.data(), out.size(), value_);
+  }
+
   std::vector<std::int8_t>& levels_scratch(std::size_t count) {
     if (scratch_.size() < count) scratch_.resize(count);
     return scratch_;
@@ -177,23 +200,6 @@ class LinearAverageReduction final : public Reduction {
 
   std::size_t payload_bytes(std::size_t count) const {
     return bits_ == 4 ? (count + 1) / 2 : count;
-  }
-  // Level of element i, sign-extended from its A bits.
-  int get(std::span<const std::byte> chunk, std::size_t i) const {
-    const auto byte = static_cast<std::uint8_t>(chunk[kHeader + (bits_ == 4 ? i / 2 : i)]);
-    if (bits_ == 8) return static_cast<std::int8_t>(byte);
-    const int nibble = (i % 2 ? byte >> 4 : byte) & 0xF;
-    return nibble >= 8 ? nibble - 16 : nibble;
-  }
-  void set(std::span<std::byte> chunk, std::size_t i, int level) const {
-    auto& byte = reinterpret_cast<std::uint8_t&>(chunk[kHeader + (bits_ == 4 ? i / 2 : i)]);
-    if (bits_ == 8) {
-      byte = static_cast<std::uint8_t>(static_cast<std::int8_t>(level));
-      return;
-    }
-    const auto nibble = static_cast<std::uint8_t>(level & 0xF);
-    byte = i % 2 ? static_cast<std::uint8_t>((byte & 0x0F) | (nibble << 4))
-                 : static_cast<std::uint8_t>((byte & 0xF0) | nibble);
   }
   static void write_header(std::span<std::byte> chunk, std::uint32_t k) {
     std::memcpy(chunk.data(), &k, kHeader);

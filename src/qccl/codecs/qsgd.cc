@@ -7,7 +7,6 @@
 #include "qccl/common/counter_rng.h"
 #include "qccl/codecs/kernels.h"
 #include "qccl/codecs/levels.h"
-#include "qccl/collectives/allgather.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -73,6 +72,12 @@ class QsgdReduction final : public Reduction {
     }
   }
 
+  // One rank's encoding decodes to its own Q(x) already.
+  void decode_contribution(std::span<const std::byte> in, std::size_t first,
+                           std::span<float> out) override {
+    decode(in, first, out);
+  }
+
   std::size_t reduce(std::span<const std::byte>, std::span<std::byte>, std::size_t,
                      const ReduceContext&) override {
     throw InvalidArgument(name_ + " has no in-transit reduction: its ranks' scales differ, so it "
@@ -109,12 +114,10 @@ class QsgdCodec final : public Codec {
     return QsgdReduction(spec(), config_, CounterRng(0, 0, 0, 0, RngStream::quantize)).max_encoded_bytes(count);
   }
   NormKind norm_kind() const override { return config_.norm; }
-  std::unique_ptr<Reduction> reduction_for(double, int, int rank, Algorithm) const override {
-    return std::make_unique<QsgdReduction>(
-        spec(), config_,
-        CounterRng(settings().seed, step(), settings().bucket, static_cast<std::uint64_t>(rank),
-                   RngStream::quantize));
-  }
+  bool supports(CodecOperation) const override { return true; }
+  // Reduce-scatter blocks hold whole buckets, so each block's encoding is
+  // the ranks' encoding of those buckets.
+  std::size_t granularity() const override { return config_.bucket; }
   // Each rank errs by less than one level of a bucket norm, itself at most
   // the global norm of the same kind; so does their mean.
   double max_abs_error(double norm, int, Algorithm) const override {
@@ -132,33 +135,19 @@ class QsgdCodec final : public Codec {
   }
 
  protected:
-  // Encode locally, allgather every rank's encoding (ring), decode each and
-  // sum in rank order — the same values in the same order on every rank —
-  // then divide by n. The norm exchange only detects NaN/Inf on any rank.
-  void run_allreduce_mean(Communicator& comm, std::span<float> data,
-                          const CollectiveOptions& options) override {
-    global_norm(comm, data, config_.norm, spec() + " step " + std::to_string(step()),
-                comm.timeout(options.timeout));
-    const auto reduction = reduction_for(0, comm.size(), comm.rank(), options.algorithm);
-    const std::size_t bytes = reduction->max_encoded_bytes(data.size());
-    const auto n = static_cast<std::size_t>(comm.size());
-    std::vector<std::byte> mine(bytes), all(bytes * n);
-    {
-      PhaseScope timed(options.phases, &PhaseTimes::encode);
-      reduction->encode(data, 0, mine);
-    }
-    CollectiveOptions gather = options;
-    gather.algorithm = Algorithm::ring;
-    allgatherv_bytes(comm, mine, std::vector<std::size_t>(n, bytes), all, gather);
-    PhaseScope timed(options.phases, &PhaseTimes::decode);
-    std::vector<float> decoded(data.size());
-    std::fill(data.begin(), data.end(), 0.0f);
-    for (std::size_t r = 0; r < n; ++r) {
-      reduction->decode(std::span(all).subspan(r * bytes, bytes), 0, decoded);
-      for (std::size_t i = 0; i < data.size(); ++i) data[i] += decoded[i];
-    }
-    const auto ranks = static_cast<float>(n);
-    for (float& x : data) x /= ranks;
+  // Every rank encodes its data with its own bucket norms; the encodings
+  // reach the ranks that need them (an allgather, or for reduce-scatter a
+  // direct exchange of blocks), which decode each and add them in rank order
+  // — the same values in the same order everywhere — then divide by n. The
+  // norm exchange only detects NaN/Inf on any rank.
+  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double) const override {
+    return std::make_unique<QsgdReduction>(
+        spec(), config_,
+        CounterRng(settings().seed, setup.step, settings().bucket,
+                   static_cast<std::uint64_t>(setup.rank), RngStream::quantize));
+  }
+  void complete_step(const StepSetup& setup, Reduction*, const Operation& operation) override {
+    sum_to_mean(setup, operation);
   }
 
  private:

@@ -4,7 +4,10 @@
 #include <cstring>
 #include <numeric>
 
-#include "qccl/collectives/layout.h"
+#include "qccl/collectives/codec_steps.h"
+#include "qccl/collectives/fp32_sum.h"
+#include "qccl/collectives/halving_doubling.h"
+#include "qccl/collectives/native.h"
 #include "qccl/collectives/ring.h"
 #include "qccl/collectives/validate.h"
 #include "qccl/common/errors.h"
@@ -12,80 +15,93 @@
 namespace qccl {
 namespace {
 
-std::int64_t counts_hash(std::span<const std::size_t> counts) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (std::size_t c : counts) h = (h ^ c) * 1099511628211ULL;
-  return static_cast<std::int64_t>(h >> 2);
-}
-
-// The ring allgather over byte segments; the shared body of every variant.
-void ring_allgather_bytes(Communicator& comm, std::span<const std::byte> input,
-                          std::span<const std::size_t> byte_counts, std::span<std::byte> output,
-                          const CollectiveOptions& options, Fingerprint fingerprint) {
-  constexpr std::string_view op = "allgather";
-  validate_options(options, op);
-  require_ring(options, op);
-  const auto n = static_cast<std::size_t>(comm.size());
-  const auto me = static_cast<std::size_t>(comm.rank());
-  if (byte_counts.size() != n) {
-    throw InvalidArgument("allgather: counts has " + std::to_string(byte_counts.size()) +
+// Checks one rank's arguments against the per-rank counts.
+void check_shards(std::size_t input, std::size_t output, std::span<const std::size_t> counts,
+                  int ranks, int rank, std::string_view unit) {
+  const auto n = static_cast<std::size_t>(ranks);
+  const auto me = static_cast<std::size_t>(rank);
+  if (counts.size() != n) {
+    throw InvalidArgument("allgather: counts has " + std::to_string(counts.size()) +
                           " entries for " + std::to_string(n) + " ranks");
   }
-  if (input.size() != byte_counts[me]) {
+  if (input != counts[me]) {
     throw InvalidArgument("allgather: rank " + std::to_string(me) + " contributes " +
-                          std::to_string(input.size()) + " bytes but counts says " +
-                          std::to_string(byte_counts[me]));
+                          std::to_string(input) + " " + std::string(unit) + " but counts says " +
+                          std::to_string(counts[me]));
   }
-  const std::size_t total = std::accumulate(byte_counts.begin(), byte_counts.end(), std::size_t{0});
-  if (output.size() != total) {
-    throw InvalidArgument("allgather: output has " + std::to_string(output.size()) +
-                          " bytes but the contributions total " + std::to_string(total));
+  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+  if (output != total) {
+    throw InvalidArgument("allgather: output has " + std::to_string(output) + " " +
+                          std::string(unit) + " but the contributions total " +
+                          std::to_string(total));
   }
-  const Timeout timeout = comm.timeout(options.timeout);
-  comm.run(fingerprint, timeout, [&](int tag) {
-    const std::size_t largest = *std::max_element(byte_counts.begin(), byte_counts.end());
-    const std::size_t chunks = std::max<std::size_t>(1, (largest + options.chunk_bytes - 1) / options.chunk_bytes);
-    SlotLayout layout(byte_counts, chunks);
-    const std::size_t my_offset = layout.slot(me, 0).offset;
-    std::byte* destination = output.data() + my_offset;
-    if (!input.empty() && input.data() != destination) {
-      std::memmove(destination, input.data(), input.size());
-    }
-    if (total > 0) {
-      run_ring(comm, tag, layout, output, nullptr, RingPhases::allgather, options, timeout,
-               "ring allgather");
-    }
-  });
 }
 
 }  // namespace
 
+void allgatherv_bytes_body(Communicator& comm, int tag, std::span<const std::byte> input,
+                           std::span<const std::size_t> byte_counts, std::span<std::byte> output,
+                           const CollectiveOptions& options) {
+  check_shards(input.size(), output.size(), byte_counts, comm.size(), comm.rank(), "bytes");
+  const auto me = static_cast<std::size_t>(comm.rank());
+  const std::size_t largest = *std::max_element(byte_counts.begin(), byte_counts.end());
+  const std::size_t chunks =
+      std::max<std::size_t>(1, (largest + options.chunk_bytes - 1) / options.chunk_bytes);
+  SlotLayout layout(byte_counts, chunks);
+  std::byte* destination = output.data() + layout.slot(me, 0).offset;
+  if (!input.empty() && input.data() != destination) {
+    std::memmove(destination, input.data(), input.size());
+  }
+  if (!output.empty()) {
+    run_ring(comm, tag, layout, output, nullptr, RingPhases::allgather, options,
+             comm.timeout(options.timeout), "ring allgather");
+  }
+}
+
+
+std::vector<Range> allgather_shards(std::span<const std::size_t> counts) {
+  std::vector<Range> shards;
+  std::size_t first = 0;
+  for (std::size_t c : counts) {
+    shards.push_back({first, c});
+    first += c;
+  }
+  return shards;
+}
+
 void allgather(Communicator& comm, std::span<const float> input, std::span<float> output,
                const CollectiveOptions& options) {
-  const std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), input.size_bytes());
-  Fingerprint fingerprint("allgather");
-  fingerprint.add("element count", static_cast<std::int64_t>(input.size()));
-  ring_allgather_bytes(comm, std::as_bytes(input), counts, std::as_writable_bytes(output), options,
-                       fingerprint);
+  const std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), input.size());
+  allgatherv(comm, input, counts, output, options);
 }
 
 void allgatherv(Communicator& comm, std::span<const float> input,
                 std::span<const std::size_t> counts, std::span<float> output,
                 const CollectiveOptions& options) {
-  std::vector<std::size_t> bytes(counts.begin(), counts.end());
-  for (auto& b : bytes) b *= sizeof(float);
-  Fingerprint fingerprint("allgatherv");
-  fingerprint.add("counts", counts_hash(counts));
-  ring_allgather_bytes(comm, std::as_bytes(input), bytes, std::as_writable_bytes(output), options,
-                       fingerprint);
+  constexpr std::string_view op = "allgather";
+  validate_options(options, op);
+  check_shards(input.size(), output.size(), counts, comm.size(), comm.rank(), "elements");
+  Fp32Sum identity;
+  Fingerprint fingerprint(op);
+  fingerprint.add_text("algorithm", to_string(options.algorithm)).add("counts", hash62(counts));
+  const auto shards = allgather_shards(counts);
+  comm.run(fingerprint, comm.timeout(options.timeout), [&](int tag) {
+    allgather_body(comm, tag, input, shards, output, identity, options);
+  });
 }
 
 void allgatherv_bytes(Communicator& comm, std::span<const std::byte> input,
                       std::span<const std::size_t> byte_counts, std::span<std::byte> output,
                       const CollectiveOptions& options) {
+  constexpr std::string_view op = "allgather";
+  validate_options(options, op);
+  require_ring(options, op);
+  check_shards(input.size(), output.size(), byte_counts, comm.size(), comm.rank(), "bytes");
   Fingerprint fingerprint("allgatherv bytes");
-  fingerprint.add("counts", counts_hash(byte_counts));
-  ring_allgather_bytes(comm, input, byte_counts, output, options, fingerprint);
+  fingerprint.add("counts", hash62(byte_counts));
+  comm.run(fingerprint, comm.timeout(options.timeout), [&](int tag) {
+    allgatherv_bytes_body(comm, tag, input, byte_counts, output, options);
+  });
 }
 
 std::vector<std::size_t> allgather_counts(Communicator& comm, std::size_t count,
@@ -99,6 +115,42 @@ std::vector<std::size_t> allgather_counts(Communicator& comm, std::size_t count,
     allreduce_values<std::int64_t>(comm.transport(), table, ReduceOp::sum, timeout);
   });
   return {table.begin(), table.end()};
+}
+
+void allgather_body(Communicator& comm, int tag, std::span<const float> shard,
+                    std::span<const Range> shards, std::span<float> output, Reduction& reduction,
+                    const CollectiveOptions& options, std::span<float> own) {
+  if (options.algorithm == Algorithm::native) {
+    native_allgather(comm, shard, shards, output, reduction, options, own);
+    return;
+  }
+  if (output.empty()) return;
+  const auto me = static_cast<std::size_t>(comm.rank());
+  const Range mine = shards[me];
+  const bool identity = reduction.identity_layout();
+  const std::size_t granularity = reduction.granularity();
+  SlotLayout layout(shards, chunks_for(shards, options.chunk_bytes), granularity, reduction);
+  std::span<std::byte> work = identity ? std::as_writable_bytes(output)
+                                       : comm.scratch(Scratch::work, layout.total_bytes());
+  if (identity && !own.empty()) std::memmove(own.data(), shard.data(), shard.size_bytes());
+  if (identity && !shard.empty() && shard.data() != output.data() + mine.first) {
+    std::memmove(output.data() + mine.first, shard.data(), shard.size_bytes());
+  }
+  {
+    PhaseScope timed(options.phases, &PhaseTimes::encode);
+    encode_slots(reduction, layout, segment_slots(layout, me), shard, mine.first, work,
+                 identity ? std::span<float>() : own);
+  }
+  const Timeout timeout = comm.timeout(options.timeout);
+  if (options.algorithm == Algorithm::halving_doubling) {
+    run_halving_doubling(comm, tag, layout, work, nullptr, HalvingDoublingPhases::allgather,
+                         options, timeout, "halving-doubling allgather");
+  } else {
+    run_ring(comm, tag, layout, work, nullptr, RingPhases::allgather, options, timeout,
+             "ring allgather");
+  }
+  PhaseScope timed(options.phases, &PhaseTimes::decode);
+  decode_slots(reduction, layout, work, all_slots(layout), output, 0);
 }
 
 }  // namespace qccl

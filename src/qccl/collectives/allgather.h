@@ -5,12 +5,16 @@
 #include <vector>
 
 #include "qccl/collectives/communicator.h"
+#include "qccl/collectives/layout.h"
 #include "qccl/collectives/options.h"
+#include "qccl/collectives/reduction.h"
 
 namespace qccl {
 
 // Every rank contributes input (same length everywhere); output holds the
 // contributions of ranks 0..n-1 back to back (n * input.size() elements).
+// Algorithms ring, halving-doubling (recursive doubling) and native
+// (MPI_Allgather).
 void allgather(Communicator& comm, std::span<const float> input, std::span<float> output,
                const CollectiveOptions& options = {});
 
@@ -20,14 +24,35 @@ void allgatherv(Communicator& comm, std::span<const float> input,
                 std::span<const std::size_t> counts, std::span<float> output,
                 const CollectiveOptions& options = {});
 
-// The same for raw bytes (encoded data whose size differs per rank).
+// The same for raw bytes (encoded data whose size differs per rank), on the
+// ring.
 void allgatherv_bytes(Communicator& comm, std::span<const std::byte> input,
                       std::span<const std::size_t> byte_counts, std::span<std::byte> output,
                       const CollectiveOptions& options = {});
+
+// The ring allgather of raw bytes inside a checked call.
+void allgatherv_bytes_body(Communicator& comm, int tag, std::span<const std::byte> input,
+                           std::span<const std::size_t> byte_counts, std::span<std::byte> output,
+                           const CollectiveOptions& options);
 
 // Every rank's `count` (one small allreduce), for allgatherv when the ranks do
 // not know each other's lengths in advance.
 std::vector<std::size_t> allgather_counts(Communicator& comm, std::size_t count,
                                           const CollectiveOptions& options = {});
+
+// The shards of an allgather: rank r's counts[r] elements at their place in
+// the output, back to back in rank order.
+std::vector<Range> allgather_shards(std::span<const std::size_t> counts);
+
+// The data movement of an encoded allgather inside a checked call: this rank
+// encodes its shard (elements shards[rank] of the output) once, the
+// encodings travel around the ring or by recursive doubling (or through the
+// transport's own allgather for algorithm native), and every rank decodes
+// every shard into `output` — the same bytes through the same decoder, so
+// every rank ends with bitwise identical values. With a non-empty `own` (as
+// long as the shard), this rank's decoded shard, Q(shard), is written there.
+void allgather_body(Communicator& comm, int tag, std::span<const float> shard,
+                    std::span<const Range> shards, std::span<float> output, Reduction& reduction,
+                    const CollectiveOptions& options, std::span<float> own = {});
 
 }  // namespace qccl

@@ -23,4 +23,16 @@ inline void allreduce(Communicator& comm, std::span<float> data, Reduction& redu
   allreduce(comm, data, data, reduction, options);
 }
 
+// Checks allreduce's local arguments; throws InvalidArgument.
+void validate_allreduce(std::span<const float> input, std::span<const float> output,
+                        const Reduction& reduction, const CollectiveOptions& options);
+
+// The data movement of an allreduce inside a checked call (CollectiveCall):
+// encode, ring or halving-doubling (or the transport's own allreduce for
+// algorithm native), decode. With a non-empty `own` (as long as the input),
+// this rank's own quantized input, Q(input), is written there.
+void allreduce_body(Communicator& comm, int tag, std::span<const float> input,
+                    std::span<float> output, Reduction& reduction,
+                    const CollectiveOptions& options, std::span<float> own = {});
+
 }  // namespace qccl

@@ -1,34 +1,44 @@
 #include "qccl/collectives/codec_steps.h"
 
+#include <algorithm>
+
 #include "qccl/common/errors.h"
 
 namespace qccl {
 
-void encode_slots(Reduction& reduction, SlotLayout& layout, std::span<const float> input,
-                  std::span<std::byte> work) {
+void encode_slots(Reduction& reduction, SlotLayout& layout, SlotRange slots,
+                  std::span<const float> input, std::size_t input_first, std::span<std::byte> work,
+                  std::span<float> own) {
   const bool identity = reduction.identity_layout();
-  for (std::size_t i = 0; i < layout.slot_count(); ++i) {
+  if (identity && !own.empty() && own.data() != input.data()) {
+    std::copy(input.begin(), input.end(), own.begin());
+  }
+  for (std::size_t i = slots.first; i < slots.first + slots.count; ++i) {
     Slot& slot = layout.slot(i);
     if (identity || slot.elements.count == 0) {
       slot.size = identity ? slot.capacity : 0;
       continue;
     }
-    slot.size = reduction.encode(input.subspan(slot.elements.first, slot.elements.count),
-                                 slot.elements.first, work.subspan(slot.offset, slot.capacity));
+    const std::size_t at = slot.elements.first - input_first;
+    slot.size = reduction.encode(input.subspan(at, slot.elements.count), slot.elements.first,
+                                 work.subspan(slot.offset, slot.capacity));
     if (slot.size > slot.capacity) {
       throw InvalidArgument("reduction '" + reduction.name() + "' encoded " +
                             std::to_string(slot.elements.count) + " elements into " +
                             std::to_string(slot.size) + " bytes, over its declared bound of " +
                             std::to_string(slot.capacity));
     }
+    if (!own.empty()) {
+      reduction.decode_contribution(work.subspan(slot.offset, slot.size), slot.elements.first,
+                                    own.subspan(at, slot.elements.count));
+    }
   }
 }
 
 void decode_slots(Reduction& reduction, SlotLayout& layout, std::span<const std::byte> work,
-                  std::size_t first_slot, std::size_t count, std::span<float> output,
-                  std::size_t output_first) {
+                  SlotRange slots, std::span<float> output, std::size_t output_first) {
   if (reduction.identity_layout()) return;
-  for (std::size_t i = first_slot; i < first_slot + count; ++i) {
+  for (std::size_t i = slots.first; i < slots.first + slots.count; ++i) {
     const Slot& slot = layout.slot(i);
     if (slot.elements.count == 0) continue;
     reduction.decode(work.subspan(slot.offset, slot.size), slot.elements.first,

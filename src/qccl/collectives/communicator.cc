@@ -1,58 +1,77 @@
 #include "qccl/collectives/communicator.h"
 
+#include <algorithm>
 #include <map>
 
 #include "qccl/common/errors.h"
 
 namespace qccl {
+namespace {
 
-Communicator::Communicator(Transport& transport, CommunicatorOptions options)
-    : transport_(transport), options_(options) {
+// How long one slice of a wait lasts before the cancel flag is looked at.
+constexpr Timeout kWaitSlice{10};
+
+}  // namespace
+
+Communicator::Communicator(Transport& transport, CommunicatorOptions options, std::string name)
+    : transport_(transport), options_(options), name_(std::move(name)) {
   if (options_.timeout.count() <= 0) {
     throw InvalidArgument("communicator timeout must be positive, got " +
                           to_string(options_.timeout));
   }
 }
 
+std::unique_ptr<Communicator> Communicator::split(std::string name) {
+  if (poisoned()) {
+    throw CommError("cannot split stream '" + name + "' from a communicator that an earlier "
+                    "failure made unusable (" + poison_reason() + ")");
+  }
+  auto duplicate = transport_.duplicate(options_.timeout);
+  auto split = std::make_unique<Communicator>(*duplicate, options_, std::move(name));
+  split->owned_ = std::move(duplicate);
+  return split;
+}
+
 void Communicator::poison(std::string reason) {
+  std::lock_guard lock(poison_mutex_);
   if (poison_.empty()) poison_ = std::move(reason);
+  poisoned_.store(true);
+}
+
+void Communicator::cancel(std::string reason) {
+  poison(std::move(reason));
+  cancelled_.store(true);
+}
+
+std::string Communicator::poison_reason() const {
+  std::lock_guard lock(poison_mutex_);
+  return poison_;
 }
 
 void Communicator::run(const Fingerprint& fingerprint, Timeout timeout,
                        const std::function<void(int tag)>& body) {
-  if (poisoned()) {
-    throw CommError(std::string(fingerprint.operation()) +
-                    " called on a communicator that an earlier failure made unusable (" +
-                    poison_ + "); create a new communicator or restart the job");
-  }
-  const std::uint64_t sequence = sequence_++;
-  // Tag 0 is left for point-to-point users; collectives cycle through 1..max.
-  const int tag =
-      static_cast<int>(1 + sequence % static_cast<std::uint64_t>(transport_.max_tag()));
-  try {
-    if (options_.check_args && size() > 1) {
-      Fingerprint full = fingerprint;
-      full.add("call number", static_cast<std::int64_t>(sequence));
-      verify(full, timeout);
-    }
-    body(tag);
-  } catch (const MismatchError&) {
-    throw;
-  } catch (const Error& e) {
-    poison(std::string(fingerprint.operation()) + " call " + std::to_string(sequence) +
-           " failed on rank " + std::to_string(rank()) + ": " + e.what());
-    throw;
-  }
+  CollectiveCall(*this, fingerprint, timeout).move(body);
 }
 
 void Communicator::wait(Request& request, Timeout timeout, std::string_view operation) {
+  const auto deadline = Clock::now() + timeout;
   try {
-    request.wait(timeout);
-  } catch (const TimeoutError& e) {
-    throw TimeoutError(std::string(operation) + ": " + e.what() +
-                       "; is that rank alive, and do all ranks make the same calls in the "
-                       "same order?");
+    while (true) {
+      const auto left = std::chrono::duration_cast<Timeout>(deadline - Clock::now());
+      if (request.wait_for(std::clamp(left, Timeout(0), kWaitSlice))) return;
+      if (cancelled_.load()) {
+        throw CommError(std::string(operation) + ": " + request.describe() +
+                        " abandoned: " + poison_reason());
+      }
+      if (left <= kWaitSlice) {
+        throw TimeoutError(std::string(operation) + ": " + request.describe() +
+                           " did not complete within " + to_string(timeout) +
+                           "; is that rank alive, and do all ranks make the same calls in the "
+                           "same order?");
+      }
+    }
   } catch (const CommError& e) {
+    if (cancelled_.load()) throw;
     throw CommError(std::string(operation) + ": " + e.what());
   }
 }
@@ -63,44 +82,75 @@ std::span<std::byte> Communicator::scratch(Scratch which, std::size_t bytes) {
   return std::span<std::byte>(buffer).first(bytes);
 }
 
-// One MAX allreduce of [fields..., -fields...] yields every field's maximum
-// and minimum over the ranks; they agree everywhere iff max == min. Every
-// rank sees the same result, so all raise the mismatch together.
-void Communicator::verify(const Fingerprint& fingerprint, Timeout timeout) {
-  constexpr std::size_t k = Fingerprint::kMaxFields;
-  std::vector<std::int64_t> mine(k, 0);
-  for (std::size_t i = 0; i < fingerprint.field_count(); ++i) mine[i] = fingerprint.field_value(i);
-  std::vector<std::int64_t> extremes(2 * k);
-  for (std::size_t i = 0; i < k; ++i) {
-    extremes[i] = mine[i];
-    extremes[k + i] = -mine[i];
+CollectiveCall::CollectiveCall(Communicator& comm, Fingerprint fingerprint, Timeout timeout,
+                               const CallStatistics* statistics)
+    : comm_(comm), fingerprint_(std::move(fingerprint)), timeout_(timeout) {
+  if (comm_.poisoned()) {
+    throw CommError(where() + std::string(fingerprint_.operation()) +
+                    " called on a communicator that an earlier failure made unusable (" +
+                    comm_.poison_reason() + "); create a new communicator or restart the job");
   }
+  sequence_ = comm_.sequence_++;
+  // Tag 0 is left for point-to-point users; collectives cycle through 1..max.
+  tag_ = static_cast<int>(1 + sequence_ % static_cast<std::uint64_t>(comm_.transport_.max_tag()));
+  const bool check = comm_.options_.check_args && comm_.size() > 1;
+  if (!check && statistics == nullptr) return;
+  fingerprint_.add("call number", static_cast<std::int64_t>(sequence_));
+  auto exchanged = call_check_buffer(check ? &fingerprint_ : nullptr, statistics, comm_.size(),
+                                     comm_.rank());
+  const auto mine = exchanged;
   try {
-    allreduce_values<std::int64_t>(transport_, extremes, ReduceOp::max, timeout);
+    if (comm_.size() > 1) {
+      allreduce_values<std::int64_t>(comm_.transport_, exchanged, ReduceOp::max, timeout_);
+    }
   } catch (const TimeoutError& e) {
-    throw TimeoutError(std::string(fingerprint.operation()) +
+    comm_.poison(std::string(fingerprint_.operation()) + " call " + std::to_string(sequence_) +
+                 ": " + e.what());
+    throw TimeoutError(where() + std::string(fingerprint_.operation()) +
                        ": the argument check across ranks timed out (" + e.what() +
-                       "); some rank did not call " + std::string(fingerprint.operation()));
+                       "); some rank did not call " + std::string(fingerprint_.operation()));
+  } catch (const Error& e) {
+    comm_.poison(std::string(fingerprint_.operation()) + " call " + std::to_string(sequence_) +
+                 ": " + e.what());
+    throw;
   }
-  for (std::size_t i = 0; i < k; ++i) {
-    if (extremes[i] != -extremes[k + i]) report_mismatch(fingerprint, mine, timeout);
+  if (check && !fingerprints_agree(exchanged)) report_mismatch(mine);
+  if (statistics != nullptr) statistics_ = gathered_statistics(exchanged, comm_.size());
+}
+
+void CollectiveCall::move(const std::function<void(int tag)>& body) {
+  try {
+    body(tag_);
+  } catch (const MismatchError&) {
+    throw;
+  } catch (const Error& e) {
+    comm_.poison(where() + std::string(fingerprint_.operation()) + " call " +
+                 std::to_string(sequence_) + " failed on rank " + std::to_string(comm_.rank()) +
+                 ": " + e.what());
+    if (comm_.name() == "world") throw;
+    rethrow_with_context(where());
   }
+}
+
+std::string CollectiveCall::where() const {
+  return comm_.name() == "world" ? std::string() : "stream '" + comm_.name() + "': ";
 }
 
 // Gathers every rank's fields (each rank fills its own row, a SUM allreduce
 // assembles the table) and names, for the first differing field, which ranks
 // hold which value.
-void Communicator::report_mismatch(const Fingerprint& fingerprint,
-                                   const std::vector<std::int64_t>& mine, Timeout timeout) {
+void CollectiveCall::report_mismatch(const std::vector<std::int64_t>& mine) {
   constexpr std::size_t k = Fingerprint::kMaxFields;
-  const auto n = static_cast<std::size_t>(size());
+  const auto n = static_cast<std::size_t>(comm_.size());
+  const auto rank = static_cast<std::size_t>(comm_.rank());
   std::vector<std::int64_t> table(n * k, 0);
-  for (std::size_t i = 0; i < k; ++i) table[static_cast<std::size_t>(rank()) * k + i] = mine[i];
-  allreduce_values<std::int64_t>(transport_, table, ReduceOp::sum, timeout);
+  for (std::size_t i = 0; i < k; ++i) table[rank * k + i] = mine[i];
+  allreduce_values<std::int64_t>(comm_.transport_, table, ReduceOp::sum, timeout_);
 
   // The operation field first: if the operations differ, other fields are
   // not comparable.
-  for (std::size_t i = 0; i < fingerprint.field_count(); ++i) {
+  const std::string operation(fingerprint_.operation());
+  for (std::size_t i = 0; i < fingerprint_.field_count(); ++i) {
     std::map<std::int64_t, std::string> groups;
     for (std::size_t r = 0; r < n; ++r) {
       auto& ranks = groups[table[r * k + i]];
@@ -111,19 +161,18 @@ void Communicator::report_mismatch(const Fingerprint& fingerprint,
     for (const auto& [value, ranks] : groups) {
       if (!detail.empty()) detail += "; ";
       detail += "ranks {" + ranks + "}";
-      if (!fingerprint.field_is_text(i)) detail += " have " + std::to_string(value);
+      if (!fingerprint_.field_is_text(i)) detail += " have " + std::to_string(value);
     }
-    std::string message = std::string(fingerprint.operation()) + ": ranks disagree on '" +
-                          std::string(fingerprint.field_name(i)) + "': " + detail;
-    if (fingerprint.field_is_text(i)) {
-      message += " (this rank, " + std::to_string(rank()) + ", has '" +
-                 std::string(fingerprint.field_text(i)) + "')";
+    std::string message = where() + operation + ": ranks disagree on '" +
+                          std::string(fingerprint_.field_name(i)) + "': " + detail;
+    if (fingerprint_.field_is_text(i)) {
+      message += " (this rank, " + std::to_string(rank) + ", has '" +
+                 std::string(fingerprint_.field_text(i)) + "')";
     }
     message += "; every rank must make the same collective calls with the same arguments";
     throw MismatchError(message);
   }
-  throw MismatchError(std::string(fingerprint.operation()) +
-                      ": ranks disagree on the call's arguments");
+  throw MismatchError(where() + operation + ": ranks disagree on the call's arguments");
 }
 
 }  // namespace qccl

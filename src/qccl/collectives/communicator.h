@@ -5,17 +5,25 @@
 // the original cause, instead of exchanging messages with peers that are in
 // an unknown state.
 //
-// All ranks must call collectives on their communicators in the same order.
-// One communicator is driven by one thread at a time. The transport must
-// outlive the communicator.
+// All ranks must call collectives on a communicator in the same order, and
+// one thread drives a communicator at a time. Operations that should run at
+// the same time (an allgather of the next layer's weights while this layer's
+// gradients are reduce-scattered) go to communicators split() from this one:
+// each has its own tags, call sequence, fingerprints, scratch and poison, on
+// a duplicate of the transport (MPI_Comm_dup), so nothing of one can match
+// the other. The transport must outlive the communicator.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "qccl/collectives/call_check.h"
 #include "qccl/collectives/fingerprint.h"
 #include "qccl/common/duration.h"
 #include "qccl/transport/transport.h"
@@ -28,53 +36,110 @@ struct CommunicatorOptions {
   // Exchange a fingerprint of each call's arguments before moving data, so
   // that ranks that disagree (length, operation, algorithm, reduction, root)
   // get a MismatchError naming the ranks and the field instead of a hang or a
-  // wrong result. Costs one small allreduce per call.
+  // wrong result. Costs one small allreduce per call — none extra for a codec
+  // step, whose norm exchange carries it.
   bool check_args = true;
 };
 
-enum class Scratch { work, staging };
+// The communicator's reusable buffers: the encoded vector, received chunks,
+// and decoded values awaiting a sum.
+enum class Scratch { work, staging, decoded };
 
 class Communicator {
  public:
-  explicit Communicator(Transport& transport, CommunicatorOptions options = {});
+  explicit Communicator(Transport& transport, CommunicatorOptions options = {},
+                        std::string name = "world");
+
+  // A communicator over the same ranks with its own tag space, call
+  // sequence, fingerprints, scratch and poison (a duplicate of the
+  // transport), named `name` in errors: "stream 'gradients': ...".
+  // Collective: every rank splits its communicators in the same order.
+  std::unique_ptr<Communicator> split(std::string name);
 
   int rank() const { return transport_.rank(); }
   int size() const { return transport_.size(); }
   Transport& transport() { return transport_; }
+  const Transport& transport() const { return transport_; }
+  const std::string& name() const { return name_; }
   const CommunicatorOptions& options() const { return options_; }
   // A call's timeout: its own override, else the communicator's.
   Timeout timeout(const std::optional<Timeout>& override) const {
     return override.value_or(options_.timeout);
   }
-  bool poisoned() const { return !poison_.empty(); }
+  bool poisoned() const { return poisoned_.load(); }
 
-  // Runs one collective call: fails at once if poisoned; verifies the
-  // fingerprint across ranks (when enabled); then calls body(tag) with the
-  // call's private tag. A MismatchError from the verification leaves the
-  // communicator usable (no data moved); any other failure poisons it.
+  // Runs one collective call with no statistics: see CollectiveCall.
   void run(const Fingerprint& fingerprint, Timeout timeout,
            const std::function<void(int tag)>& body);
 
-  // Waits for `request`, naming `operation` in the error on failure.
+  // Waits for `request`, naming `operation` in the error on failure. Waits in
+  // short slices, so that cancel() from another thread stops it promptly.
   void wait(Request& request, Timeout timeout, std::string_view operation);
 
   // A reusable buffer of at least `bytes` bytes, kept across calls so large
   // collectives do not page-fault fresh memory every time.
   std::span<std::byte> scratch(Scratch which, std::size_t bytes);
 
-  // Marks the communicator unusable with `reason`.
+  // Marks the communicator unusable with `reason` (the first reason wins).
+  // Thread-safe.
   void poison(std::string reason);
+  // Poisons it and makes the call in flight, if any, fail at its next wait.
+  // Thread-safe: a caller that gave up waiting for an operation uses it.
+  void cancel(std::string reason);
+  std::string poison_reason() const;
 
  private:
-  void verify(const Fingerprint& fingerprint, Timeout timeout);
-  [[noreturn]] void report_mismatch(const Fingerprint& fingerprint,
-                                    const std::vector<std::int64_t>& mine, Timeout timeout);
+  friend class CollectiveCall;
 
+  std::unique_ptr<Transport> owned_;  // a split communicator's duplicate
   Transport& transport_;
   CommunicatorOptions options_;
+  std::string name_;
   std::uint64_t sequence_ = 0;
+  mutable std::mutex poison_mutex_;
+  std::atomic<bool> poisoned_{false}, cancelled_{false};
   std::string poison_;
-  std::vector<std::byte> scratch_[2];
+  std::vector<std::byte> scratch_[3];
+};
+
+// One collective call, in two parts.
+//
+// Constructing it starts the call on this rank: it fails at once if the
+// communicator is poisoned, takes the call's sequence number and tag, and
+// checks the call across ranks — one MAX allreduce of the fingerprint
+// (operation, arguments, call number) folded with the caller's statistics, if
+// any (call_check.h). Ranks that disagree all raise a MismatchError naming
+// the field and the ranks; no data has moved, so the communicator stays
+// usable. The caller may then act on the gathered statistics (raise a
+// NonFiniteError, choose a scale) on every rank alike — still before any
+// data moves, so still without poisoning.
+//
+// move() runs the data movement on the call's tag; any failure in it poisons
+// the communicator.
+class CollectiveCall {
+ public:
+  CollectiveCall(Communicator& comm, Fingerprint fingerprint, Timeout timeout,
+                 const CallStatistics* statistics = nullptr);
+
+  int tag() const { return tag_; }
+  std::uint64_t sequence() const { return sequence_; }
+  Timeout timeout() const { return timeout_; }
+  // Every rank's statistics (only when the caller gave some).
+  const GatheredStatistics& statistics() const { return statistics_; }
+
+  void move(const std::function<void(int tag)>& body);
+
+ private:
+  [[noreturn]] void report_mismatch(const std::vector<std::int64_t>& mine);
+  // The error's context: "stream 'gradients': " for a split communicator.
+  std::string where() const;
+
+  Communicator& comm_;
+  Fingerprint fingerprint_;
+  Timeout timeout_;
+  std::uint64_t sequence_ = 0;
+  int tag_ = 0;
+  GatheredStatistics statistics_;
 };
 
 }  // namespace qccl

@@ -13,6 +13,12 @@ std::int64_t hash62(std::string_view text) {
   return static_cast<std::int64_t>(h >> 2);
 }
 
+std::int64_t hash62(std::span<const std::size_t> values) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (std::size_t v : values) h = (h ^ v) * 1099511628211ULL;
+  return static_cast<std::int64_t>(h >> 2);
+}
+
 Fingerprint::Fingerprint(std::string_view operation) : operation_(operation) {
   add_text("operation", operation);
 }

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -37,5 +38,7 @@ class Fingerprint {
 
 // 62-bit FNV-1a hash (non-negative, so it can be negated without overflow).
 std::int64_t hash62(std::string_view text);
+// The same over a list of sizes (e.g. per-rank counts).
+std::int64_t hash62(std::span<const std::size_t> values);
 
 }  // namespace qccl

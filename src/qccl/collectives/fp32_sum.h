@@ -18,6 +18,10 @@ class Fp32Sum final : public Reduction {
   std::size_t encode(std::span<const float> in, std::size_t first,
                      std::span<std::byte> out) override;
   void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) override;
+  void decode_contribution(std::span<const std::byte> in, std::size_t first,
+                           std::span<float> out) override {
+    decode(in, first, out);
+  }
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
                      std::size_t accum_bytes, const ReduceContext& context) override;
 };

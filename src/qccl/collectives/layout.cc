@@ -7,6 +7,12 @@
 
 namespace qccl {
 
+std::vector<std::size_t> range_counts(std::span<const Range> ranges) {
+  std::vector<std::size_t> counts;
+  for (const Range& r : ranges) counts.push_back(r.count);
+  return counts;
+}
+
 std::vector<Range> split_range(Range whole, std::size_t parts, std::size_t granularity) {
   if (parts == 0 || granularity == 0) {
     throw InvalidArgument("split_range needs parts >= 1 and granularity >= 1");

@@ -17,6 +17,9 @@ struct Range {
   std::size_t end() const { return first + count; }
 };
 
+// The element counts of `ranges`.
+std::vector<std::size_t> range_counts(std::span<const Range> ranges);
+
 // Splits `whole` into `parts` contiguous ranges, as equal as `granularity`
 // allows: every boundary is a multiple of `granularity` elements from
 // whole.first, so only the last non-empty range can hold a partial unit.

@@ -1,9 +1,10 @@
 #include "qccl/collectives/reduce_scatter.h"
 
 #include <cstring>
-#include <numeric>
 
 #include "qccl/collectives/codec_steps.h"
+#include "qccl/collectives/halving_doubling.h"
+#include "qccl/collectives/native.h"
 #include "qccl/collectives/ring.h"
 #include "qccl/collectives/validate.h"
 #include "qccl/common/errors.h"
@@ -13,8 +14,6 @@ namespace qccl {
 std::vector<Range> reduce_scatter_blocks(std::size_t count, int ranks, std::size_t granularity) {
   return split_range({0, count}, static_cast<std::size_t>(ranks), granularity);
 }
-
-namespace {
 
 std::vector<Range> blocks_from_counts(std::span<const std::size_t> counts, std::size_t total,
                                       std::size_t granularity, int ranks) {
@@ -44,14 +43,12 @@ std::vector<Range> blocks_from_counts(std::span<const std::size_t> counts, std::
   return blocks;
 }
 
-}  // namespace
-
 void reduce_scatter(Communicator& comm, std::span<const float> input, std::span<float> output,
                     Reduction& reduction, const CollectiveOptions& options,
                     std::span<const std::size_t> counts) {
   constexpr std::string_view op = "reduce-scatter";
   validate_options(options, op);
-  require_ring(options, op);
+  if (options.algorithm == Algorithm::native) check_native(reduction, op);
   const std::size_t granularity = checked_granularity(reduction, op);
   const auto blocks = counts.empty()
                           ? reduce_scatter_blocks(input.size(), comm.size(), granularity)
@@ -63,32 +60,50 @@ void reduce_scatter(Communicator& comm, std::span<const float> input, std::span<
                           std::to_string(output.size()));
   }
   check_no_partial_overlap(input, output, op);
-  const Timeout timeout = comm.timeout(options.timeout);
-
-  std::int64_t counts_hash = 0;
-  for (const Range& b : blocks) counts_hash = counts_hash * 1000003 + static_cast<std::int64_t>(b.count);
   Fingerprint fingerprint(op);
-  fingerprint.add("element count", static_cast<std::int64_t>(input.size()))
-      .add("block counts", counts_hash & ((std::int64_t{1} << 62) - 1))
+  fingerprint.add_text("algorithm", to_string(options.algorithm))
+      .add("element count", static_cast<std::int64_t>(input.size()))
+      .add("block counts", hash62(range_counts(blocks)))
       .add_text("reduction", reduction.name());
+  comm.run(fingerprint, comm.timeout(options.timeout), [&](int tag) {
+    reduce_scatter_body(comm, tag, input, blocks, output, reduction, options);
+  });
+}
 
-  comm.run(fingerprint, timeout, [&](int tag) {
-    if (input.empty()) return;
-    SlotLayout layout(blocks, chunks_for(blocks, options.chunk_bytes), granularity, reduction);
-    // The input is const: the ring works on a scratch copy (fp32) or encoding.
-    std::span<std::byte> work = comm.scratch(Scratch::work, layout.total_bytes());
-    const bool identity = reduction.identity_layout();
-    if (identity) std::memcpy(work.data(), input.data(), input.size_bytes());
-    encode_slots(reduction, layout, input, work);
+void reduce_scatter_body(Communicator& comm, int tag, std::span<const float> input,
+                         std::span<const Range> blocks, std::span<float> output,
+                         Reduction& reduction, const CollectiveOptions& options,
+                         std::span<float> own) {
+  if (options.algorithm == Algorithm::native) {
+    native_reduce_scatter(comm, input, blocks, output, reduction, options, own);
+    return;
+  }
+  if (input.empty()) return;
+  const std::size_t granularity = reduction.granularity();
+  SlotLayout layout(blocks, chunks_for(blocks, options.chunk_bytes), granularity, reduction);
+  // The input is const: the collective works on a scratch copy (fp32) or encoding.
+  std::span<std::byte> work = comm.scratch(Scratch::work, layout.total_bytes());
+  const bool identity = reduction.identity_layout();
+  if (identity) std::memcpy(work.data(), input.data(), input.size_bytes());
+  {
+    PhaseScope timed(options.phases, &PhaseTimes::encode);
+    encode_slots(reduction, layout, all_slots(layout), input, 0, work, own);
+  }
+  const Timeout timeout = comm.timeout(options.timeout);
+  if (options.algorithm == Algorithm::halving_doubling) {
+    run_halving_doubling(comm, tag, layout, work, &reduction, HalvingDoublingPhases::reduce_scatter,
+                         options, timeout, "halving-doubling reduce-scatter");
+  } else {
     run_ring(comm, tag, layout, work, &reduction, RingPhases::reduce_scatter, options, timeout,
              "ring reduce-scatter");
-    const std::size_t own = static_cast<std::size_t>(comm.rank());
-    if (identity) {
-      std::memcpy(output.data(), work.data() + mine.first * sizeof(float), output.size_bytes());
-    }
-    decode_slots(reduction, layout, work, own * layout.chunks_per_segment(),
-                 layout.chunks_per_segment(), output, mine.first);
-  });
+  }
+  const std::size_t rank = static_cast<std::size_t>(comm.rank());
+  const Range mine = blocks[rank];
+  PhaseScope timed(options.phases, &PhaseTimes::decode);
+  if (identity) {
+    std::memcpy(output.data(), work.data() + mine.first * sizeof(float), output.size_bytes());
+  }
+  decode_slots(reduction, layout, work, segment_slots(layout, rank), output, mine.first);
 }
 
 }  // namespace qccl

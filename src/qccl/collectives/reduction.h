@@ -12,6 +12,10 @@
 //   never more than max_encoded_bytes(count). It must reject a malformed or
 //   truncated chunk with a CommError, never read or write out of bounds.
 // - decode() turns an encoded chunk (a partial or the final sum) into fp32.
+// - decode_contribution() turns one rank's own encoding of a chunk — what
+//   encode() produced, before any reduce() — into the values it stands for
+//   in the input's units, Q(x): what this rank contributed. Error feedback
+//   keeps x − Q(x) without knowing the codec.
 // - Empty chunks (count 0, which happen when there are fewer units than
 //   pieces) are never passed to encode, reduce or decode: they travel as
 //   0-byte messages.
@@ -65,6 +69,10 @@ class Reduction {
   virtual std::size_t encode(std::span<const float> in, std::size_t first,
                              std::span<std::byte> out) = 0;
   virtual void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) = 0;
+  // This rank's own encoding of elements [first, first + out.size()) — as
+  // encode() returned it — decoded into the values it stands for, Q(x).
+  virtual void decode_contribution(std::span<const std::byte> in, std::size_t first,
+                                   std::span<float> out) = 0;
   // accum[0, accum_bytes) ⊕= incoming; accum.size() is the capacity. Returns
   // the new byte size of the accumulated chunk.
   virtual std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,

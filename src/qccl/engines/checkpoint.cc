@@ -24,7 +24,7 @@ std::string checkpoint_file(const std::string& dir, std::int64_t step, int rank)
 
 void save_checkpoint(Communicator& comm, const std::string& dir, const std::string& metric,
                      torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
-                     DataParallelEngine& engine, const Position& at, const TrainConfig& c) {
+                     const Engine& engine, const Position& at, const TrainConfig& c) {
   const std::string file = checkpoint_file(dir, at.global_step, comm.rank());
   fs::create_directories(fs::path(file).parent_path());
   torch::serialize::OutputArchive archive;
@@ -32,14 +32,7 @@ void save_checkpoint(Communicator& comm, const std::string& dir, const std::stri
   torch::serialize::OutputArchive optimizer_archive;
   optimizer.save(optimizer_archive);
   archive.write("optimizer", optimizer_archive);
-  for (std::size_t b = 0; b < engine.bucket_count(); ++b) {
-    auto state = engine.codec(b).save_state();
-    auto bytes = torch::empty({static_cast<std::int64_t>(state.size())}, torch::kUInt8);
-    if (!state.empty()) std::memcpy(bytes.data_ptr<std::uint8_t>(), state.data(), state.size());
-    archive.write("codec." + std::to_string(b) + ".state", bytes);
-    archive.write("codec." + std::to_string(b) + ".step",
-                  torch::tensor({static_cast<std::int64_t>(engine.codec(b).step())}));
-  }
+  engine.save(archive);
   archive.write("position", torch::tensor({at.global_step, at.epoch, at.step_in_epoch, at.skipped,
                                            static_cast<std::int64_t>(comm.size())}));
   archive.write("epoch_loss", torch::tensor({at.epoch_loss_sum, at.epoch_loss_steps},
@@ -52,7 +45,7 @@ void save_checkpoint(Communicator& comm, const std::string& dir, const std::stri
   if (comm.rank() == 0) {
     const Json manifest{{"step", at.global_step},   {"epoch", at.epoch},
                         {"ranks", comm.size()},      {"model", c.model},
-                        {"data", c.data},            {"codec", engine.codec(0).spec()},
+                        {"data", c.data},            {"codec", engine.codec_spec()},
                         {"metric", metric}};
     write_file_atomically(dir + "/latest.json", manifest.dump(2) + "\n");
   }
@@ -92,7 +85,7 @@ std::int64_t latest_checkpoint_step(const std::string& dir, int ranks) {
 
 Position load_checkpoint(Communicator& comm, const std::string& dir, std::int64_t step,
                          torch::nn::Module& model, torch::optim::Optimizer& optimizer,
-                         DataParallelEngine& engine) {
+                         Engine& engine) {
   const std::string file = checkpoint_file(dir, step, comm.rank());
   torch::serialize::InputArchive archive;
   try {
@@ -109,14 +102,7 @@ Position load_checkpoint(Communicator& comm, const std::string& dir, std::int64_
     torch::serialize::InputArchive optimizer_archive;
     archive.read("optimizer", optimizer_archive);
     optimizer.load(optimizer_archive);
-    for (std::size_t b = 0; b < engine.bucket_count(); ++b) {
-      torch::Tensor state, codec_step;
-      archive.read("codec." + std::to_string(b) + ".state", state);
-      archive.read("codec." + std::to_string(b) + ".step", codec_step);
-      const auto* bytes = reinterpret_cast<const std::byte*>(state.data_ptr<std::uint8_t>());
-      engine.codec(b).load_state(std::span(bytes, static_cast<std::size_t>(state.numel())));
-      engine.codec(b).set_step(static_cast<std::uint64_t>(codec_step.item<std::int64_t>()));
-    }
+    engine.load(archive);
     torch::Tensor position, epoch_loss;
     archive.read("position", position);
     archive.read("epoch_loss", epoch_loss);

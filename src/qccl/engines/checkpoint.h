@@ -13,7 +13,7 @@
 #include <string>
 
 #include "qccl/collectives/communicator.h"
-#include "qccl/engines/data_parallel.h"
+#include "qccl/engines/engine.h"
 #include "qccl/engines/train_config.h"
 
 namespace qccl::engines {
@@ -28,17 +28,17 @@ struct Position {
 // `metric` goes into the manifest.
 void save_checkpoint(Communicator& comm, const std::string& dir, const std::string& metric,
                      torch::nn::Module& model, const torch::optim::Optimizer& optimizer,
-                     DataParallelEngine& engine, const Position& at, const TrainConfig& config);
+                     const Engine& engine, const Position& at, const TrainConfig& config);
 
 // The step of DIR's latest checkpoint; throws InvalidArgument when there is
 // none, its manifest is corrupt, or it was written by another rank count.
 std::int64_t latest_checkpoint_step(const std::string& dir, int ranks);
 
-// Restores model, optimizer and codec states from this rank's file of
+// Restores model, optimizer and engine (codec) states from this rank's file of
 // checkpoint `step`; throws InvalidArgument naming the file when it is
 // missing, corrupt, or from another model or codec.
 Position load_checkpoint(Communicator& comm, const std::string& dir, std::int64_t step,
                          torch::nn::Module& model, torch::optim::Optimizer& optimizer,
-                         DataParallelEngine& engine);
+                         Engine& engine);
 
 }  // namespace qccl::engines

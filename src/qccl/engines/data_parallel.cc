@@ -37,9 +37,15 @@ DataParallelEngine::DataParallelEngine(Communicator& comm, std::vector<NamedTens
   plan_ = options_.policy->plan(counts);
   for (std::size_t b = 0; b < plan_.bucket_count(); ++b) {
     codecs_.push_back(make_codec(options_.codec, CodecSettings{options_.seed, b}));
-    std::vector<std::size_t> blocks;  // one IntSGD scale per tensor (Algorithm 2's blocks)
-    for (const std::size_t t : plan_.buckets[b]) blocks.push_back(counts[t]);
-    codecs_.back()->set_blocks(blocks);
+    // The bucket's tensors by name and shape (IntSGD takes a scale per
+    // tensor, Algorithm 2's blocks), their state in the shared store.
+    std::vector<std::string> names;
+    std::vector<std::vector<std::int64_t>> shapes;
+    for (const std::size_t t : plan_.buckets[b]) {
+      names.push_back(parameters_[t].first);
+      shapes.push_back(parameters_[t].second.sizes().vec());
+    }
+    codecs_.back()->set_layout(TensorLayout::of_shapes(names, shapes), codec_state_);
     wants_feedback_ = wants_feedback_ || codecs_.back()->wants_step_feedback();
     buckets_.emplace_back(plan_.bucket_elements[b], 0.0f);
     elements_ += plan_.bucket_elements[b];
@@ -98,7 +104,7 @@ void DataParallelEngine::broadcast_from_root(std::vector<torch::Tensor> buffers)
 
 void DataParallelEngine::begin_step() {
   std::vector<BucketWork> work;
-  for (std::size_t b = 0; b < buckets_.size(); ++b) work.push_back({codecs_[b].get(), buckets_[b]});
+  for (std::size_t b = 0; b < buckets_.size(); ++b) work.emplace_back(codecs_[b].get(), buckets_[b]);
   std::lock_guard lock(mutex_);
   if (in_step_) throw InvalidArgument("data-parallel engine: begin_step() twice without finish_step()");
   for (auto& [name, p] : parameters_) p.mutable_grad() = torch::Tensor();
@@ -211,6 +217,77 @@ void DataParallelEngine::observe_update(double next_step_size) {
   for (std::size_t b = 0; b < codecs_.size(); ++b) {
     codecs_[b]->observe_step(next_step_size, snapshot_[b]);
   }
+}
+
+std::vector<torch::Tensor> DataParallelEngine::optimizer_parameters() {
+  std::vector<torch::Tensor> tensors;
+  for (const auto& [name, p] : parameters_) tensors.push_back(p);
+  return tensors;
+}
+
+void DataParallelEngine::compute_gradients(const std::function<torch::Tensor()>& loss,
+                                           OracleResult& result) {
+  const auto start = Clock::now();
+  begin_step();
+  auto value = loss();
+  value.backward();
+  result.compute += std::chrono::duration<double>(Clock::now() - start).count();
+  result.loss = value.item<double>();
+  const auto wait_start = Clock::now();
+  try {
+    const ReduceTimes times = finish_step();
+    result.encode += times.encode;
+    result.communicate += times.communicate;
+    result.decode += times.decode;
+  } catch (...) {
+    result.waiting += std::chrono::duration<double>(Clock::now() - wait_start).count();
+    throw;
+  }
+  result.waiting += std::chrono::duration<double>(Clock::now() - wait_start).count();
+}
+
+// Per bucket its codec's state and step counter; once, the per-tensor store.
+void DataParallelEngine::save(torch::serialize::OutputArchive& archive) const {
+  const auto bytes_tensor = [](const std::vector<std::byte>& bytes) {
+    auto t = torch::empty({static_cast<std::int64_t>(bytes.size())}, torch::kUInt8);
+    if (!bytes.empty()) std::memcpy(t.data_ptr<std::uint8_t>(), bytes.data(), bytes.size());
+    return t;
+  };
+  for (std::size_t b = 0; b < codecs_.size(); ++b) {
+    archive.write("codec." + std::to_string(b) + ".state", bytes_tensor(codecs_[b]->save_state()));
+    archive.write("codec." + std::to_string(b) + ".step",
+                  torch::tensor({static_cast<std::int64_t>(codecs_[b]->step())}));
+  }
+  archive.write("codec.tensor_state", bytes_tensor(codec_state_->save()));
+}
+
+void DataParallelEngine::load(torch::serialize::InputArchive& archive) {
+  const auto bytes_of = [](const torch::Tensor& t) {
+    const auto* data = reinterpret_cast<const std::byte*>(t.data_ptr<std::uint8_t>());
+    return std::span(data, static_cast<std::size_t>(t.numel()));
+  };
+  torch::Tensor store;
+  archive.read("codec.tensor_state", store);
+  codec_state_->load(bytes_of(store));
+  for (std::size_t b = 0; b < codecs_.size(); ++b) {
+    torch::Tensor state, codec_step;
+    archive.read("codec." + std::to_string(b) + ".state", state);
+    archive.read("codec." + std::to_string(b) + ".step", codec_step);
+    codecs_[b]->load_state(bytes_of(state));
+    codecs_[b]->set_step(static_cast<std::uint64_t>(codec_step.item<std::int64_t>()));
+  }
+}
+
+CodecStepStats DataParallelEngine::exchange_stats() const {
+  CodecStepStats total;
+  for (const auto& codec : codecs_) {
+    const auto stats = codec->last_step_stats();
+    total.integer = total.integer || stats.integer;
+    total.largest_sent = std::max(total.largest_sent, stats.largest_sent);
+    total.largest_sum = std::max(total.largest_sum, stats.largest_sum);
+    total.clipped += stats.clipped;
+  }
+  return total;
 }
 
 double DataParallelEngine::payload_bytes() const {

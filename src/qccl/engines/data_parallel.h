@@ -13,9 +13,12 @@
 // dithering) and dequantizes. IntSGD §4 adds the optimizer feedback below.
 //
 // The bucket layout comes from a pluggable BucketPolicy (DDP's size-capped
-// rule by default). Each bucket has its own codec instance, whose state
-// (IntSGD's scales, IntDIANA's shifts, the step counter that keys the
-// randomness) persists across steps and is saved in checkpoints.
+// rule by default). Each bucket has its own codec instance, told the names
+// and shapes of its tensors; per-tensor codec state (IntSGD's moving
+// averages, IntDIANA's shifts, error-feedback residuals) lives in one store
+// keyed by parameter name, so it does not depend on the bucket layout. The
+// buckets are reduced on a stream of their own ("gradients"), so the caller's
+// communicator stays free during backward.
 #pragma once
 
 #include <torch/torch.h>
@@ -27,7 +30,9 @@
 #include <vector>
 
 #include "qccl/codecs/codec.h"
+#include "qccl/codecs/tensor_state.h"
 #include "qccl/collectives/communicator.h"
+#include "qccl/engines/engine.h"
 #include "qccl/scheduling/bucket_plan.h"
 #include "qccl/scheduling/bucket_reducer.h"
 
@@ -51,28 +56,47 @@ struct ReduceTimes {
 
 using NamedTensor = std::pair<std::string, torch::Tensor>;
 
-class DataParallelEngine {
+class DataParallelEngine final : public Engine {
  public:
   // Plans buckets for `parameters` (fp32, contiguous, in registration
   // order), builds a codec per bucket, checks that every rank has the same
-  // layout and codec (MismatchError otherwise) and registers the hooks.
+  // layout and codec (MismatchError otherwise), splits the gradient stream
+  // and registers the hooks. Collective.
   DataParallelEngine(Communicator& comm, std::vector<NamedTensor> parameters,
                      EngineOptions options);
-  ~DataParallelEngine();
+  ~DataParallelEngine() override;
   DataParallelEngine(const DataParallelEngine&) = delete;
   DataParallelEngine& operator=(const DataParallelEngine&) = delete;
 
-  // Makes every rank's parameters (and `buffers`) equal to rank 0's.
-  void broadcast_from_root(std::vector<torch::Tensor> buffers = {});
+  // Engine.
+  std::vector<torch::Tensor> optimizer_parameters() override;
+  void broadcast_from_root(std::vector<torch::Tensor> buffers = {}) override;
+  // begin_step(), loss().backward(), finish_step().
+  void compute_gradients(const std::function<torch::Tensor()>& loss,
+                         OracleResult& result) override;
+  void before_update() override { snapshot_parameters(); }
+  void after_update(double next_step_size) override { observe_update(next_step_size); }
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+  std::string codec_spec() const override { return codecs_.front()->spec(); }
+  std::size_t bucket_count() const override { return plan_.bucket_count(); }
+  std::size_t elements() const override { return elements_; }
+  double payload_bytes() const override;
+  std::uint64_t bytes_sent() const override { return reducer_.traffic().bytes_sent; }
+  CodecStepStats exchange_stats() const override;
+  std::uint64_t steps_begun() const override { return step_; }
+  void set_steps_begun(std::uint64_t steps) override { step_ = steps; }
 
-  // Call before backward: clears .grad and opens the step.
+  // The same step in parts, for training loops of one's own
+  // (examples/data_parallel.cc). Call before backward: clears .grad and
+  // opens the step.
   void begin_step();
   // Call after backward: gradients of parameters that got none are zero;
   // waits for every bucket and writes the means into .grad. On failure the
-  // error names the step and the bucket (its first and last tensor); a
-  // NonFiniteError leaves the engine ready for the next step.
+  // error names the step and the bucket (its first and last tensor) and
+  // keeps its type; a NonFiniteError leaves the engine ready for the next
+  // step.
   ReduceTimes finish_step();
-
   // Optimizer feedback for codecs that need it (IntSGD): snapshot before
   // optimizer.step(), observe after it with the next step size.
   bool wants_feedback() const { return wants_feedback_; }
@@ -80,15 +104,7 @@ class DataParallelEngine {
   void observe_update(double next_step_size);
 
   const BucketPlan& plan() const { return plan_; }
-  std::size_t bucket_count() const { return plan_.bucket_count(); }
   Codec& codec(std::size_t bucket) { return *codecs_[bucket]; }
-  std::size_t elements() const { return elements_; }
-  // Bytes of one rank's encoded gradient per step (sum over buckets).
-  double payload_bytes() const;
-  // Steps begun so far (failed and skipped ones included), which messages
-  // name; a resumed run sets it to its position once.
-  std::uint64_t steps_begun() const { return step_; }
-  void set_steps_begun(std::uint64_t steps) { step_ = steps; }
   // A description of bucket b for messages: "bucket 2 (fc1.weight .. conv1.bias)".
   std::string describe_bucket(std::size_t bucket) const;
 
@@ -100,6 +116,8 @@ class DataParallelEngine {
   EngineOptions options_;
   std::vector<NamedTensor> parameters_;
   BucketPlan plan_;
+  // Per-tensor codec state of every bucket, keyed by parameter name.
+  std::shared_ptr<TensorStateStore> codec_state_ = std::make_shared<TensorStateStore>();
   std::vector<std::unique_ptr<Codec>> codecs_;
   std::vector<std::vector<float>> buckets_;   // gradients, bucket layout
   // Parameters before the optimizer step, then the update (bucket layout).

@@ -25,6 +25,7 @@
 #include "qccl/engines/data_parallel.h"
 #include "qccl/engines/lr_schedule.h"
 #include "qccl/engines/rank_sum.h"
+#include "qccl/engines/step_algorithm.h"
 #include "qccl/engines/tasks.h"
 #include "qccl/engines/train_config.h"
 #include "qccl/engines/train_output.h"
@@ -143,10 +144,10 @@ class TrainingRun {
   const TrainConfig& config_;
   const bool root_;
   std::unique_ptr<Task> task_;
-  std::vector<torch::Tensor> params_;
-  std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::int64_t resume_step_ = -1;
-  std::unique_ptr<DataParallelEngine> engine_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::unique_ptr<StepAlgorithm> algorithm_ = make_step_algorithm("gradient");
   Position at_;
   std::unique_ptr<MetricLog> log_;
   Progress progress_;
@@ -166,11 +167,7 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
       progress_(root_ && config.progress) {
   task_->initialize(config.seed);
   std::vector<NamedTensor> named;
-  for (const auto& item : task_->model().named_parameters()) {
-    named.emplace_back(item.key(), item.value());
-    params_.push_back(item.value());
-  }
-  optimizer_ = make_optimizer(config, params_);
+  for (const auto& item : task_->model().named_parameters()) named.emplace_back(item.key(), item.value());
   if (config.resume) resume_step_ = latest_checkpoint_step(config.checkpoint_dir, comm.size());
   if (!config.resume && !config.force && !config.checkpoint_dir.empty() &&
       fs::exists(config.checkpoint_dir + "/latest.json")) {
@@ -186,6 +183,7 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
   options.policy = std::make_shared<SizeCappedPolicy>(config.bucket_cap_bytes, config.first_bucket_bytes);
   options.timeout = comm.options().timeout;
   engine_ = std::make_unique<DataParallelEngine>(comm, named, options);
+  optimizer_ = make_optimizer(config, engine_->optimizer_parameters());
   engine_->broadcast_from_root();
   if (config.resume) {
     at_ = load_checkpoint(comm, config.checkpoint_dir, resume_step_, task_->model(), *optimizer_,
@@ -213,7 +211,7 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
 
   summary_.model = config.model;
   summary_.data = config.data;
-  summary_.codec = engine_->codec(0).spec();
+  summary_.codec = engine_->codec_spec();
   summary_.ranks = comm.size();
   summary_.metric_name = task_->metric_name();
   summary_.buckets = engine_->bucket_count();
@@ -257,47 +255,34 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
   const auto batch = task_->batch(order.subspan(first, config_.batch), false);
   split.data = seconds_since(step_start);
 
-  const auto sent_before = comm_.transport().stats().bytes_sent;
-  const auto compute_start = Clock::now();
-  engine_->begin_step();
-  auto loss = task_->loss(batch);
-  loss.backward();
-  split.compute = seconds_since(compute_start);
-  const double loss_value = loss.item<double>();
-
-  const auto wait_start = Clock::now();
+  const auto sent_before = engine_->bytes_sent();
+  const auto k = static_cast<std::size_t>(at_.global_step);
+  StepContext context{*engine_, *optimizer_, [&] { return task_->loss(batch); },
+                      learning_rate(schedule_, k), learning_rate(schedule_, k + 1)};
+  StepOutcome outcome;
   bool skipped = false;
   try {
-    const ReduceTimes reduce = engine_->finish_step();
-    split.encode = reduce.encode;
-    split.communicate = reduce.communicate;
-    split.decode = reduce.decode;
+    algorithm_->step(context, outcome);
   } catch (const NonFiniteError& e) {
     if (!config_.skip_nonfinite) {
-      throw NonFiniteError(std::string(e.what()) + " (local loss " + std::to_string(loss_value) +
+      throw NonFiniteError(std::string(e.what()) + " (local loss " +
+                           std::to_string(outcome.oracle.loss) +
                            "; pass --skip-nonfinite to skip such steps)");
     }
     skipped = true;
     ++at_.skipped;
     log_->write({{"event", "skipped"}, {"step", at_.global_step}, {"reason", e.what()}});
   }
-  split.waiting = seconds_since(wait_start);
-  const auto sent = comm_.transport().stats().bytes_sent - sent_before;
+  const double loss_value = outcome.oracle.loss;
+  const double lr = context.lr;
+  split.compute = outcome.oracle.compute;
+  split.waiting = outcome.oracle.waiting;
+  split.encode = outcome.oracle.encode;
+  split.communicate = outcome.oracle.communicate;
+  split.decode = outcome.oracle.decode;
+  split.optimizer = outcome.optimizer;
+  const auto sent = engine_->bytes_sent() - sent_before;
   sent_bytes_ += static_cast<double>(sent);
-
-  const auto optimizer_start = Clock::now();
-  const auto k = static_cast<std::size_t>(at_.global_step);
-  const double lr = learning_rate(schedule_, k);
-  // The next step's size, for the codecs' feedback. A decaying schedule
-  // reaches 0 only after the run's last step, with no next step to prepare.
-  const double next_lr = learning_rate(schedule_, k + 1);
-  if (!skipped) {
-    for (auto& group : optimizer_->param_groups()) group.options().set_lr(lr);
-    if (next_lr > 0) engine_->snapshot_parameters();
-    optimizer_->step();
-    if (next_lr > 0) engine_->observe_update(next_lr);
-  }
-  split.optimizer = seconds_since(optimizer_start);
   if (!skipped && std::isfinite(loss_value)) {
     at_.epoch_loss_sum += loss_value;
     at_.epoch_loss_steps += 1;
@@ -332,14 +317,9 @@ void TrainingRun::log_step(std::int64_t epoch, double loss, double lr, double se
             {"encode", split.encode},   {"communicate", split.communicate},
             {"decode", split.decode},   {"payload_bytes", summary_.payload_bytes_per_step},
             {"sent_bytes", sent},       {"skipped", skipped}};
-  if (engine_->codec(0).last_step_stats().integer) {  // IntSGD's counters, over buckets
-    std::uint64_t largest = 0, clipped = 0;
-    for (std::size_t b = 0; b < engine_->bucket_count(); ++b) {
-      largest = std::max(largest, engine_->codec(b).last_step_stats().largest_sent);
-      clipped += engine_->codec(b).last_step_stats().clipped;
-    }
-    line["largest_integer_sent"] = largest;
-    line["clipped"] = clipped;
+  if (const auto stats = engine_->exchange_stats(); stats.integer) {  // IntSGD's counters
+    line["largest_integer_sent"] = stats.largest_sent;
+    line["clipped"] = stats.clipped;
   }
   log_->write(line);
 }
@@ -385,7 +365,7 @@ TrainSummary TrainingRun::result() {
     summary.samples_per_second = summary.steps_per_second * static_cast<double>(global_batch_);
   }
   if (config_.return_parameters) {
-    for (const auto& p : params_) {
+    for (const auto& p : task_->model().parameters()) {
       const auto flat = p.detach().contiguous().view(-1);
       summary.final_parameters.insert(summary.final_parameters.end(), flat.data_ptr<float>(),
                                       flat.data_ptr<float>() + flat.numel());

@@ -7,17 +7,8 @@
 
 namespace qccl {
 
-BucketReducer::BucketReducer(Communicator& comm, CollectiveOptions options)
-    : comm_(comm), options_(options), thread_([this] { run(); }) {}
-
-BucketReducer::~BucketReducer() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  changed_.notify_all();
-  thread_.join();  // a running collective ends within its own timeout
-}
+BucketReducer::BucketReducer(Communicator& comm, CollectiveOptions options, std::string stream)
+    : options_(options), stream_(comm, std::move(stream)) {}
 
 void BucketReducer::begin(std::vector<BucketWork> buckets) {
   for (std::size_t b = 0; b < buckets.size(); ++b) {
@@ -31,46 +22,108 @@ void BucketReducer::begin(std::vector<BucketWork> buckets) {
   }
   buckets_ = std::move(buckets);
   ready_.assign(buckets_.size(), 0);
+  works_.assign(buckets_.size(), Work());
   durations_.assign(buckets_.size(), 0.0);
   phases_.assign(buckets_.size(), PhaseTimes{});
-  next_ = done_ = 0;
-  error_ = nullptr;
+  next_ = 0;
   failed_.reset();
   active_ = true;
 }
 
 void BucketReducer::ready(std::size_t bucket) {
+  std::lock_guard lock(mutex_);
+  if (!active_ || bucket >= buckets_.size()) {
+    throw InvalidArgument("bucket reducer: bucket " + std::to_string(bucket) +
+                          " is not part of the running step (" + std::to_string(buckets_.size()) +
+                          " buckets)");
+  }
+  if (ready_[bucket]) {
+    throw InvalidArgument("bucket reducer: bucket " + std::to_string(bucket) +
+                          " was marked ready twice in one step");
+  }
+  ready_[bucket] = 1;
+  while (next_ < buckets_.size() && ready_[next_]) launch(next_++);
+}
+
+void BucketReducer::launch(std::size_t bucket) {
+  const BucketWork work = buckets_[bucket];
+  works_[bucket] = stream_.submit("bucket " + std::to_string(bucket),
+                                  [this, bucket, work](Communicator& comm) {
+                                    reduce(comm, bucket, work);
+                                  });
+  if (work.on_done) works_[bucket].on_completion(work.on_done);
+  launched_.notify_all();
+}
+
+// On the stream's thread. After a failure the step's remaining buckets are
+// skipped: every rank fails the same way (a mismatch, non-finite input) or
+// the stream is poisoned anyway.
+void BucketReducer::reduce(Communicator& comm, std::size_t bucket, const BucketWork& work) {
   {
     std::lock_guard lock(mutex_);
-    if (!active_ || bucket >= buckets_.size()) {
-      throw InvalidArgument("bucket reducer: bucket " + std::to_string(bucket) +
-                            " is not part of the running step (" +
-                            std::to_string(buckets_.size()) + " buckets)");
-    }
-    if (ready_[bucket]) {
-      throw InvalidArgument("bucket reducer: bucket " + std::to_string(bucket) +
-                            " was marked ready twice in one step");
-    }
-    ready_[bucket] = 1;
+    if (failed_) return;
   }
-  changed_.notify_all();
+  PhaseTimes phases;
+  CollectiveOptions options = options_;
+  options.phases = &phases;
+  const auto start = Clock::now();
+  try {
+    work.codec->allreduce_mean(comm, work.data, options);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    if (!failed_) failed_ = bucket;
+    throw;
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::lock_guard lock(mutex_);
+  durations_[bucket] = seconds;
+  phases_[bucket] = phases;
+}
+
+Work BucketReducer::work(std::size_t bucket) const {
+  std::lock_guard lock(mutex_);
+  return bucket < works_.size() ? works_[bucket] : Work();
 }
 
 void BucketReducer::finish(Timeout timeout) {
-  std::unique_lock lock(mutex_);
-  if (!active_) throw InvalidArgument("bucket reducer: finish() without begin()");
-  const bool complete = changed_.wait_for(lock, timeout, [&] { return done_ == buckets_.size(); });
-  if (!complete) {
-    const std::size_t b = done_;
-    // The step stays active: the thread may still be inside a collective.
-    throw TimeoutError("bucket reducer: bucket " + std::to_string(b) + " of " +
-                       std::to_string(buckets_.size()) + " not reduced after " +
-                       std::to_string(timeout.count()) + " ms" +
-                       (ready_[b] ? " (it was marked ready: a peer is late or gone)"
-                                  : " (it was never marked ready)"));
+  std::size_t count = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (!active_) throw InvalidArgument("bucket reducer: finish() without begin()");
+    count = buckets_.size();
   }
-  active_ = false;
-  if (error_) std::rethrow_exception(error_);
+  const auto deadline = Clock::now() + timeout;
+  std::exception_ptr first_failure;
+  for (std::size_t b = 0; b < count; ++b) {
+    Work launched;
+    {
+      std::unique_lock lock(mutex_);
+      launched_.wait_until(lock, deadline, [&] { return works_[b].valid(); });
+      launched = works_[b];
+    }
+    if (!launched.valid()) {
+      // The step stays active: earlier buckets may still be inside a collective.
+      throw TimeoutError("bucket reducer: bucket " + std::to_string(b) + " of " +
+                         std::to_string(count) + " not reduced after " +
+                         std::to_string(timeout.count()) + " ms (it was never marked ready)");
+    }
+    const auto left = std::max(Timeout(0), std::chrono::duration_cast<Timeout>(deadline - Clock::now()));
+    try {
+      launched.wait(left);
+    } catch (const TimeoutError& e) {
+      throw TimeoutError("bucket reducer: bucket " + std::to_string(b) + " of " +
+                         std::to_string(count) + " not reduced after " +
+                         std::to_string(timeout.count()) +
+                         " ms (it was marked ready: a peer is late or gone): " + e.what());
+    } catch (...) {
+      if (!first_failure) first_failure = std::current_exception();
+    }
+  }
+  {
+    std::lock_guard lock(mutex_);
+    active_ = false;
+  }
+  if (first_failure) std::rethrow_exception(first_failure);
 }
 
 std::vector<double> BucketReducer::durations() const {
@@ -86,47 +139,6 @@ std::optional<std::size_t> BucketReducer::failed_bucket() const {
 std::vector<PhaseTimes> BucketReducer::phase_times() const {
   std::lock_guard lock(mutex_);
   return phases_;
-}
-
-// The communication thread: launches the next bucket once it is ready. After
-// a failure the remaining buckets are skipped (the communicator is poisoned
-// and every rank fails the same way).
-void BucketReducer::run() {
-  std::unique_lock lock(mutex_);
-  while (true) {
-    changed_.wait(lock, [&] {
-      return stop_ || (active_ && next_ < buckets_.size() && (ready_[next_] || error_));
-    });
-    if (stop_) return;
-    const std::size_t b = next_++;
-    if (error_) {
-      ++done_;
-      changed_.notify_all();
-      continue;
-    }
-    const BucketWork work = buckets_[b];
-    lock.unlock();
-    std::exception_ptr failure;
-    PhaseTimes phases;
-    CollectiveOptions options = options_;
-    options.phases = &phases;
-    const auto start = Clock::now();
-    try {
-      work.codec->allreduce_mean(comm_, work.data, options);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    lock.lock();
-    durations_[b] = seconds;
-    phases_[b] = phases;
-    if (failure && !error_) {
-      error_ = failure;
-      failed_ = b;
-    }
-    ++done_;
-    changed_.notify_all();
-  }
 }
 
 }  // namespace qccl

@@ -1,50 +1,65 @@
-// Reduces a step's buckets on a communication thread while the caller goes
-// on computing (data-parallel training overlaps them with backward). Buckets
-// are launched strictly in index order — bucket b only after 0..b-1 —
-// whatever order the caller marks them ready in, so every rank issues the
-// same collectives in the same order (the rule of PyTorch's c10d reducer).
+// Reduces a step's buckets on a stream (a communicator and a thread of its
+// own) while the caller goes on computing (data-parallel training overlaps
+// them with backward). Buckets are launched strictly in index order — bucket
+// b only after 0..b-1 — whatever order the caller marks them ready in, so
+// every rank submits the same operations in the same order (the rule of
+// PyTorch's c10d reducer).
 //
-// The communicator belongs to the communication thread while a step runs:
-// the caller must not use it between begin() and finish().
+// Each bucket's reduction is a Work: per-bucket completion is the primitive
+// (BucketWork::on_done runs when the bucket is reduced; work(b) waits for
+// one); finish() waits for all of them. The caller's communicator stays free
+// for other calls while a step runs.
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
-#include <exception>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
-#include <thread>
+#include <string>
 #include <vector>
 
 #include "qccl/codecs/codec.h"
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
+#include "qccl/collectives/stream.h"
 
 namespace qccl {
 
 struct BucketWork {
+  BucketWork(Codec* codec_, std::span<float> data_, std::function<void(const Work&)> on_done_ = {})
+      : codec(codec_), data(data_), on_done(std::move(on_done_)) {}
   Codec* codec = nullptr;     // this bucket's codec instance (its state persists)
   std::span<float> data;      // replaced by the mean over ranks
+  // Runs on the stream's thread once the bucket is reduced (or failed).
+  std::function<void(const Work&)> on_done;
 };
 
 class BucketReducer {
  public:
-  BucketReducer(Communicator& comm, CollectiveOptions options = {});
-  ~BucketReducer();
+  // Splits a stream named `stream` from `comm` (collective: every rank
+  // constructs its reducers in the same order).
+  BucketReducer(Communicator& comm, CollectiveOptions options = {},
+                std::string stream = "gradients");
   BucketReducer(const BucketReducer&) = delete;
   BucketReducer& operator=(const BucketReducer&) = delete;
 
   // Starts a step. Throws InvalidArgument if one is running or a bucket has
   // no codec.
   void begin(std::vector<BucketWork> buckets);
-  // Marks bucket `b` ready (its data is final); thread-safe. Throws
-  // InvalidArgument for an unknown bucket or one marked twice.
+  // Marks bucket `b` ready (its data is final) and launches every bucket
+  // whose turn has come; thread-safe. Throws InvalidArgument for an unknown
+  // bucket or one marked twice.
   void ready(std::size_t bucket);
+  // Bucket b's Work once launched; an empty handle before.
+  Work work(std::size_t bucket) const;
   // Waits until every bucket is reduced and ends the step. Rethrows the
-  // first failure (later buckets are skipped); throws TimeoutError naming the
-  // first unfinished bucket, and whether it was ever marked ready, after
-  // `timeout`.
+  // first failure (later buckets are skipped on every rank alike); throws
+  // TimeoutError naming the first unfinished bucket, and whether it was ever
+  // marked ready, after `timeout` (a launched one is then cancelled: its
+  // stream is unusable).
   void finish(Timeout timeout);
   // Seconds each bucket of the last step spent in its collective.
   std::vector<double> durations() const;
@@ -52,23 +67,25 @@ class BucketReducer {
   std::optional<std::size_t> failed_bucket() const;
   // Of those, the seconds each bucket spent encoding and decoding.
   std::vector<PhaseTimes> phase_times() const;
+  // What the reducer's stream has sent so far.
+  TransportStats traffic() const { return stream_.traffic(); }
 
  private:
-  void run();
+  void launch(std::size_t bucket);  // caller holds mutex_
+  void reduce(Communicator& comm, std::size_t bucket, const BucketWork& work);
 
-  Communicator& comm_;
   CollectiveOptions options_;
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
+  std::condition_variable launched_;
   std::vector<BucketWork> buckets_;
   std::vector<char> ready_;
+  std::vector<Work> works_;
   std::vector<double> durations_;
   std::vector<PhaseTimes> phases_;
-  std::size_t next_ = 0, done_ = 0;
-  bool active_ = false, stop_ = false;
-  std::exception_ptr error_;
+  std::size_t next_ = 0;
+  bool active_ = false;
   std::optional<std::size_t> failed_;
-  std::thread thread_;  // last: started after every member above exists
+  Stream stream_;  // last: its thread stops before the members above go
 };
 
 }  // namespace qccl

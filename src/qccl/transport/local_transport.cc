@@ -6,10 +6,12 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -40,35 +42,73 @@ struct Mailbox {
   std::deque<std::shared_ptr<PostedRecv>> posted;
 };
 
-// One round of the transport-level allreduce/barrier. The last rank to arrive
-// reduces every contribution in rank order into `result` (so the result is
+enum class RoundKind { allreduce, reduce_scatter, allgather, barrier };
+
+std::string_view to_string(RoundKind kind) {
+  switch (kind) {
+    case RoundKind::allreduce: return "allreduce";
+    case RoundKind::reduce_scatter: return "reduce-scatter";
+    case RoundKind::allgather: return "allgather";
+    case RoundKind::barrier: return "barrier";
+  }
+  return "?";
+}
+
+// One rank's part in a round of a transport-level collective.
+struct Contribution {
+  RoundKind kind = RoundKind::barrier;
+  std::span<const std::byte> data;
+  DataType type = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  std::vector<std::size_t> counts;  // reduce-scatter: elements per rank; allgather: bytes
+};
+
+// One round of the transport-level collectives. The last rank to arrive
+// computes the result from every contribution in rank order (so it is
 // deterministic and identical on all ranks), then bumps `generation`. The
-// result stays valid until the next round completes, which needs every rank to
-// arrive again, i.e. after each has copied it out.
+// result stays valid until the next round completes, which needs every rank
+// to arrive again, i.e. after each has copied its part out.
 struct Rendezvous {
   std::mutex mutex;
   std::condition_variable completed;
   std::uint64_t generation = 0;
   int arrived = 0;
   std::vector<bool> present;
-  struct Contribution {
-    std::span<const std::byte> data;
-    DataType type = DataType::f32;
-    ReduceOp op = ReduceOp::sum;
-  };
   std::vector<Contribution> contributions;
   std::vector<std::byte> result;
+  // Reduce-scatter: each rank's block, in elements of `result_element` bytes.
+  std::vector<std::size_t> result_counts;
+  std::size_t result_element = 1;
   std::string error;  // mismatch found by the last arriver, raised on all ranks
 };
 
-struct LocalWorldState {
-  explicit LocalWorldState(int n) : size(n), mailboxes(static_cast<std::size_t>(n)) {
+// The message space and collectives of one transport and its duplicates'
+// counterparts on the other ranks (MPI's communicator).
+struct Context {
+  explicit Context(int n) : mailboxes(static_cast<std::size_t>(n)) {
     rendezvous.present.assign(static_cast<std::size_t>(n), false);
     rendezvous.contributions.resize(static_cast<std::size_t>(n));
   }
-  const int size;
   std::vector<Mailbox> mailboxes;
   Rendezvous rendezvous;
+};
+
+struct LocalWorldState {
+  explicit LocalWorldState(int n) : size(n) {}
+  const int size;
+
+  // Contexts by id: 0 is the world's; duplicates derive theirs from their
+  // parent's id and how many duplicates it made, so every rank finds the same
+  // context without communicating.
+  Context& context(std::uint64_t id) {
+    std::lock_guard lock(contexts_mutex);
+    auto& slot = contexts[id];
+    if (!slot) slot = std::make_unique<Context>(size);
+    return *slot;
+  }
+
+  std::mutex contexts_mutex;
+  std::map<std::uint64_t, std::unique_ptr<Context>> contexts;
 
   std::mutex abort_mutex;
   std::atomic<bool> aborted{false};
@@ -85,12 +125,15 @@ struct LocalWorldState {
       abort_reason = std::string(why);
       aborted.store(true);
     }
-    for (auto& box : mailboxes) {
-      std::lock_guard lock(box.mutex);
-      box.changed.notify_all();
+    std::lock_guard lock(contexts_mutex);
+    for (auto& [id, context] : contexts) {
+      for (auto& box : context->mailboxes) {
+        std::lock_guard box_lock(box.mutex);
+        box.changed.notify_all();
+      }
+      std::lock_guard rendezvous_lock(context->rendezvous.mutex);
+      context->rendezvous.completed.notify_all();
     }
-    std::lock_guard lock(rendezvous.mutex);
-    rendezvous.completed.notify_all();
   }
   [[noreturn]] void throw_aborted() {
     throw CommError("in-process transport was aborted: " + reason());
@@ -101,73 +144,64 @@ struct LocalWorldState {
 
 namespace {
 
+using detail::Context;
+using detail::Contribution;
 using detail::LocalWorldState;
-
-std::string recv_description(int source, int tag, std::size_t capacity) {
-  return "receive from rank " + std::to_string(source) + " (tag " + std::to_string(tag) +
-         ", up to " + std::to_string(capacity) + " bytes)";
-}
+using detail::RoundKind;
 
 class CompletedSend final : public Request {
  public:
-  CompletedSend(int peer, int tag, std::size_t bytes) : peer_(peer), tag_(tag), bytes_(bytes) {}
+  CompletedSend(int rank, int peer, int tag, std::size_t bytes)
+      : rank_(rank), peer_(peer), tag_(tag), bytes_(bytes) {}
   bool test() override { return true; }
-  void wait(Timeout) override {}
+  bool wait_for(Timeout) override { return true; }
   std::size_t bytes() const override { return bytes_; }
   std::string describe() const override {
-    return "send to rank " + std::to_string(peer_) + " (tag " + std::to_string(tag_) + ", " +
-           std::to_string(bytes_) + " bytes)";
+    return "send to rank " + std::to_string(peer_) + " on rank " + std::to_string(rank_) +
+           " (tag " + std::to_string(tag_) + ", " + std::to_string(bytes_) + " bytes)";
   }
 
  private:
-  int peer_, tag_;
+  int rank_, peer_, tag_;
   std::size_t bytes_;
 };
 
 class LocalRecv final : public Request {
  public:
-  LocalRecv(std::shared_ptr<LocalWorldState> world, int rank,
+  LocalRecv(std::shared_ptr<LocalWorldState> world, detail::Mailbox& box, int rank,
             std::shared_ptr<detail::PostedRecv> state)
-      : world_(std::move(world)), rank_(rank), state_(std::move(state)) {}
+      : world_(std::move(world)), box_(box), rank_(rank), state_(std::move(state)) {}
 
   // An abandoned receive (its collective threw) is withdrawn, so a later
   // message cannot be written into a buffer that no longer exists.
   ~LocalRecv() override {
-    auto& box = mailbox();
-    std::lock_guard lock(box.mutex);
+    std::lock_guard lock(box_.mutex);
     if (!state_->done) {
-      auto& posted = box.posted;
+      auto& posted = box_.posted;
       posted.erase(std::remove(posted.begin(), posted.end(), state_), posted.end());
     }
   }
 
   bool test() override {
-    auto& box = mailbox();
-    std::lock_guard lock(box.mutex);
+    std::lock_guard lock(box_.mutex);
     return finished_locked();
   }
 
-  void wait(Timeout timeout) override {
-    auto& box = mailbox();
-    std::unique_lock lock(box.mutex);
-    const auto deadline = Clock::now() + timeout;
-    const bool ok = box.changed.wait_until(
-        lock, deadline, [&] { return state_->done || world_->aborted.load(); });
-    if (!ok) {
-      throw TimeoutError(describe() + " on rank " + std::to_string(rank_) +
-                         " did not complete within " + to_string(timeout));
-    }
-    finished_locked();
+  bool wait_for(Timeout timeout) override {
+    std::unique_lock lock(box_.mutex);
+    box_.changed.wait_until(lock, Clock::now() + timeout,
+                            [&] { return state_->done || world_->aborted.load(); });
+    return finished_locked();
   }
 
   std::size_t bytes() const override { return state_->bytes; }
   std::string describe() const override {
-    return recv_description(state_->source, state_->tag, state_->buffer.size());
+    return "receive from rank " + std::to_string(state_->source) + " on rank " +
+           std::to_string(rank_) + " (tag " + std::to_string(state_->tag) + ", up to " +
+           std::to_string(state_->buffer.size()) + " bytes)";
   }
 
  private:
-  detail::Mailbox& mailbox() { return world_->mailboxes[static_cast<std::size_t>(rank_)]; }
-
   // Caller holds the mailbox lock.
   bool finished_locked() {
     if (state_->done) {
@@ -179,6 +213,7 @@ class LocalRecv final : public Request {
   }
 
   std::shared_ptr<LocalWorldState> world_;
+  detail::Mailbox& box_;
   int rank_;
   std::shared_ptr<detail::PostedRecv> state_;
 };
@@ -198,10 +233,63 @@ void deliver(detail::PostedRecv& recv, std::span<const std::byte> payload, int r
   recv.done = true;
 }
 
+// Why the contributions of a round cannot be combined, or "" if they can.
+std::string round_mismatch(const std::vector<Contribution>& all) {
+  const Contribution& first = all[0];
+  for (std::size_t r = 1; r < all.size(); ++r) {
+    const Contribution& c = all[r];
+    // Allgather contributions differ in size by design; their counts agree.
+    const bool same_size = first.kind == RoundKind::allgather || c.data.size() == first.data.size();
+    if (c.kind != first.kind || !same_size || c.type != first.type || c.op != first.op ||
+        c.counts != first.counts) {
+      return "rank " + std::to_string(r) + " entered " + std::string(to_string(c.kind)) +
+             " with " + std::to_string(c.data.size()) + " bytes of " +
+             std::string(to_string(c.type)) + " (op " + std::string(to_string(c.op)) +
+             ") but rank 0 entered " + std::string(to_string(first.kind)) + " with " +
+             std::to_string(first.data.size()) + " bytes of " +
+             std::string(to_string(first.type)) + " (op " + std::string(to_string(first.op)) +
+             ")";
+    }
+  }
+  return {};
+}
+
+// The result of a round, from every contribution in rank order: the
+// reduction (allreduce, reduce-scatter) or the concatenation (allgather).
+std::vector<std::byte> round_result(const std::vector<Contribution>& all) {
+  const Contribution& first = all[0];
+  std::vector<std::byte> result;
+  if (first.kind == RoundKind::allgather) {
+    for (const auto& c : all) result.insert(result.end(), c.data.begin(), c.data.end());
+    return result;
+  }
+  result.assign(first.data.begin(), first.data.end());
+  for (std::size_t r = 1; r < all.size(); ++r) reduce_into(result, all[r].data, first.type, first.op);
+  return result;
+}
+
+// Called by the last rank to arrive, holding the rendezvous lock: computes
+// the round's result (or the mismatch every rank will raise) and releases
+// the waiting ranks.
+void complete_round(detail::Rendezvous& rv) {
+  rv.error = round_mismatch(rv.contributions);
+  if (rv.error.empty()) {
+    rv.result = round_result(rv.contributions);
+    rv.result_counts = rv.contributions[0].counts;
+    rv.result_element = size_of(rv.contributions[0].type);
+  }
+  for (auto& c : rv.contributions) c = {};
+  std::fill(rv.present.begin(), rv.present.end(), false);
+  rv.arrived = 0;
+  ++rv.generation;
+  rv.completed.notify_all();
+}
+
 class LocalTransport final : public Transport {
  public:
-  LocalTransport(std::shared_ptr<LocalWorldState> world, int rank)
-      : world_(std::move(world)), rank_(rank) {}
+  LocalTransport(std::shared_ptr<LocalWorldState> world, std::uint64_t context_id, int rank)
+      : world_(std::move(world)), context_id_(context_id), context_(world_->context(context_id)),
+        rank_(rank) {}
 
   int rank() const override { return rank_; }
   int size() const override { return world_->size; }
@@ -211,7 +299,7 @@ class LocalTransport final : public Transport {
   RequestPtr isend(int peer, int tag, std::span<const std::byte> data) override {
     check_address(peer, tag, "isend");
     if (world_->aborted.load()) world_->throw_aborted();
-    auto& box = world_->mailboxes[static_cast<std::size_t>(peer)];
+    auto& box = context_.mailboxes[static_cast<std::size_t>(peer)];
     {
       std::lock_guard lock(box.mutex);
       auto match = std::find_if(box.posted.begin(), box.posted.end(), [&](const auto& r) {
@@ -226,7 +314,7 @@ class LocalTransport final : public Transport {
       box.changed.notify_all();
     }
     count_send(data.size());
-    return std::make_unique<CompletedSend>(peer, tag, data.size());
+    return std::make_unique<CompletedSend>(rank_, peer, tag, data.size());
   }
 
   RequestPtr irecv(int peer, int tag, std::span<std::byte> buffer) override {
@@ -236,7 +324,7 @@ class LocalTransport final : public Transport {
     state->source = peer;
     state->tag = tag;
     state->buffer = buffer;
-    auto& box = world_->mailboxes[static_cast<std::size_t>(rank_)];
+    auto& box = context_.mailboxes[static_cast<std::size_t>(rank_)];
     {
       std::lock_guard lock(box.mutex);
       auto match = std::find_if(box.unexpected.begin(), box.unexpected.end(),
@@ -248,7 +336,7 @@ class LocalTransport final : public Transport {
         box.posted.push_back(state);
       }
     }
-    return std::make_unique<LocalRecv>(world_, rank_, std::move(state));
+    return std::make_unique<LocalRecv>(world_, box, rank_, std::move(state));
   }
 
   void allreduce(std::span<std::byte> data, DataType type, ReduceOp op, Timeout timeout) override {
@@ -257,11 +345,32 @@ class LocalTransport final : public Transport {
                             " bytes is not a whole number of " + std::string(to_string(type)) +
                             " elements");
     }
-    rendezvous(data, type, op, timeout, "allreduce");
+    rendezvous({RoundKind::allreduce, data, type, op, {}}, data, timeout);
+  }
+
+  void reduce_scatter(std::span<const std::byte> input, std::span<std::byte> output,
+                      std::span<const std::size_t> counts, DataType type, ReduceOp op,
+                      Timeout timeout) override {
+    check_reduce_scatter_arguments(input.size(), output.size(), counts, type, size(), rank_);
+    rendezvous({RoundKind::reduce_scatter, input, type, op, {counts.begin(), counts.end()}},
+               output, timeout);
+  }
+
+  void allgather(std::span<const std::byte> input, std::span<std::byte> output,
+                 std::span<const std::size_t> byte_counts, Timeout timeout) override {
+    check_allgather_arguments(input.size(), output.size(), byte_counts, size(), rank_);
+    rendezvous({RoundKind::allgather, input, DataType::f32, ReduceOp::sum,
+                {byte_counts.begin(), byte_counts.end()}},
+               output, timeout);
   }
 
   void barrier(Timeout timeout) override {
-    rendezvous({}, DataType::i64, ReduceOp::sum, timeout, "barrier");
+    rendezvous({RoundKind::barrier, {}, DataType::i64, ReduceOp::sum, {}}, {}, timeout);
+  }
+
+  std::unique_ptr<Transport> duplicate(Timeout) override {
+    const std::uint64_t id = mix64(context_id_ ^ mix64(++duplicates_ + 0x9E3779B97F4A7C15ULL));
+    return std::make_unique<LocalTransport>(world_, id, rank_);
   }
 
   void abort(std::string_view reason) noexcept override {
@@ -269,14 +378,16 @@ class LocalTransport final : public Transport {
   }
 
  private:
-  void rendezvous(std::span<std::byte> data, DataType type, ReduceOp op, Timeout timeout,
-                  std::string_view what) {
-    auto& rv = world_->rendezvous;
+  // Enters a round with `mine`; once every rank has, copies this rank's part
+  // of the result into `output`.
+  void rendezvous(Contribution mine, std::span<std::byte> output, Timeout timeout) {
+    const RoundKind kind = mine.kind;
+    auto& rv = context_.rendezvous;
     std::unique_lock lock(rv.mutex);
     if (world_->aborted.load()) world_->throw_aborted();
     const std::uint64_t round = rv.generation;
     const auto me = static_cast<std::size_t>(rank_);
-    rv.contributions[me] = {data, type, op};
+    rv.contributions[me] = std::move(mine);
     rv.present[me] = true;
     if (++rv.arrived == world_->size) {
       complete_round(rv);
@@ -291,9 +402,9 @@ class LocalTransport final : public Transport {
             missing += (missing.empty() ? "" : ", ") + std::to_string(r);
           }
         }
-        const std::string message = std::string(what) + " on rank " + std::to_string(rank_) +
-                                    " timed out after " + to_string(timeout) +
-                                    " waiting for rank(s) " + missing +
+        const std::string message = std::string(to_string(kind)) + " on rank " +
+                                    std::to_string(rank_) + " timed out after " +
+                                    to_string(timeout) + " waiting for rank(s) " + missing +
                                     " to enter it: check that every rank makes the same calls";
         lock.unlock();
         world_->abort(message);
@@ -301,41 +412,23 @@ class LocalTransport final : public Transport {
       }
       if (rv.generation == round) world_->throw_aborted();
     }
-    if (!rv.error.empty()) throw MismatchError(std::string(what) + ": " + rv.error);
-    if (!data.empty()) std::memcpy(data.data(), rv.result.data(), data.size());
-  }
-
-  // Called by the last rank to arrive, holding the rendezvous lock.
-  void complete_round(detail::Rendezvous& rv) {
-    rv.error.clear();
-    const auto& first = rv.contributions[0];
-    for (int r = 1; r < world_->size && rv.error.empty(); ++r) {
-      const auto& c = rv.contributions[static_cast<std::size_t>(r)];
-      if (c.data.size() != first.data.size() || c.type != first.type || c.op != first.op) {
-        rv.error = "rank " + std::to_string(r) + " passed " + std::to_string(c.data.size()) +
-                   " bytes of " + std::string(to_string(c.type)) + " with op " +
-                   std::string(to_string(c.op)) + " but rank 0 passed " +
-                   std::to_string(first.data.size()) + " bytes of " +
-                   std::string(to_string(first.type)) + " with op " +
-                   std::string(to_string(first.op));
-      }
+    if (!rv.error.empty()) throw MismatchError(std::string(to_string(kind)) + ": " + rv.error);
+    std::span<const std::byte> part = rv.result;
+    if (kind == RoundKind::reduce_scatter) {
+      const auto& counts = rv.result_counts;
+      const std::size_t elem = rv.result_element;
+      std::size_t first = 0;
+      for (std::size_t r = 0; r < me; ++r) first += counts[r];
+      part = part.subspan(first * elem, counts[me] * elem);
     }
-    if (rv.error.empty()) {
-      rv.result.assign(first.data.begin(), first.data.end());
-      for (int r = 1; r < world_->size; ++r) {
-        reduce_into(rv.result, rv.contributions[static_cast<std::size_t>(r)].data, first.type,
-                    first.op);
-      }
-    }
-    for (auto& c : rv.contributions) c = {};
-    std::fill(rv.present.begin(), rv.present.end(), false);
-    rv.arrived = 0;
-    ++rv.generation;
-    rv.completed.notify_all();
+    if (!output.empty()) std::memcpy(output.data(), part.data(), output.size());
   }
 
   std::shared_ptr<LocalWorldState> world_;
+  std::uint64_t context_id_;
+  Context& context_;
   int rank_;
+  std::uint64_t duplicates_ = 0;
 };
 
 }  // namespace
@@ -354,7 +447,7 @@ std::unique_ptr<Transport> LocalWorld::transport(int rank) {
     throw InvalidArgument("in-process world of " + std::to_string(state_->size) +
                           " ranks has no rank " + std::to_string(rank));
   }
-  return std::make_unique<LocalTransport>(state_, rank);
+  return std::make_unique<LocalTransport>(state_, 0, rank);
 }
 
 void LocalWorld::abort(std::string_view reason) noexcept { state_->abort(reason); }

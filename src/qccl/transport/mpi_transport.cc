@@ -2,11 +2,13 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <functional>
 #include <mutex>
-#include <vector>
 #include <thread>
+#include <vector>
 
 #include "qccl/common/errors.h"
 #include "qccl/transport/half_sum.h"
@@ -36,16 +38,14 @@ int checked_count(std::size_t bytes, std::string_view what) {
   return static_cast<int>(bytes);
 }
 
-// Polls `done()` until it returns true, spinning briefly and then yielding the
-// core, and throws TimeoutError(describe()) after `timeout`.
-template <typename Done, typename Describe>
-void poll_until(Done&& done, Timeout timeout, Describe&& describe) {
+// Polls `done()` until it returns true (then returns true) or `timeout`
+// passes (then false), spinning briefly and then yielding the core.
+template <typename Done>
+bool poll_for(Done&& done, Timeout timeout) {
   const auto deadline = Clock::now() + timeout;
   for (unsigned spin = 0;; ++spin) {
-    if (done()) return;
-    if ((spin & 63U) == 63U && Clock::now() >= deadline) {
-      throw TimeoutError(describe() + " did not complete within " + to_string(timeout));
-    }
+    if (done()) return true;
+    if ((spin & 63U) == 63U && Clock::now() >= deadline) return done();
     if (spin >= 64) std::this_thread::yield();
   }
 }
@@ -86,8 +86,7 @@ class MpiRequest final : public Request {
     const int rc = MPI_Test(&request_, &flag, &status);
     if (rc != MPI_SUCCESS) {
       done_ = true;  // MPI has released the request
-      throw CommError(describe() + " on rank " + std::to_string(rank_) + " failed: " +
-                      mpi_error_text(rc) +
+      throw CommError(describe() + " failed: " + mpi_error_text(rc) +
                       (is_recv_ ? " (the ranks disagree on a message size?)" : ""));
     }
     if (!flag) return false;
@@ -100,20 +99,20 @@ class MpiRequest final : public Request {
     return true;
   }
 
-  void wait(Timeout timeout) override {
-    poll_until([&] { return test(); }, timeout,
-               [&] { return describe() + " on rank " + std::to_string(rank_); });
+  bool wait_for(Timeout timeout) override {
+    return poll_for([&] { return test(); }, timeout);
   }
 
   std::size_t bytes() const override { return bytes_; }
 
   std::string describe() const override {
+    const std::string here = " on rank " + std::to_string(rank_) + " (tag " + std::to_string(tag_);
     if (is_recv_) {
-      return "receive from rank " + std::to_string(peer_) + " (tag " + std::to_string(tag_) +
-             ", up to " + std::to_string(bytes_) + " bytes)";
+      return "receive from rank " + std::to_string(peer_) + here + ", up to " +
+             std::to_string(bytes_) + " bytes)";
     }
-    return "send to rank " + std::to_string(peer_) + " (tag " + std::to_string(tag_) + ", " +
-           std::to_string(bytes_) + " bytes)";
+    return "send to rank " + std::to_string(peer_) + here + ", " + std::to_string(bytes_) +
+           " bytes)";
   }
 
  private:
@@ -152,10 +151,26 @@ MPI_Op mpi_op(ReduceOp op) {
   throw InvalidArgument("unknown ReduceOp");
 }
 
+// Counts as the int array MPI takes, checked to fit.
+std::vector<int> int_counts(std::span<const std::size_t> counts, std::string_view what) {
+  std::vector<int> ints;
+  for (std::size_t c : counts) ints.push_back(checked_count(c, what));
+  return ints;
+}
+
+bool all_equal(std::span<const std::size_t> counts) {
+  return std::adjacent_find(counts.begin(), counts.end(), std::not_equal_to<>()) == counts.end();
+}
+
+// One MPI communicator. Every transport of the process — the world's and its
+// duplicates — shares one lock around MPI calls, so MPI sees one call at a
+// time whatever thread level it provides, while each communicator keeps its
+// own message matching and collective order.
 class MpiTransport final : public Transport {
  public:
-  MpiTransport() {
-    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+  // Takes ownership of `comm` (a duplicate made for this transport).
+  MpiTransport(MPI_Comm comm, std::shared_ptr<std::mutex> mpi_lock)
+      : comm_(comm), lock_(std::move(mpi_lock)) {
     check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
@@ -170,6 +185,7 @@ class MpiTransport final : public Transport {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) {
+      std::lock_guard lock(*lock_);
       MPI_Op_free(&fp16_sum_op_);
       MPI_Comm_free(&comm_);
     }
@@ -185,11 +201,11 @@ class MpiTransport final : public Transport {
     const int count = checked_count(data.size(), "isend");
     MPI_Request request;
     {
-      std::lock_guard lock(mutex_);
+      std::lock_guard lock(*lock_);
       check_mpi(MPI_Isend(data.data(), count, MPI_BYTE, peer, tag, comm_, &request), "MPI_Isend");
     }
     count_send(data.size());
-    return std::make_unique<MpiRequest>(mutex_, request, false, peer, tag, data.size(), rank_);
+    return std::make_unique<MpiRequest>(*lock_, request, false, peer, tag, data.size(), rank_);
   }
 
   RequestPtr irecv(int peer, int tag, std::span<std::byte> buffer) override {
@@ -197,11 +213,11 @@ class MpiTransport final : public Transport {
     const int count = checked_count(buffer.size(), "irecv");
     MPI_Request request;
     {
-      std::lock_guard lock(mutex_);
+      std::lock_guard lock(*lock_);
       check_mpi(MPI_Irecv(buffer.data(), count, MPI_BYTE, peer, tag, comm_, &request),
                 "MPI_Irecv");
     }
-    return std::make_unique<MpiRequest>(mutex_, request, true, peer, tag, buffer.size(), rank_);
+    return std::make_unique<MpiRequest>(*lock_, request, true, peer, tag, buffer.size(), rank_);
   }
 
   // MPI_Iallreduce in pieces of at most INT_MAX elements, each polled to
@@ -227,7 +243,7 @@ class MpiTransport final : public Transport {
       const std::size_t n = std::min(piece, total - first);
       MPI_Request request;
       {
-        std::lock_guard lock(mutex_);
+        std::lock_guard lock(*lock_);
         check_mpi(MPI_Iallreduce(send_copy_.data() + first * elem, data.data() + first * elem,
                                  static_cast<int>(n), mpi_type(type), op_for(type, op), comm_,
                                  &request),
@@ -238,13 +254,74 @@ class MpiTransport final : public Transport {
     } while (first < total);
   }
 
+  void reduce_scatter(std::span<const std::byte> input, std::span<std::byte> output,
+                      std::span<const std::size_t> counts, DataType type, ReduceOp op,
+                      Timeout timeout) override {
+    check_reduce_scatter_arguments(input.size(), output.size(), counts, type, size_, rank_);
+    const auto ints = int_counts(counts, "reduce-scatter");
+    MPI_Request request;
+    {
+      std::lock_guard lock(*lock_);
+      if (all_equal(counts)) {
+        check_mpi(MPI_Ireduce_scatter_block(input.data(), output.data(), ints[0], mpi_type(type),
+                                            op_for(type, op), comm_, &request),
+                  "MPI_Ireduce_scatter_block");
+      } else {
+        check_mpi(MPI_Ireduce_scatter(input.data(), output.data(), ints.data(), mpi_type(type),
+                                      op_for(type, op), comm_, &request),
+                  "MPI_Ireduce_scatter");
+      }
+    }
+    complete_collective(request, Clock::now() + timeout, "MPI_Ireduce_scatter");
+  }
+
+  void allgather(std::span<const std::byte> input, std::span<std::byte> output,
+                 std::span<const std::size_t> byte_counts, Timeout timeout) override {
+    check_allgather_arguments(input.size(), output.size(), byte_counts, size_, rank_);
+    const auto ints = int_counts(byte_counts, "allgather");
+    std::vector<int> displacements(ints.size(), 0);
+    std::size_t offset = 0;
+    for (std::size_t r = 0; r < ints.size(); ++r) {
+      displacements[r] = checked_count(offset, "allgather");
+      offset += byte_counts[r];
+    }
+    MPI_Request request;
+    {
+      std::lock_guard lock(*lock_);
+      if (all_equal(byte_counts)) {
+        check_mpi(MPI_Iallgather(input.data(), ints[0], MPI_BYTE, output.data(), ints[0],
+                                 MPI_BYTE, comm_, &request),
+                  "MPI_Iallgather");
+      } else {
+        check_mpi(MPI_Iallgatherv(input.data(), ints[static_cast<std::size_t>(rank_)], MPI_BYTE,
+                                  output.data(), ints.data(), displacements.data(), MPI_BYTE,
+                                  comm_, &request),
+                  "MPI_Iallgatherv");
+      }
+    }
+    complete_collective(request, Clock::now() + timeout, "MPI_Iallgather");
+  }
+
   void barrier(Timeout timeout) override {
     MPI_Request request;
     {
-      std::lock_guard lock(mutex_);
+      std::lock_guard lock(*lock_);
       check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
     }
     complete_collective(request, Clock::now() + timeout, "MPI_Ibarrier");
+  }
+
+  // MPI_Comm_idup, polled like every other wait so a rank that never
+  // duplicates cannot hang the others forever.
+  std::unique_ptr<Transport> duplicate(Timeout timeout) override {
+    MPI_Comm copy = MPI_COMM_NULL;
+    MPI_Request request;
+    {
+      std::lock_guard lock(*lock_);
+      check_mpi(MPI_Comm_idup(comm_, &copy, &request), "MPI_Comm_idup");
+    }
+    complete_collective(request, Clock::now() + timeout, "MPI_Comm_idup");
+    return std::make_unique<MpiTransport>(copy, lock_);
   }
 
   void abort(std::string_view reason) noexcept override {
@@ -260,18 +337,19 @@ class MpiTransport final : public Transport {
   // is left to MPI and the caller's communicator is poisoned by the throw.
   void complete_collective(MPI_Request& request, Clock::time_point deadline, const char* what) {
     const auto remaining = std::chrono::duration_cast<Timeout>(deadline - Clock::now());
-    poll_until(
+    const bool done = poll_for(
         [&] {
-          std::lock_guard lock(mutex_);
+          std::lock_guard lock(*lock_);
           int flag = 0;
           check_mpi(MPI_Test(&request, &flag, MPI_STATUS_IGNORE), what);
           return flag != 0;
         },
-        std::max(remaining, Timeout(0)),
-        [&] {
-          return std::string(what) + " on rank " + std::to_string(rank_) +
-                 " (a rank did not enter it)";
-        });
+        std::max(remaining, Timeout(0)));
+    if (!done) {
+      throw TimeoutError(std::string(what) + " on rank " + std::to_string(rank_) +
+                         " (a rank did not enter it) did not complete within " +
+                         to_string(std::max(remaining, Timeout(0))));
+    }
   }
 
   MPI_Op op_for(DataType type, ReduceOp op) const {
@@ -281,11 +359,11 @@ class MpiTransport final : public Transport {
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
+  std::shared_ptr<std::mutex> lock_;
   MPI_Op fp16_sum_op_ = MPI_OP_NULL;
   int rank_ = 0;
   int size_ = 1;
   int max_tag_ = 32767;
-  std::mutex mutex_;
   // allreduce's send buffer, kept so large calls do not page-fault a fresh
   // one each time; its mutex serialises the (collective) allreduce calls.
   std::mutex send_mutex_;
@@ -321,7 +399,12 @@ std::string_view MpiRuntime::thread_level() const {
 }
 
 std::unique_ptr<Transport> MpiRuntime::world_transport() const {
-  return std::make_unique<MpiTransport>();
+  MPI_Comm comm = MPI_COMM_NULL;
+  {
+    std::lock_guard lock(*mpi_lock_);
+    check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
+  }
+  return std::make_unique<MpiTransport>(comm, mpi_lock_);
 }
 
 }  // namespace qccl

@@ -3,16 +3,21 @@
 // reductions, and MPI_Abort for abort().
 //
 // Thread level and progress: MpiRuntime asks for MPI_THREAD_MULTIPLE and
-// accepts MPI_THREAD_SERIALIZED; the transport serialises its own MPI calls
-// with a mutex, so any thread may use it (the engines drive collectives from a
-// communication thread while the training thread computes). OpenMPI has no
-// asynchronous progress thread for shared memory or TCP: a transfer advances
-// only while some thread of the rank is inside MPI. Request::wait therefore
-// polls MPI_Test (spinning, then yielding the core) until completion or its
-// deadline, so the waiting thread drives progress and every wait is bounded.
+// accepts MPI_THREAD_SERIALIZED. Every transport of the process — the
+// world's and its duplicates (one MPI communicator each) — takes one
+// process-wide lock around each MPI call, so any thread may use any of them
+// and MPI never sees two calls at once: the engines drive several streams of
+// collectives, each on its own thread and duplicate, while the training
+// thread computes. OpenMPI has no asynchronous progress thread for shared
+// memory or TCP: a transfer advances only while some thread of the rank is
+// inside MPI, and progress is global, so any waiting thread advances every
+// stream's transfers. Request::wait therefore polls MPI_Test (spinning, then
+// yielding the core) until completion or its deadline, and every wait is
+// bounded.
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "qccl/transport/transport.h"
 
@@ -36,6 +41,8 @@ class MpiRuntime {
  private:
   bool owns_ = false;
   int provided_ = 0;
+  // Taken around every MPI call of every transport of this process.
+  std::shared_ptr<std::mutex> mpi_lock_ = std::make_shared<std::mutex>();
 };
 
 }  // namespace qccl

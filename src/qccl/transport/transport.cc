@@ -38,6 +38,12 @@ std::string_view to_string(ReduceOp op) {
   return "unknown";
 }
 
+void Request::wait(Timeout timeout) {
+  if (!wait_for(timeout)) {
+    throw TimeoutError(describe() + " did not complete within " + to_string(timeout));
+  }
+}
+
 void Transport::check_address(int peer, int tag, std::string_view what) const {
   if (peer < 0 || peer >= size()) {
     throw InvalidArgument(std::string(what) + ": peer rank " + std::to_string(peer) +
@@ -91,6 +97,45 @@ void reduce_into(std::span<std::byte> acc, std::span<const std::byte> in, DataTy
       std::memcpy(acc.data(), a.data(), acc.size());
       break;
     }
+  }
+}
+
+void check_reduce_scatter_arguments(std::size_t input_bytes, std::size_t output_bytes,
+                                    std::span<const std::size_t> counts, DataType type, int ranks,
+                                    int rank) {
+  if (counts.size() != static_cast<std::size_t>(ranks)) {
+    throw InvalidArgument("reduce-scatter: counts has " + std::to_string(counts.size()) +
+                          " entries for " + std::to_string(ranks) + " ranks");
+  }
+  std::size_t total = 0;
+  for (std::size_t c : counts) total += c;
+  const std::size_t elem = size_of(type);
+  if (input_bytes != total * elem) {
+    throw InvalidArgument("reduce-scatter: the input has " + std::to_string(input_bytes) +
+                          " bytes but the counts add up to " + std::to_string(total) + " " +
+                          std::string(to_string(type)) + " elements");
+  }
+  if (output_bytes != counts[static_cast<std::size_t>(rank)] * elem) {
+    throw InvalidArgument("reduce-scatter: rank " + std::to_string(rank) + "'s output has " +
+                          std::to_string(output_bytes) + " bytes for a block of " +
+                          std::to_string(counts[static_cast<std::size_t>(rank)]) + " elements");
+  }
+}
+
+void check_allgather_arguments(std::size_t input_bytes, std::size_t output_bytes,
+                               std::span<const std::size_t> byte_counts, int ranks, int rank) {
+  if (byte_counts.size() != static_cast<std::size_t>(ranks)) {
+    throw InvalidArgument("allgather: counts has " + std::to_string(byte_counts.size()) +
+                          " entries for " + std::to_string(ranks) + " ranks");
+  }
+  std::size_t total = 0;
+  for (std::size_t c : byte_counts) total += c;
+  if (input_bytes != byte_counts[static_cast<std::size_t>(rank)] || output_bytes != total) {
+    throw InvalidArgument("allgather: rank " + std::to_string(rank) + " contributes " +
+                          std::to_string(input_bytes) + " bytes into " +
+                          std::to_string(output_bytes) + ", but the counts say " +
+                          std::to_string(byte_counts[static_cast<std::size_t>(rank)]) +
+                          " of " + std::to_string(total));
   }
 }
 

@@ -12,8 +12,10 @@
 // actual length is Request::bytes()), never longer: a longer message fails the
 // receive with a CommError. This lets reductions change a chunk's byte size.
 //
-// Threading: a transport may be used from any thread, but the collectives
-// layer drives one communicator from one thread at a time.
+// Threading: a transport may be used from any thread. Operations that run
+// concurrently (from different threads) need transports of their own:
+// duplicate() gives one over the same ranks whose messages and collectives
+// never match this one's.
 #pragma once
 
 #include <atomic>
@@ -38,13 +40,18 @@ class Request {
 
   // True once the transfer finished. Throws CommError if it failed.
   virtual bool test() = 0;
+  // Waits up to `timeout` and returns whether the transfer finished; an
+  // unfinished one stays pending. Throws CommError if it failed or the
+  // transport was aborted.
+  virtual bool wait_for(Timeout timeout) = 0;
   // Blocks until the transfer finished. Throws TimeoutError after `timeout`,
   // CommError if it failed or the transport was aborted.
-  virtual void wait(Timeout timeout) = 0;
+  void wait(Timeout timeout);
   // Bytes transferred; for a receive, the length of the message received.
   // Valid once complete.
   virtual std::size_t bytes() const = 0;
-  // "receive from rank 3 (tag 17, up to 4096 bytes)" — for error messages.
+  // "receive from rank 3 on rank 0 (tag 17, up to 4096 bytes)" — for error
+  // messages.
   virtual std::string describe() const = 0;
 };
 using RequestPtr = std::unique_ptr<Request>;
@@ -87,11 +94,32 @@ class Transport {
 
   // Element-wise reduction of `data` (count elements of `type`) across all
   // ranks, in place. Every rank ends with identical bytes. Blocking, bounded
-  // by `timeout`.
+  // by `timeout`. On MPI this is MPI_Allreduce (the uncompressed baseline).
   virtual void allreduce(std::span<std::byte> data, DataType type, ReduceOp op,
                          Timeout timeout) = 0;
+  // The element-wise reduction of every rank's `input`, split into blocks:
+  // rank r keeps the counts[r] elements of `type` that follow the blocks of
+  // ranks 0..r-1, in `output`. Every rank passes the same counts, summing to
+  // input's length. On MPI: MPI_Reduce_scatter_block (equal counts) or
+  // MPI_Reduce_scatter. Blocking, bounded by `timeout`.
+  virtual void reduce_scatter(std::span<const std::byte> input, std::span<std::byte> output,
+                              std::span<const std::size_t> counts, DataType type, ReduceOp op,
+                              Timeout timeout) = 0;
+  // Rank r contributes byte_counts[r] bytes; `output` receives every rank's
+  // contribution in rank order. Every rank passes the same byte counts. On
+  // MPI: MPI_Allgather (equal counts) or MPI_Allgatherv. Blocking, bounded by
+  // `timeout`.
+  virtual void allgather(std::span<const std::byte> input, std::span<std::byte> output,
+                         std::span<const std::size_t> byte_counts, Timeout timeout) = 0;
   // Returns once every rank has entered the barrier, or throws after `timeout`.
   virtual void barrier(Timeout timeout) = 0;
+
+  // A transport over the same ranks whose messages and transport-level
+  // collectives never match this one's (MPI_Comm_dup), so that independent
+  // operations can run on the two at the same time from different threads.
+  // Collective: every rank duplicates its transports in the same order.
+  // Bounded by `timeout`.
+  virtual std::unique_ptr<Transport> duplicate(Timeout timeout) = 0;
 
   // Ends communication for every rank of the job: the in-process transport
   // fails every pending and later wait of every rank with a CommError naming
@@ -136,5 +164,13 @@ void allreduce_values(Transport& transport, std::span<T> values, ReduceOp op, Ti
 // transports so that every transport reduces identically.
 void reduce_into(std::span<std::byte> acc, std::span<const std::byte> in, DataType type,
                  ReduceOp op);
+
+// Checks the arguments of Transport::reduce_scatter and allgather on this
+// rank (counts per rank, lengths, whole elements); throws InvalidArgument.
+void check_reduce_scatter_arguments(std::size_t input_bytes, std::size_t output_bytes,
+                                    std::span<const std::size_t> counts, DataType type, int ranks,
+                                    int rank);
+void check_allgather_arguments(std::size_t input_bytes, std::size_t output_bytes,
+                               std::span<const std::size_t> byte_counts, int ranks, int rank);
 
 }  // namespace qccl

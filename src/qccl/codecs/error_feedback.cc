@@ -1,0 +1,133 @@
+#include "qccl/codecs/error_feedback.h"
+
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+constexpr std::string_view kResidualField = "ef.residual";
+
+class ErrorFeedbackCodec final : public Codec {
+ public:
+  explicit ErrorFeedbackCodec(std::unique_ptr<Codec> inner)
+      : Codec(inner->settings()), inner_(std::move(inner)) {}
+
+  std::string spec() const override { return "ef(" + inner_->spec() + ")"; }
+  // Each step's result is biased by the residuals it carries; over steps
+  // nothing is lost.
+  bool unbiased() const override { return false; }
+  Aggregation aggregation() const override { return inner_->aggregation(); }
+  std::size_t wire_bytes(std::size_t count) const override { return inner_->wire_bytes(count); }
+  NormKind norm_kind() const override { return inner_->norm_kind(); }
+  bool supports(CodecOperation operation) const override {
+    return operation != CodecOperation::allgather && inner_->supports(operation);
+  }
+  std::size_t granularity() const override { return inner_->granularity(); }
+  bool has_native_equivalent() const override { return inner_->has_native_equivalent(); }
+  // The result differs from the mean of this step's inputs by the residuals
+  // as well: there is no per-step bound against the input.
+  double max_abs_error(double, int, Algorithm) const override {
+    return std::numeric_limits<double>::infinity();
+  }
+
+  bool wants_step_feedback() const override { return inner_->wants_step_feedback(); }
+  void observe_step(double next_step_size, std::span<const float> update) override {
+    inner_->observe_step(next_step_size, update);
+  }
+  void set_layout(TensorLayout layout, std::shared_ptr<TensorStateStore> store) override {
+    inner_->set_layout(layout, store);
+    Codec::set_layout(std::move(layout), std::move(store));
+  }
+  CodecStepStats last_step_stats() const override { return inner_->last_step_stats(); }
+  void set_step(std::uint64_t step) override {
+    Codec::set_step(step);
+    inner_->set_step(step);
+  }
+
+  // [uint64 length of the residuals' part][residuals (an owned store)][the
+  // inner codec's state].
+  std::vector<std::byte> save_state() const override {
+    const auto own = Codec::save_state();
+    const auto inner = inner_->save_state();
+    const std::uint64_t length = own.size();
+    std::vector<std::byte> bytes(sizeof length + own.size() + inner.size());
+    std::memcpy(bytes.data(), &length, sizeof length);
+    if (!own.empty()) std::memcpy(bytes.data() + sizeof length, own.data(), own.size());
+    if (!inner.empty()) std::memcpy(bytes.data() + sizeof length + own.size(), inner.data(), inner.size());
+    return bytes;
+  }
+  void load_state(std::span<const std::byte> state) override {
+    if (state.empty()) {
+      Codec::load_state(state);
+      inner_->load_state(state);
+      return;
+    }
+    std::uint64_t length = 0;
+    if (state.size() < sizeof length) throw InvalidArgument(spec() + ": saved state is truncated");
+    std::memcpy(&length, state.data(), sizeof length);
+    if (length > state.size() - sizeof length) {
+      throw InvalidArgument(spec() + ": saved state is truncated (was the checkpoint damaged?)");
+    }
+    Codec::load_state(state.subspan(sizeof length, length));
+    inner_->load_state(state.subspan(sizeof length + length));
+  }
+
+ protected:
+  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
+    return inner_->reduction_for(setup, norm);
+  }
+
+  // p = x + e; the inner codec's operation on p, which also yields Q(p);
+  // then e = p − Q(p), tensor by tensor.
+  void run_operation(Communicator& comm, const Operation& operation,
+                     const CollectiveOptions& options) override {
+    const std::size_t d = operation.input.size();
+    layout().check(d, step_name());
+    const auto tensors = layout().tensors(d);
+    pushed_.resize(d);
+    contribution_.resize(d);
+    for (const TensorSlice& t : tensors) {
+      const auto residual = state_store().floats(t.name, kResidualField, t.elements);
+      const float* __restrict x = operation.input.data() + t.offset;
+      float* __restrict p = pushed_.data() + t.offset;
+      for (std::size_t j = 0; j < t.elements; ++j) p[j] = x[j] + residual[j];
+    }
+    if (operation.kind == CodecOperation::allreduce_mean) {
+      std::copy(pushed_.begin(), pushed_.end(), operation.output.begin());
+      inner_->allreduce_mean(comm, operation.output, options, contribution_);
+    } else {
+      inner_->reduce_scatter_mean(comm, pushed_, operation.output, options, contribution_);
+    }
+    for (const TensorSlice& t : tensors) {
+      const auto residual = state_store().floats(t.name, kResidualField, t.elements);
+      const float* __restrict p = pushed_.data() + t.offset;
+      const float* __restrict q = contribution_.data() + t.offset;
+      for (std::size_t j = 0; j < t.elements; ++j) residual[j] = p[j] - q[j];
+    }
+    if (!operation.own.empty()) {
+      std::copy(contribution_.begin(), contribution_.end(), operation.own.begin());
+    }
+  }
+
+ private:
+  std::unique_ptr<Codec> inner_;
+  std::vector<float> pushed_, contribution_;  // reused: p and Q(p)
+};
+
+}  // namespace
+
+std::unique_ptr<Codec> make_error_feedback_codec(const CodecSpec& spec,
+                                                 std::unique_ptr<Codec> inner) {
+  CodecParams(spec).finish();
+  if (!inner->supports(CodecOperation::allreduce_mean) &&
+      !inner->supports(CodecOperation::reduce_scatter_mean)) {
+    throw InvalidArgument("ef(" + inner->spec() + "): the inner codec has no mean to correct");
+  }
+  return std::make_unique<ErrorFeedbackCodec>(std::move(inner));
+}
+
+}  // namespace qccl

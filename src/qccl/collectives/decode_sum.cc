@@ -1,0 +1,142 @@
+#include "qccl/collectives/decode_sum.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "qccl/collectives/codec_steps.h"
+#include "qccl/collectives/halving_doubling.h"
+#include "qccl/collectives/ring.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+// A float view of scratch space: the communicator's buffers come from
+// operator new, aligned for any fundamental type.
+std::span<float> float_scratch(Communicator& comm, Scratch which, std::size_t count) {
+  auto bytes = comm.scratch(which, count * sizeof(float));
+  return {reinterpret_cast<float*>(bytes.data()), count};
+}
+
+// output = decoded(0), then output += decoded(q) for q = 1, 2, ...: one fixed
+// order of fp32 additions.
+void add_in_rank_order(std::span<float> output, std::span<const float> decoded, bool first) {
+  if (first) {
+    std::copy(decoded.begin(), decoded.end(), output.begin());
+    return;
+  }
+  float* __restrict out = output.data();
+  const float* __restrict in = decoded.data();
+  for (std::size_t i = 0; i < output.size(); ++i) out[i] += in[i];
+}
+
+void require_encoded(const Reduction& reduction, std::string_view operation) {
+  if (reduction.identity_layout()) {
+    throw InvalidArgument(std::string(operation) + ": '" + reduction.name() +
+                          "' sums in transit; use the ring or halving-doubling body");
+  }
+}
+
+}  // namespace
+
+void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const float> input,
+                                 std::span<float> output, Reduction& reduction,
+                                 const CollectiveOptions& options, std::span<float> own) {
+  require_encoded(reduction, "allreduce by allgather");
+  const std::size_t d = input.size();
+  if (d == 0) return;
+  const auto n = static_cast<std::size_t>(comm.size());
+  const auto me = static_cast<std::size_t>(comm.rank());
+  // Segment q: rank q's encoding of the whole vector.
+  const std::vector<Range> segments(n, Range{0, d});
+  SlotLayout layout(segments, chunks_for(segments, options.chunk_bytes), reduction.granularity(),
+                    reduction);
+  auto work = comm.scratch(Scratch::work, layout.total_bytes());
+  {
+    PhaseScope timed(options.phases, &PhaseTimes::encode);
+    encode_slots(reduction, layout, segment_slots(layout, me), input, 0, work, own);
+  }
+  const Timeout timeout = comm.timeout(options.timeout);
+  if (options.algorithm == Algorithm::halving_doubling) {
+    run_halving_doubling(comm, tag, layout, work, nullptr, HalvingDoublingPhases::allgather,
+                         options, timeout, "allreduce by allgather");
+  } else {
+    run_ring(comm, tag, layout, work, nullptr, RingPhases::allgather, options, timeout,
+             "allreduce by allgather");
+  }
+  PhaseScope timed(options.phases, &PhaseTimes::decode);
+  auto decoded = float_scratch(comm, Scratch::decoded, d);
+  for (std::size_t q = 0; q < n; ++q) {
+    decode_slots(reduction, layout, work, segment_slots(layout, q), decoded, 0);
+    add_in_rank_order(output, decoded, q == 0);
+  }
+}
+
+void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<const float> input,
+                                     std::span<const Range> blocks, std::span<float> output,
+                                     Reduction& reduction, const CollectiveOptions& options,
+                                     std::span<float> own) {
+  constexpr std::string_view op = "reduce-scatter by exchange";
+  require_encoded(reduction, op);
+  if (input.empty()) return;
+  const auto n = static_cast<std::size_t>(comm.size());
+  const auto me = static_cast<std::size_t>(comm.rank());
+  const Range mine = blocks[me];
+  SlotLayout layout(blocks, chunks_for(blocks, options.chunk_bytes), reduction.granularity(),
+                    reduction);
+  auto work = comm.scratch(Scratch::work, layout.total_bytes());
+  {
+    PhaseScope timed(options.phases, &PhaseTimes::encode);
+    encode_slots(reduction, layout, all_slots(layout), input, 0, work, own);
+  }
+  // Every other rank's encoding of this rank's block lands in `incoming`,
+  // one region per source; the sends read the slots of each peer's block.
+  const std::size_t k = layout.chunks_per_segment();
+  const SlotRange own_slots = segment_slots(layout, me);
+  std::size_t block_bytes = 0;
+  for (std::size_t c = 0; c < k; ++c) block_bytes += layout.slot(own_slots.first + c).capacity;
+  auto incoming = comm.scratch(Scratch::staging, block_bytes * n);
+  const Timeout timeout = comm.timeout(options.timeout);
+  Transport& transport = comm.transport();
+  std::vector<RequestPtr> recvs(n * k), sends;
+  for (std::size_t s = 1; s < n; ++s) {
+    const std::size_t source = (me + n - s) % n;
+    std::size_t at = source * block_bytes;
+    for (std::size_t c = 0; c < k; ++c) {
+      const Slot& slot = layout.slot(own_slots.first + c);
+      recvs[source * k + c] =
+          transport.irecv(static_cast<int>(source), tag, incoming.subspan(at, slot.capacity));
+      at += slot.capacity;
+    }
+  }
+  for (std::size_t s = 1; s < n; ++s) {
+    const std::size_t peer = (me + s) % n;
+    for (std::size_t c = 0; c < k; ++c) {
+      const Slot& slot = layout.slot(peer * k + c);
+      sends.push_back(transport.isend(static_cast<int>(peer), tag, work.subspan(slot.offset, slot.size)));
+    }
+  }
+  for (auto& r : recvs) {
+    if (r) comm.wait(*r, timeout, op);
+  }
+  for (auto& s : sends) comm.wait(*s, timeout, op);
+
+  PhaseScope timed(options.phases, &PhaseTimes::decode);
+  auto block = float_scratch(comm, Scratch::decoded, mine.count);
+  for (std::size_t q = 0; q < n; ++q) {
+    std::size_t at = q * block_bytes;
+    for (std::size_t c = 0; c < k; ++c) {
+      const Slot& slot = layout.slot(own_slots.first + c);
+      const std::size_t region = at;
+      at += slot.capacity;
+      if (slot.elements.count == 0) continue;
+      const auto bytes = q == me ? work.subspan(slot.offset, slot.size)
+                                 : incoming.subspan(region, recvs[q * k + c]->bytes());
+      reduction.decode(bytes, slot.elements.first,
+                       block.subspan(slot.elements.first - mine.first, slot.elements.count));
+    }
+    add_in_rank_order(output, block, q == 0);
+  }
+}
+
+}  // namespace qccl

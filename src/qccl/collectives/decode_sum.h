@@ -1,0 +1,35 @@
+// Allreduce and reduce-scatter for reductions that cannot combine encodings
+// in transit — QSGD scales each rank's buckets by that rank's own norms —
+// so every encoding travels as it is to the ranks that need it, which decode
+// each one and add them up in rank order: the same values in the same order
+// on every rank that holds a result, so those ranks agree bit for bit.
+// Reduction::decode of one rank's encoding gives that rank's Q(x); these
+// bodies return the sum over ranks (the codec divides by n).
+#pragma once
+
+#include <span>
+
+#include "qccl/collectives/communicator.h"
+#include "qccl/collectives/layout.h"
+#include "qccl/collectives/options.h"
+#include "qccl/collectives/reduction.h"
+
+namespace qccl {
+
+// Every rank encodes its whole input once; the encodings are allgathered
+// (ring, or recursive doubling for algorithm halving-doubling); every rank
+// decodes each and adds them in rank order into `output`.
+void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const float> input,
+                                 std::span<float> output, Reduction& reduction,
+                                 const CollectiveOptions& options, std::span<float> own = {});
+
+// Every rank encodes its input once, block by block, and sends block q's
+// encoding straight to rank q (a pairwise exchange: (n−1)/n of the encoded
+// input per rank, what a ring reduce-scatter sends); rank r decodes the n
+// encodings of its block and adds them in rank order into `output`.
+void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<const float> input,
+                                     std::span<const Range> blocks, std::span<float> output,
+                                     Reduction& reduction, const CollectiveOptions& options,
+                                     std::span<float> own = {});
+
+}  // namespace qccl

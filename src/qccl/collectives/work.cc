@@ -1,0 +1,118 @@
+#include "qccl/collectives/work.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <vector>
+
+#include "qccl/collectives/communicator.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace detail {
+
+struct WorkState {
+  std::string description;
+  Communicator* comm = nullptr;  // the stream's, cancelled by a timed-out wait
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  std::exception_ptr failure;
+  std::exception_ptr callback_failure;
+  std::vector<std::function<void(const Work&)>> callbacks;
+};
+
+std::shared_ptr<WorkState> make_work_state(std::string description, Communicator& comm) {
+  auto state = std::make_shared<WorkState>();
+  state->description = std::move(description);
+  state->comm = &comm;
+  return state;
+}
+
+namespace {
+
+// Runs one callback; keeps its exception for the handle's next wait.
+void run_callback(const std::shared_ptr<WorkState>& state,
+                  const std::function<void(const Work&)>& callback) {
+  try {
+    callback(Work(state));
+  } catch (...) {
+    std::lock_guard lock(state->mutex);
+    if (!state->callback_failure) state->callback_failure = std::current_exception();
+  }
+}
+
+}  // namespace
+
+void complete_work(const std::shared_ptr<WorkState>& state, std::exception_ptr failure) {
+  std::vector<std::function<void(const Work&)>> callbacks;
+  {
+    std::lock_guard lock(state->mutex);
+    state->failure = std::move(failure);
+    state->done = true;
+    callbacks.swap(state->callbacks);
+  }
+  state->finished.notify_all();
+  for (const auto& callback : callbacks) run_callback(state, callback);
+}
+
+}  // namespace detail
+
+std::string Work::describe() const { return state_ ? state_->description : "(no operation)"; }
+
+bool Work::completed() const {
+  if (!state_) return false;
+  std::lock_guard lock(state_->mutex);
+  return state_->done;
+}
+
+bool Work::test() const {
+  if (!state_) throw InvalidArgument("test() on an empty Work handle");
+  std::lock_guard lock(state_->mutex);
+  if (!state_->done) return false;
+  if (state_->failure) std::rethrow_exception(state_->failure);
+  if (state_->callback_failure) std::rethrow_exception(state_->callback_failure);
+  return true;
+}
+
+void Work::wait(Timeout timeout) const {
+  if (!state_) throw InvalidArgument("wait() on an empty Work handle");
+  std::unique_lock lock(state_->mutex);
+  const bool done =
+      state_->finished.wait_for(lock, timeout, [&] { return state_->done; });
+  if (!done) {
+    const std::string reason = state_->description + " was abandoned: it did not complete within " +
+                               to_string(timeout);
+    lock.unlock();
+    state_->comm->cancel(reason);
+    lock.lock();
+    // Cancelled, it ends at its next wait; bounded all the same by the
+    // stream's own timeout (a transport-level exchange in flight ends by then).
+    const bool stopped = state_->finished.wait_for(lock, state_->comm->options().timeout,
+                                                   [&] { return state_->done; });
+    throw TimeoutError(reason + "; its stream is cancelled, so later operations on it fail" +
+                       (stopped ? std::string()
+                                : " (the operation had not stopped when this wait gave up)"));
+  }
+  if (state_->failure) std::rethrow_exception(state_->failure);
+  if (state_->callback_failure) std::rethrow_exception(state_->callback_failure);
+}
+
+std::exception_ptr Work::exception() const {
+  if (!state_) return nullptr;
+  std::lock_guard lock(state_->mutex);
+  return state_->failure;
+}
+
+void Work::on_completion(std::function<void(const Work&)> callback) const {
+  if (!state_) throw InvalidArgument("on_completion() on an empty Work handle");
+  {
+    std::lock_guard lock(state_->mutex);
+    if (!state_->done) {
+      state_->callbacks.push_back(std::move(callback));
+      return;
+    }
+  }
+  detail::run_callback(state_, callback);
+}
+
+}  // namespace qccl

@@ -1,0 +1,77 @@
+// What a training step needs from an engine, whatever the engine does with
+// the model's parameters: replicas with gradient buckets (data parallel),
+// shards gathered around each layer (fully sharded, QSDP), ... A step
+// algorithm (step_algorithm.h) drives an engine through this interface.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "qccl/codecs/codec.h"
+
+namespace qccl::engines {
+
+// One gradient oracle's outcome and times, in seconds.
+struct OracleResult {
+  double loss = std::numeric_limits<double>::quiet_NaN();  // this rank's loss value
+  double compute = 0;      // forward and backward, the engine's hooks included
+  double waiting = 0;      // blocked after backward until the exchange completed
+  double encode = 0;       // the exchange's encoding, summed over buckets
+  double communicate = 0;  // the exchange's transfers and in-transit reductions
+  double decode = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // The tensors the optimizer updates: the model's parameters (data
+  // parallel) or this rank's shards of them (sharded).
+  virtual std::vector<torch::Tensor> optimizer_parameters() = 0;
+  // Makes every rank's model equal to rank 0's (and `buffers`).
+  virtual void broadcast_from_root(std::vector<torch::Tensor> buffers = {}) = 0;
+
+  // One gradient oracle: runs `loss` (the forward pass on this rank's batch,
+  // returning the mean loss), back-propagates it, and leaves the mean
+  // gradient over ranks in the .grad of optimizer_parameters(). `result`
+  // gets the loss as soon as it is known, so a caller still has it when the
+  // exchange fails. NaN or Inf in any rank's gradients raises a
+  // NonFiniteError on every rank, before anything is sent, naming the step
+  // and the bucket; the engine stays ready for the next oracle.
+  virtual void compute_gradients(const std::function<torch::Tensor()>& loss,
+                                 OracleResult& result) = 0;
+
+  // Optimizer feedback for codecs that need it (IntSGD): before the
+  // optimizer changes the parameters, and after, with the next step's size.
+  virtual void before_update() = 0;
+  virtual void after_update(double next_step_size) = 0;
+
+  // This rank's engine state for checkpoints: every codec's state and step
+  // counter, and the per-tensor codec state.
+  virtual void save(torch::serialize::OutputArchive& archive) const = 0;
+  virtual void load(torch::serialize::InputArchive& archive) = 0;
+
+  // For summaries and logs.
+  virtual std::string codec_spec() const = 0;
+  virtual std::size_t bucket_count() const = 0;
+  virtual std::size_t elements() const = 0;
+  // Bytes of one rank's encoded exchange per oracle.
+  virtual double payload_bytes() const = 0;
+  // Bytes this rank's exchanges have sent so far, as its transports counted
+  // them.
+  virtual std::uint64_t bytes_sent() const = 0;
+  // The integer codecs' counters of the last exchange, over buckets:
+  // largest integer sent, clipped coordinates summed.
+  virtual CodecStepStats exchange_stats() const = 0;
+  // Oracles begun so far (failed and skipped ones included), which messages
+  // name; a resumed run sets it once.
+  virtual std::uint64_t steps_begun() const = 0;
+  virtual void set_steps_begun(std::uint64_t steps) = 0;
+};
+
+}  // namespace qccl::engines
