@@ -34,8 +34,8 @@ expect "unknown option lists the valid ones" 2 'valid for .qccl bench allreduce.
   "$qccl" bench allreduce --bogus
 expect "unknown algorithm lists the valid ones" 2 'valid algorithms: ring, halving-doubling \(or tree\), native' -- \
   "$qccl" bench allreduce --algo spiral --ranks 2
-expect "allgather has no tree" 2 "algorithm 'halving-doubling' is not available" -- \
-  "$qccl" bench allgather --algo tree --ranks 2
+expect "broadcast has no halving-doubling" 2 "algorithm 'halving-doubling' is not available" -- \
+  "$qccl" bench broadcast --algo tree --ranks 2
 expect "bad size" 2 'is not a size' -- "$qccl" bench allreduce --max-bytes 12Q --ranks 2
 expect "in-process allreduce" 0 'Out of bounds values : 0 OK' -- \
   "$qccl" bench allreduce --ranks 3 --max-bytes 16K --iters 2 --warmup 0
@@ -53,6 +53,18 @@ expect "mpi compressed allreduce next to MPI fp32" 0 'Out of bounds values : 0 O
 expect "MPI fp16 next to qccl's fp16 ring" 0 'Out of bounds values : 0 OK' -- \
   "${mpirun[@]}" -np 4 "$qccl" bench allreduce --codec fp16 --native-codec --algo ring,native \
   --max-bytes 256K --step-factor 16 --iters 2 --warmup 1
+for op in reduce-scatter allgather; do
+  expect "mpi compressed $op next to MPI fp32, 3 ranks" 0 'Out of bounds values : 0 OK' -- \
+    "${mpirun[@]}" -np 3 "$qccl" bench "$op" --codec global-qsgd:bits=4 --max-bytes 256K \
+    --step-factor 16 --iters 2 --warmup 1
+  expect "mpi $op: MPI over fp16 next to qccl's fp16" 0 'Out of bounds values : 0 OK' -- \
+    "${mpirun[@]}" -np 4 "$qccl" bench "$op" --codec fp16 --native-codec --max-bytes 256K \
+    --step-factor 16 --iters 2 --warmup 1
+done
+expect "an operation a codec does not offer is named" 2 'intsgd.* has no allgather' -- \
+  "$qccl" bench allgather --ranks 2 --codec intsgd
+expect "error feedback around a codec, as a spec" 0 'rows unchecked: the codec has no worst-case error bound' -- \
+  "$qccl" bench reduce-scatter --ranks 3 --codec 'ef(global-qsgd:bits=4)' --max-bytes 64K --iters 2 --warmup 0
 expect "--native-codec needs a codec with an MPI equivalent" 2 'has no MPI equivalent' -- \
   "$qccl" bench allreduce --ranks 2 --codec global-qsgd --native-codec
 expect "--native-codec needs --codec" 2 'needs --codec' -- \

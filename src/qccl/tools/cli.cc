@@ -85,12 +85,13 @@ void add_bench_operation(CLI::App& bench, BenchOperation op, std::string descrip
   sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
   sub->add_flag("--no-arg-check", command.no_arg_check,
                 "skip the per-call check that all ranks pass the same arguments");
-  if (op == BenchOperation::allreduce) {
+  if (op != BenchOperation::broadcast) {
     sub->add_option("--codec", command.config.codec,
                     "compress with this codec spec (e.g. global-qsgd:bits=8,dither=exp) on "
-                    "ring/halving-doubling; native stays MPI fp32 (default: plain fp32 sum)");
+                    "ring/halving-doubling, as a mean (allreduce, reduce-scatter) or as decoded "
+                    "shards (allgather); native stays MPI fp32 (default: plain fp32)");
     sub->add_flag("--native-codec", command.config.native_codec,
-                  "native runs the codec too, as MPI_Allreduce over its encoding (fp16)");
+                  "native runs the codec too, as MPI's collective over its encoding (fp16)");
   }
 }
 
@@ -387,8 +388,11 @@ int run_cli(int argc, char** argv) {
   bench->require_subcommand(1);
   BenchCommand command;
   add_bench_operation(*bench, BenchOperation::allreduce, "allreduce (ring, halving-doubling, native MPI)", command);
-  add_bench_operation(*bench, BenchOperation::allgather, "allgather (ring)", command);
-  add_bench_operation(*bench, BenchOperation::reduce_scatter, "reduce-scatter (ring)", command);
+  add_bench_operation(*bench, BenchOperation::allgather,
+                      "allgather (ring, halving-doubling, native MPI_Allgather)", command);
+  add_bench_operation(*bench, BenchOperation::reduce_scatter,
+                      "reduce-scatter (ring, halving-doubling, native MPI_Reduce_scatter_block)",
+                      command);
   add_bench_operation(*bench, BenchOperation::broadcast, "broadcast (pipelined binomial tree)", command);
   CodecBenchCommand codec_command;
   add_codec_bench(*bench, codec_command);

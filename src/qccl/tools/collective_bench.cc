@@ -26,8 +26,18 @@ std::string_view to_string(BenchOperation op) {
 }
 
 std::vector<Algorithm> algorithms_for(BenchOperation op) {
-  if (op == BenchOperation::allreduce) return {Algorithm::ring, Algorithm::halving_doubling, Algorithm::native};
-  return {Algorithm::ring};
+  if (op == BenchOperation::broadcast) return {Algorithm::ring};  // the pipelined binomial tree
+  return {Algorithm::ring, Algorithm::halving_doubling, Algorithm::native};
+}
+
+std::optional<CodecOperation> codec_operation(BenchOperation op) {
+  switch (op) {
+    case BenchOperation::allreduce: return CodecOperation::allreduce_mean;
+    case BenchOperation::reduce_scatter: return CodecOperation::reduce_scatter_mean;
+    case BenchOperation::allgather: return CodecOperation::allgather;
+    case BenchOperation::broadcast: return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 double bus_factor(BenchOperation op, int ranks) {
@@ -62,17 +72,23 @@ void validate(const BenchConfig& c) {
   if (c.iterations < 1) throw InvalidArgument("bench: --iters must be at least 1");
   if (c.warmup < 0) throw InvalidArgument("bench: --warmup must not be negative");
   if (!c.codec.empty()) {
-    if (c.operation != BenchOperation::allreduce) {
-      throw InvalidArgument("bench " + op + ": --codec applies to allreduce only");
+    const auto operation = codec_operation(c.operation);
+    if (!operation) {
+      throw InvalidArgument("bench " + op + ": --codec applies to allreduce, reduce-scatter and "
+                            "allgather");
     }
     const auto codec = make_codec(c.codec);  // throws for an unknown codec or parameter
+    if (!codec->supports(*operation)) {
+      throw InvalidArgument("bench " + op + ": codec " + codec->spec() + " has no " +
+                            std::string(to_string(*operation)));
+    }
     if (c.native_codec && !codec->has_native_equivalent()) {
-      throw InvalidArgument("bench allreduce: codec " + codec->spec() +
+      throw InvalidArgument("bench " + op + ": codec " + codec->spec() +
                             " has no MPI equivalent for --native-codec (fp16 has)");
     }
   }
   if (c.native_codec && c.codec.empty()) {
-    throw InvalidArgument("bench allreduce: --native-codec needs --codec");
+    throw InvalidArgument("bench " + op + ": --native-codec needs --codec");
   }
   if (c.in_place && (c.operation == BenchOperation::reduce_scatter ||
                      c.operation == BenchOperation::broadcast)) {
@@ -114,6 +130,7 @@ class BenchCase {
   BenchCase(Communicator& comm, const BenchConfig& config, std::size_t bytes)
       : comm_(comm), config_(config), n_(comm.size()), rank_(comm.rank()) {
     const std::size_t elements = bytes / sizeof(float);
+    if (!config.codec.empty()) codec_ = make_codec(config.codec);
     switch (config.operation) {
       case BenchOperation::allgather:
         per_rank_ = elements / static_cast<std::size_t>(n_);
@@ -121,12 +138,18 @@ class BenchCase {
         input_.resize(per_rank_);
         output_.resize(total_);
         break;
-      case BenchOperation::reduce_scatter:
+      case BenchOperation::reduce_scatter: {
         total_ = elements;
-        block_ = reduce_scatter_blocks(total_, n_, 1)[static_cast<std::size_t>(rank_)];
+        // The codec's blocks keep its granularity; the fp32 baseline takes
+        // the same ones, so both compute the same blocks.
+        const auto blocks = codec_ ? codec_->reduce_scatter_blocks(total_, n_)
+                                   : reduce_scatter_blocks(total_, n_, 1);
+        block_ = blocks[static_cast<std::size_t>(rank_)];
+        block_counts_ = range_counts(blocks);
         input_.resize(total_);
         output_.resize(block_.count);
         break;
+      }
       case BenchOperation::allreduce:
       case BenchOperation::broadcast:
         total_ = elements;
@@ -135,15 +158,18 @@ class BenchCase {
         break;
     }
     for (std::size_t i = 0; i < input_.size(); ++i) input_[i] = value(rank_, i);
-    if (!config.codec.empty()) {
-      codec_ = make_codec(config.codec);
-      norm_ = inputs_norm(n_, total_, codec_->norm_kind());
+    if (codec_) {
+      const bool gather = config.operation == BenchOperation::allgather;
+      norm_ = inputs_norm(n_, gather ? per_rank_ : total_, codec_->norm_kind());
     }
   }
 
   std::size_t total_elements() const { return total_; }
+  // Whether results can be checked: exact, or a codec with a finite bound.
+  bool checkable() const { return std::isfinite(tolerance_); }
 
-  // Whether `algorithm` runs the codec (native is always the fp32 baseline).
+  // Whether `algorithm` runs the codec (native is the fp32 baseline unless
+  // --native-codec).
   bool uses_codec(Algorithm algorithm) const {
     return codec_ && (algorithm != Algorithm::native || config_.native_codec);
   }
@@ -151,7 +177,7 @@ class BenchCase {
   // Before each call: which algorithm it is for (the check depends on it).
   void select(Algorithm algorithm) {
     algorithm_ = algorithm;
-    tolerance_ = uses_codec(algorithm) ? codec_->max_abs_error(norm_, n_, algorithm) : 0.0;
+    tolerance_ = uses_codec(algorithm) ? bound() : 0.0;
   }
 
   // Untimed: restores inputs an in-place call overwrote and poisons outputs,
@@ -161,8 +187,8 @@ class BenchCase {
     if (uses_codec(algorithm_)) {
       // Codecs that scale by the optimizer's history (IntSGD) see the update
       // SGD with step 1 would make; their first call is exact.
-      if (has_result_) feed_sgd_step(*codec_, output_);
-      tolerance_ = codec_->max_abs_error(norm_, n_, algorithm_);
+      if (has_result_) feed_back();
+      tolerance_ = bound();
     }
     switch (config_.operation) {
       case BenchOperation::allreduce:
@@ -189,10 +215,11 @@ class BenchCase {
   }
 
   void run(const CollectiveOptions& options) {
+    const bool codec = uses_codec(algorithm_);
+    has_result_ = has_result_ || codec;
     switch (config_.operation) {
       case BenchOperation::allreduce:
-        if (uses_codec(algorithm_)) {
-          has_result_ = true;
+        if (codec) {
           codec_->allreduce_mean(comm_, output_, options);  // in place: codecs are
         } else if (config_.in_place) {
           allreduce(comm_, output_, sum_, options);
@@ -205,11 +232,19 @@ class BenchCase {
         if (config_.in_place) {
           mine = std::span<const float>(output_).subspan(per_rank_ * static_cast<std::size_t>(rank_), per_rank_);
         }
-        allgather(comm_, mine, output_, options);
+        if (codec) {
+          codec_->allgather(comm_, mine, output_, options);
+        } else {
+          allgather(comm_, mine, output_, options);
+        }
         break;
       }
       case BenchOperation::reduce_scatter:
-        reduce_scatter(comm_, input_, output_, sum_, options);
+        if (codec) {
+          codec_->reduce_scatter_mean(comm_, input_, output_, options);
+        } else {
+          reduce_scatter(comm_, input_, output_, sum_, options, block_counts_);
+        }
         break;
       case BenchOperation::broadcast:
         broadcast(comm_, output_, 0, options);
@@ -218,36 +253,57 @@ class BenchCase {
   }
 
   std::size_t count_wrong() const {
+    const bool codec = uses_codec(algorithm_);
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < output_.size(); ++i) {
-      float expected = 0;
+      double expected = 0;
       switch (config_.operation) {
         case BenchOperation::allreduce:
-          if (uses_codec(algorithm_)) {
-            // The mean, within the codec's worst-case error.
-            const double mean = static_cast<double>(value_sum(n_, i)) / n_;
-            if (!(std::abs(output_[i] - mean) <= tolerance_)) ++wrong;
-            continue;
-          }
-          expected = value_sum(n_, i);
+          expected = codec ? static_cast<double>(value_sum(n_, i)) / n_ : value_sum(n_, i);
           break;
         case BenchOperation::allgather:
           expected = value(static_cast<int>(i / per_rank_), i % per_rank_);
           break;
-        case BenchOperation::reduce_scatter: expected = value_sum(n_, block_.first + i); break;
+        case BenchOperation::reduce_scatter:
+          expected = codec ? static_cast<double>(value_sum(n_, block_.first + i)) / n_
+                           : value_sum(n_, block_.first + i);
+          break;
         case BenchOperation::broadcast: expected = value(0, i); break;
       }
-      if (!(output_[i] == expected)) ++wrong;
+      // Exact for the plain collectives; a codec's mean or shards within its
+      // worst-case error.
+      if (!(std::abs(output_[i] - expected) <= tolerance_)) ++wrong;
     }
     return wrong;
   }
 
  private:
+  double bound() const {
+    return codec_->error_bound(norm_, n_, algorithm_, *codec_operation(config_.operation));
+  }
+
+  // The update SGD with step 1 would make: from the last mean (allreduce),
+  // or from the exact mean, which every rank knows in full (reduce-scatter
+  // leaves each rank only its block of the result).
+  void feed_back() {
+    if (!codec_->wants_step_feedback()) return;
+    if (config_.operation == BenchOperation::allreduce) {
+      feed_sgd_step(*codec_, output_);
+      return;
+    }
+    std::vector<float> mean(total_);
+    for (std::size_t i = 0; i < total_; ++i) {
+      mean[i] = static_cast<float>(static_cast<double>(value_sum(n_, i)) / n_);
+    }
+    feed_sgd_step(*codec_, mean);
+  }
+
   Communicator& comm_;
   const BenchConfig& config_;
   int n_, rank_;
   std::size_t total_ = 0, per_rank_ = 0;
   Range block_;
+  std::vector<std::size_t> block_counts_;
   std::vector<float> input_, output_;
   Fp32Sum sum_;
   std::unique_ptr<Codec> codec_;
@@ -318,6 +374,7 @@ std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig
       row.busbw_gbps = row.algbw_gbps * bus_factor(config.operation, comm.size());
       if (algorithm != Algorithm::native) row.sent_bytes_per_rank = sent[0];
       row.wrong = static_cast<std::size_t>(wrong_total[0]);
+      row.checked = bench.checkable();
       rows.push_back(row);
     }
     if (bytes > config.max_bytes / config.step_factor) break;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "qccl/collectives/communicator.h"
+#include "qccl/codecs/codec.h"
 #include "qccl/collectives/options.h"
 
 namespace qccl::tools {
@@ -15,8 +16,13 @@ namespace qccl::tools {
 enum class BenchOperation { allreduce, allgather, reduce_scatter, broadcast };
 
 std::string_view to_string(BenchOperation op);
-// Algorithms each operation implements (allreduce: ring, halving-doubling, native).
+// Algorithms each operation implements: ring, halving-doubling and native
+// (MPI) for allreduce, reduce-scatter and allgather; broadcast has one (a
+// pipelined binomial tree), listed as ring.
 std::vector<Algorithm> algorithms_for(BenchOperation op);
+// The codec operation a benchmark operation runs with --codec (none for
+// broadcast).
+std::optional<CodecOperation> codec_operation(BenchOperation op);
 
 struct BenchConfig {
   BenchOperation operation = BenchOperation::allreduce;
@@ -29,14 +35,15 @@ struct BenchConfig {
   bool in_place = false;
   std::size_t chunk_bytes = std::size_t{1} << 20;
   int window = 4;
-  // Allreduce only: a codec spec run on ring and halving-doubling as a mean-allreduce;
-  // `native` stays MPI_Allreduce in fp32, the baseline beside it. Empty: the
-  // plain fp32 sum on every algorithm.
+  // A codec spec run as the operation's codec form (allreduce mean,
+  // reduce-scatter mean, allgather) on ring and halving-doubling; `native`
+  // stays MPI's fp32 collective, the baseline beside it. Empty: the plain
+  // fp32 collectives on every algorithm.
   std::string codec;
   // The rate of each rank's link, in bits/s, when known (an emulated or real
   // cluster); 0 otherwise. Rows then report the fraction of the wire bound.
   double link_rate_bps = 0;
-  // Allreduce with a codec: run it on native too, as MPI_Allreduce over its
+  // With a codec: run it on native too, as MPI's collective over its
   // encoding (codecs with an MPI equivalent: fp16). native is then no longer
   // the fp32 baseline.
   bool native_codec = false;
@@ -59,6 +66,9 @@ struct BenchRow {
   // Elements that differ from the closed form (beyond the codec's worst-case
   // error bound for a lossy codec), summed over ranks.
   std::size_t wrong = 0;
+  // False when the codec has no worst-case bound (IntDIANA, error
+  // feedback): `wrong` then counts nothing.
+  bool checked = true;
 };
 
 // Runs the benchmark on every rank (all ranks must call it); every rank

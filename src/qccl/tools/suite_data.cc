@@ -53,7 +53,7 @@ void load_allreduce(const std::filesystem::path& path, SuiteData& data) {
       row.sent_bytes_per_rank = optional_number(r, "sent_bytes_per_rank");
       row.speedup = optional_number(r, "vs_native");
       row.wire_fraction = optional_number(r, "wire_fraction");
-      row.wrong = r.at("wrong").get<std::size_t>();
+      row.wrong = r.at("wrong").is_null() ? 0 : r.at("wrong").get<std::size_t>();
       data.rows.push_back(row);
     }
   } catch (const nlohmann::json::exception& e) {
