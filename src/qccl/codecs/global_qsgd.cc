@@ -10,6 +10,7 @@
 #include "qccl/codecs/exp_dither_reduction.h"
 #include "qccl/codecs/linear_dither.h"
 #include "qccl/collectives/allgather.h"
+#include "qccl/collectives/small_allreduce.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -163,8 +164,8 @@ class GlobalQsgdCodec final : public Codec {
     const auto n = static_cast<std::size_t>(comm.size());
     std::vector<std::int64_t> counts(n, 0);
     counts[static_cast<std::size_t>(comm.rank())] = static_cast<std::int64_t>(index.size());
-    allreduce_values<std::int64_t>(comm.transport(), counts, ReduceOp::sum,
-                                   comm.timeout(options.timeout));
+    small_allreduce(comm, tag, counts, ReduceOp::sum, comm.timeout(options.timeout),
+                    "global-qsgd sparse counts");
     std::size_t total = 0;
     for (auto c : counts) total += static_cast<std::size_t>(c);
     if (total * kEntryBytes >= 2 * d) return false;

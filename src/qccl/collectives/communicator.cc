@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "qccl/collectives/small_allreduce.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -99,20 +100,17 @@ CollectiveCall::CollectiveCall(Communicator& comm, Fingerprint fingerprint, Time
   auto exchanged = call_check_buffer(check ? &fingerprint_ : nullptr, statistics, comm_.size(),
                                      comm_.rank());
   const auto mine = exchanged;
+  const std::string operation(fingerprint_.operation());
   try {
-    if (comm_.size() > 1) {
-      allreduce_values<std::int64_t>(comm_.transport_, exchanged, ReduceOp::max, timeout_);
-    }
+    small_allreduce(comm_, tag_, exchanged, ReduceOp::max, timeout_,
+                    operation + ": the argument check across ranks");
   } catch (const TimeoutError& e) {
-    comm_.poison(std::string(fingerprint_.operation()) + " call " + std::to_string(sequence_) +
-                 ": " + e.what());
-    throw TimeoutError(where() + std::string(fingerprint_.operation()) +
-                       ": the argument check across ranks timed out (" + e.what() +
-                       "); some rank did not call " + std::string(fingerprint_.operation()));
+    comm_.poison(operation + " call " + std::to_string(sequence_) + ": " + e.what());
+    throw TimeoutError(where() + e.what() + " (did every rank call " + operation + "?)");
   } catch (const Error& e) {
-    comm_.poison(std::string(fingerprint_.operation()) + " call " + std::to_string(sequence_) +
-                 ": " + e.what());
-    throw;
+    comm_.poison(operation + " call " + std::to_string(sequence_) + ": " + e.what());
+    if (comm_.name() == "world") throw;
+    rethrow_with_context(where());
   }
   if (check && !fingerprints_agree(exchanged)) report_mismatch(mine);
   if (statistics != nullptr) statistics_ = gathered_statistics(exchanged, comm_.size());
@@ -145,7 +143,8 @@ void CollectiveCall::report_mismatch(const std::vector<std::int64_t>& mine) {
   const auto rank = static_cast<std::size_t>(comm_.rank());
   std::vector<std::int64_t> table(n * k, 0);
   for (std::size_t i = 0; i < k; ++i) table[rank * k + i] = mine[i];
-  allreduce_values<std::int64_t>(comm_.transport_, table, ReduceOp::sum, timeout_);
+  small_allreduce(comm_, tag_, table, ReduceOp::sum, timeout_,
+                  std::string(fingerprint_.operation()) + ": gathering the arguments that differ");
 
   // The operation field first: if the operations differ, other fields are
   // not comparable.

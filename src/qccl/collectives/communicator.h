@@ -67,6 +67,10 @@ class Communicator {
     return override.value_or(options_.timeout);
   }
   bool poisoned() const { return poisoned_.load(); }
+  // Latency-bound exchanges run so far: call checks, and small exchanges
+  // inside calls (small_allreduce). A codec step makes one.
+  std::uint64_t exchanges() const { return exchanges_.load(); }
+  void count_exchange() { exchanges_.fetch_add(1, std::memory_order_relaxed); }
 
   // Runs one collective call with no statistics: see CollectiveCall.
   void run(const Fingerprint& fingerprint, Timeout timeout,
@@ -98,6 +102,7 @@ class Communicator {
   std::uint64_t sequence_ = 0;
   mutable std::mutex poison_mutex_;
   std::atomic<bool> poisoned_{false}, cancelled_{false};
+  std::atomic<std::uint64_t> exchanges_{0};
   std::string poison_;
   std::vector<std::byte> scratch_[3];
 };

@@ -15,7 +15,8 @@ struct WorkState {
   Communicator* comm = nullptr;  // the stream's, cancelled by a timed-out wait
   std::mutex mutex;
   std::condition_variable finished;
-  bool done = false;
+  bool ended = false;  // the operation has run; failure is final
+  bool done = false;   // and so have the callbacks registered before it ended
   std::exception_ptr failure;
   std::exception_ptr callback_failure;
   std::vector<std::function<void(const Work&)>> callbacks;
@@ -43,16 +44,22 @@ void run_callback(const std::shared_ptr<WorkState>& state,
 
 }  // namespace
 
+// The callbacks run before waiters are released, so what they do (copying a
+// bucket's mean into a gradient) is visible to whoever waited.
 void complete_work(const std::shared_ptr<WorkState>& state, std::exception_ptr failure) {
   std::vector<std::function<void(const Work&)>> callbacks;
   {
     std::lock_guard lock(state->mutex);
     state->failure = std::move(failure);
-    state->done = true;
+    state->ended = true;
     callbacks.swap(state->callbacks);
   }
-  state->finished.notify_all();
   for (const auto& callback : callbacks) run_callback(state, callback);
+  {
+    std::lock_guard lock(state->mutex);
+    state->done = true;
+  }
+  state->finished.notify_all();
 }
 
 }  // namespace detail
@@ -62,7 +69,7 @@ std::string Work::describe() const { return state_ ? state_->description : "(no 
 bool Work::completed() const {
   if (!state_) return false;
   std::lock_guard lock(state_->mutex);
-  return state_->done;
+  return state_->ended;
 }
 
 bool Work::test() const {
@@ -107,7 +114,7 @@ void Work::on_completion(std::function<void(const Work&)> callback) const {
   if (!state_) throw InvalidArgument("on_completion() on an empty Work handle");
   {
     std::lock_guard lock(state_->mutex);
-    if (!state_->done) {
+    if (!state_->ended) {
       state_->callbacks.push_back(std::move(callback));
       return;
     }

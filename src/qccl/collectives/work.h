@@ -28,9 +28,11 @@ class Work {
   std::string describe() const;
   // Whether the operation has finished, successfully or not.
   bool completed() const;
-  // Whether the operation has finished; rethrows its failure if it failed.
+  // Whether the operation has finished and its callbacks have run; rethrows
+  // its failure if it failed.
   bool test() const;
-  // Waits until the operation has finished and rethrows its failure. If it
+  // Waits until the operation has finished and its callbacks have run, and
+  // rethrows its failure. If it
   // has not finished within `timeout`, its stream is cancelled: it is
   // poisoned (operations queued on it fail at once, naming this cause;
   // other streams go on), the operation in flight stops at its next wait,

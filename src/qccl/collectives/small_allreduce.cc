@@ -1,0 +1,77 @@
+#include "qccl/collectives/small_allreduce.h"
+
+#include <algorithm>
+#include <bit>
+#include <vector>
+
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+void combine(std::span<std::int64_t> into, std::span<const std::int64_t> from, ReduceOp op) {
+  for (std::size_t i = 0; i < into.size(); ++i) {
+    into[i] = op == ReduceOp::max ? std::max(into[i], from[i]) : into[i] + from[i];
+  }
+}
+
+}  // namespace
+
+void small_allreduce(Communicator& comm, int tag, std::span<std::int64_t> values, ReduceOp op,
+                     Timeout timeout, std::string_view operation) {
+  if (op == ReduceOp::min) throw InvalidArgument("small_allreduce: MAX or SUM only");
+  comm.count_exchange();
+  const int n = comm.size();
+  const int r = comm.rank();
+  if (n == 1) return;
+  const int p = static_cast<int>(std::bit_floor(static_cast<unsigned>(n)));
+  const int m = n - p;
+  Transport& transport = comm.transport();
+  const auto bytes = std::as_writable_bytes(values);
+  std::vector<std::int64_t> incoming(values.size());
+  const auto incoming_bytes = std::as_writable_bytes(std::span(incoming));
+  auto check_size = [&](const Request& request, int peer) {
+    if (request.bytes() != bytes.size()) {
+      throw CommError(std::string(operation) + ": rank " + std::to_string(r) + " received " +
+                      std::to_string(request.bytes()) + " bytes from rank " +
+                      std::to_string(peer) + " for " + std::to_string(bytes.size()) +
+                      ": the ranks disagree on the call");
+    }
+  };
+  auto send = [&](int peer) {
+    auto request = transport.isend(peer, tag, bytes);
+    return request;
+  };
+  auto receive = [&](int peer, std::span<std::byte> into) {
+    auto request = transport.irecv(peer, tag, into);
+    comm.wait(*request, timeout, operation);
+    check_size(*request, peer);
+  };
+
+  if (r < 2 * m && r % 2 == 0) {  // folded: hand over, then take the result
+    auto sent = send(r + 1);
+    receive(r + 1, bytes);
+    comm.wait(*sent, timeout, operation);
+    return;
+  }
+  if (r < 2 * m) {
+    receive(r - 1, incoming_bytes);
+    combine(values, incoming, op);
+  }
+  const int v = r < 2 * m ? r / 2 : r - m;
+  auto real_rank = [&](int virtual_rank) {
+    return virtual_rank < m ? 2 * virtual_rank + 1 : virtual_rank + m;
+  };
+  for (int mask = 1; mask < p; mask *= 2) {
+    const int partner = real_rank(v ^ mask);
+    auto received = transport.irecv(partner, tag, incoming_bytes);
+    auto sent = send(partner);
+    comm.wait(*received, timeout, operation);
+    check_size(*received, partner);
+    comm.wait(*sent, timeout, operation);
+    combine(values, incoming, op);
+  }
+  if (r < 2 * m) comm.wait(*send(r - 1), timeout, operation);
+}
+
+}  // namespace qccl
