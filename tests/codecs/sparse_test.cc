@@ -32,12 +32,12 @@ Outcome run(const std::string& spec, int n, Algorithm algorithm,
     CollectiveOptions options;
     options.algorithm = algorithm;
     auto data = input(comm.rank());
-    const auto before = comm.transport().stats().bytes_sent;
+    const auto before = comm.data_bytes_sent();
     codec->allreduce_mean(comm, data, options);
     expect_identical_across_ranks(comm, data);
     if (comm.rank() == 0) {
       outcome.result = data;
-      outcome.bytes_sent = comm.transport().stats().bytes_sent - before;
+      outcome.bytes_sent = comm.data_bytes_sent() - before;
     }
   });
   return outcome;

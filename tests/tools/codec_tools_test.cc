@@ -46,12 +46,18 @@ TEST(CodecAllreduceBenchTest, EveryCodecWithinItsBoundAndSendsCompressedBytes) {
   }
 }
 
-TEST(CodecAllreduceBenchTest, CodecOnlyForAllreduce) {
+TEST(CodecAllreduceBenchTest, CodecsOnlyWhereTheyHaveTheOperation) {
   BenchConfig config;
-  config.operation = BenchOperation::allgather;
+  config.operation = BenchOperation::broadcast;
   config.algorithms = {Algorithm::ring};
   config.codec = "fp16";
   EXPECT_THROW(validate(config), InvalidArgument);
+  config.operation = BenchOperation::allgather;
+  EXPECT_NO_THROW(validate(config));
+  config.codec = "intdiana";
+  EXPECT_THROW(validate(config), InvalidArgument);
+  config.operation = BenchOperation::reduce_scatter;
+  EXPECT_THROW(validate(config), InvalidArgument);  // IntDIANA: allreduce only
   config.operation = BenchOperation::allreduce;
   config.codec = "nope";
   EXPECT_THROW(validate(config), InvalidArgument);

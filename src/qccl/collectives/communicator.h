@@ -70,7 +70,17 @@ class Communicator {
   // Latency-bound exchanges run so far: call checks, and small exchanges
   // inside calls (small_allreduce). A codec step makes one.
   std::uint64_t exchanges() const { return exchanges_.load(); }
-  void count_exchange() { exchanges_.fetch_add(1, std::memory_order_relaxed); }
+  // Records one exchange that sent `bytes` from this rank.
+  void count_exchange(std::uint64_t bytes) {
+    exchanges_.fetch_add(1, std::memory_order_relaxed);
+    exchange_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  // Bytes this rank has sent on the communicator's transport as data, i.e.
+  // without the exchanges' few hundred bytes per call (what the benchmarks
+  // and the trainer report as "sent").
+  std::uint64_t data_bytes_sent() const {
+    return transport_.stats().bytes_sent - exchange_bytes_.load();
+  }
 
   // Runs one collective call with no statistics: see CollectiveCall.
   void run(const Fingerprint& fingerprint, Timeout timeout,
@@ -102,7 +112,7 @@ class Communicator {
   std::uint64_t sequence_ = 0;
   mutable std::mutex poison_mutex_;
   std::atomic<bool> poisoned_{false}, cancelled_{false};
-  std::atomic<std::uint64_t> exchanges_{0};
+  std::atomic<std::uint64_t> exchanges_{0}, exchange_bytes_{0};
   std::string poison_;
   std::vector<std::byte> scratch_[3];
 };

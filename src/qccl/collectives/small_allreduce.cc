@@ -20,10 +20,12 @@ void combine(std::span<std::int64_t> into, std::span<const std::int64_t> from, R
 void small_allreduce(Communicator& comm, int tag, std::span<std::int64_t> values, ReduceOp op,
                      Timeout timeout, std::string_view operation) {
   if (op == ReduceOp::min) throw InvalidArgument("small_allreduce: MAX or SUM only");
-  comm.count_exchange();
   const int n = comm.size();
   const int r = comm.rank();
-  if (n == 1) return;
+  if (n == 1) {
+    comm.count_exchange(0);
+    return;
+  }
   const int p = static_cast<int>(std::bit_floor(static_cast<unsigned>(n)));
   const int m = n - p;
   Transport& transport = comm.transport();
@@ -38,9 +40,10 @@ void small_allreduce(Communicator& comm, int tag, std::span<std::int64_t> values
                       ": the ranks disagree on the call");
     }
   };
+  std::uint64_t sent = 0;
   auto send = [&](int peer) {
-    auto request = transport.isend(peer, tag, bytes);
-    return request;
+    sent += bytes.size();
+    return transport.isend(peer, tag, bytes);
   };
   auto receive = [&](int peer, std::span<std::byte> into) {
     auto request = transport.irecv(peer, tag, into);
@@ -49,9 +52,10 @@ void small_allreduce(Communicator& comm, int tag, std::span<std::int64_t> values
   };
 
   if (r < 2 * m && r % 2 == 0) {  // folded: hand over, then take the result
-    auto sent = send(r + 1);
+    auto handed = send(r + 1);
     receive(r + 1, bytes);
-    comm.wait(*sent, timeout, operation);
+    comm.wait(*handed, timeout, operation);
+    comm.count_exchange(sent);
     return;
   }
   if (r < 2 * m) {
@@ -65,13 +69,14 @@ void small_allreduce(Communicator& comm, int tag, std::span<std::int64_t> values
   for (int mask = 1; mask < p; mask *= 2) {
     const int partner = real_rank(v ^ mask);
     auto received = transport.irecv(partner, tag, incoming_bytes);
-    auto sent = send(partner);
+    auto outgoing = send(partner);
     comm.wait(*received, timeout, operation);
     check_size(*received, partner);
-    comm.wait(*sent, timeout, operation);
+    comm.wait(*outgoing, timeout, operation);
     combine(values, incoming, op);
   }
   if (r < 2 * m) comm.wait(*send(r - 1), timeout, operation);
+  comm.count_exchange(sent);
 }
 
 }  // namespace qccl

@@ -46,8 +46,9 @@ class Stream {
   Work submit(std::string description, std::function<void(Communicator&)> operation);
 
   const std::string& name() const { return comm_->name(); }
-  // What the stream's transport has sent so far (thread-safe).
-  TransportStats traffic() const { return comm_->transport().stats(); }
+  // Data bytes the stream has sent so far (thread-safe; see
+  // Communicator::data_bytes_sent).
+  std::uint64_t data_bytes_sent() const { return comm_->data_bytes_sent(); }
   // The stream's communicator. Use it only inside submitted operations, or
   // while nothing is in flight.
   Communicator& communicator() { return *comm_; }

@@ -82,7 +82,7 @@ class DataParallelEngine final : public Engine {
   std::size_t bucket_count() const override { return plan_.bucket_count(); }
   std::size_t elements() const override { return elements_; }
   double payload_bytes() const override;
-  std::uint64_t bytes_sent() const override { return reducer_.traffic().bytes_sent; }
+  std::uint64_t bytes_sent() const override { return reducer_.data_bytes_sent(); }
   CodecStepStats exchange_stats() const override;
   std::uint64_t steps_begun() const override { return step_; }
   void set_steps_begun(std::uint64_t steps) override { step_ = steps; }

@@ -62,8 +62,8 @@ class Engine {
   virtual std::size_t elements() const = 0;
   // Bytes of one rank's encoded exchange per oracle.
   virtual double payload_bytes() const = 0;
-  // Bytes this rank's exchanges have sent so far, as its transports counted
-  // them.
+  // Data bytes this rank's gradient (or weight) exchanges have sent so far,
+  // as its transports counted them (Communicator::data_bytes_sent).
   virtual std::uint64_t bytes_sent() const = 0;
   // The integer codecs' counters of the last exchange, over buckets:
   // largest integer sent, clipped coordinates summed.

@@ -67,8 +67,8 @@ class BucketReducer {
   std::optional<std::size_t> failed_bucket() const;
   // Of those, the seconds each bucket spent encoding and decoding.
   std::vector<PhaseTimes> phase_times() const;
-  // What the reducer's stream has sent so far.
-  TransportStats traffic() const { return stream_.traffic(); }
+  // Data bytes the reducer's stream has sent so far.
+  std::uint64_t data_bytes_sent() const { return stream_.data_bytes_sent(); }
 
  private:
   void launch(std::size_t bucket);  // caller holds mutex_

@@ -346,7 +346,7 @@ std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig
       }
       std::vector<double> times(static_cast<std::size_t>(config.iterations));
       std::int64_t wrong = 0;
-      const auto sent_before = transport.stats().bytes_sent;
+      const auto sent_before = comm.data_bytes_sent();
       for (auto& t : times) {
         bench.prepare();
         transport.barrier(timeout);
@@ -355,7 +355,7 @@ std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig
         t = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
         wrong = std::max<std::int64_t>(wrong, static_cast<std::int64_t>(bench.count_wrong()));
       }
-      std::vector<double> sent{static_cast<double>(transport.stats().bytes_sent - sent_before) /
+      std::vector<double> sent{static_cast<double>(comm.data_bytes_sent() - sent_before) /
                                config.iterations};
       // Per iteration, the slowest rank's time is the collective's time.
       allreduce_values<double>(transport, times, ReduceOp::max, timeout);

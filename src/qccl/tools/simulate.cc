@@ -82,7 +82,7 @@ SimulateSummary run_simulation(const SimulateConfig& config) {
     CollectiveOptions options;
     options.algorithm = config.algorithm;
     const auto mine = std::span(all).subspan(static_cast<std::size_t>(comm.rank()) * d, d);
-    const auto before = transport.stats().bytes_sent;
+    const auto before = comm.data_bytes_sent();
     std::vector<float> data(d);
     for (int round = 0; round < config.rounds; ++round) {
       std::copy(mine.begin(), mine.end(), data.begin());
@@ -93,7 +93,7 @@ SimulateSummary run_simulation(const SimulateConfig& config) {
       }
     }
     std::lock_guard lock(sent_mutex);
-    most_sent = std::max(most_sent, static_cast<double>(transport.stats().bytes_sent - before));
+    most_sent = std::max(most_sent, static_cast<double>(comm.data_bytes_sent() - before));
   });
 
   SimulateSummary summary;
