@@ -5,6 +5,7 @@
 
 #include "../support/collective_checks.h"
 #include "../support/sparse_test_reduction.h"
+#include "../support/test_names.h"
 #include "../support/world.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/fp32_sum.h"
@@ -14,12 +15,13 @@
 namespace qccl::test {
 namespace {
 
-using Param = std::tuple<int, std::size_t, std::size_t>;  // ranks, count, chunk bytes
+// ranks, count, chunk bytes, algorithm
+using Param = std::tuple<int, std::size_t, std::size_t, Algorithm>;
 class CollectivesTest : public ::testing::TestWithParam<Param> {
  protected:
   int ranks() const { return std::get<0>(GetParam()); }
   CollectiveCase base(bool in_place = false) const {
-    return {std::get<1>(GetParam()), Algorithm::ring, in_place, std::get<2>(GetParam())};
+    return {std::get<1>(GetParam()), std::get<3>(GetParam()), in_place, std::get<2>(GetParam())};
   }
 };
 
@@ -39,19 +41,37 @@ TEST_P(CollectivesTest, AllgathervWithSizesThatDifferPerRank) {
   run_world(ranks(), [&](Communicator& comm) { check_allgatherv(comm, base()); });
 }
 
-TEST_P(CollectivesTest, BroadcastFromEveryRoot) {
-  run_world(ranks(), [&](Communicator& comm) {
-    for (int root = 0; root < comm.size(); ++root) check_broadcast(comm, base(), root);
+const auto kRanks = ::testing::Values(1, 2, 3, 4, 7);
+const auto kSizes = ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{10},
+                                      std::size_t{1000}, std::size_t{100000});
+const auto kChunks = ::testing::Values(std::size_t{96}, std::size_t{1} << 20);
+
+INSTANTIATE_TEST_SUITE_P(RanksSizes, CollectivesTest,
+                         ::testing::Combine(kRanks, kSizes, kChunks,
+                                            ::testing::Values(Algorithm::ring,
+                                                              Algorithm::halving_doubling,
+                                                              Algorithm::native)),
+                         [](const ::testing::TestParamInfo<Param>& info) {
+                           return "n" + std::to_string(std::get<0>(info.param)) + "_len" +
+                                  std::to_string(std::get<1>(info.param)) + "_chunk" +
+                                  std::to_string(std::get<2>(info.param)) + "_" +
+                                  test_name(std::string(to_string(std::get<3>(info.param))));
+                         });
+
+using BroadcastParam = std::tuple<int, std::size_t, std::size_t>;  // ranks, count, chunk bytes
+class BroadcastTest : public ::testing::TestWithParam<BroadcastParam> {};
+
+TEST_P(BroadcastTest, FromEveryRoot) {
+  const auto [ranks, count, chunk] = GetParam();
+  run_world(ranks, [&](Communicator& comm) {
+    for (int root = 0; root < comm.size(); ++root) {
+      check_broadcast(comm, {count, Algorithm::ring, false, chunk}, root);
+    }
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(RanksSizes, CollectivesTest,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 7),
-                                            ::testing::Values(std::size_t{0}, std::size_t{1},
-                                                              std::size_t{10}, std::size_t{1000},
-                                                              std::size_t{100000}),
-                                            ::testing::Values(std::size_t{96}, std::size_t{1} << 20)),
-                         [](const ::testing::TestParamInfo<Param>& info) {
+INSTANTIATE_TEST_SUITE_P(RanksSizes, BroadcastTest, ::testing::Combine(kRanks, kSizes, kChunks),
+                         [](const ::testing::TestParamInfo<BroadcastParam>& info) {
                            return "n" + std::to_string(std::get<0>(info.param)) + "_len" +
                                   std::to_string(std::get<1>(info.param)) + "_chunk" +
                                   std::to_string(std::get<2>(info.param));

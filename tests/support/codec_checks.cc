@@ -1,0 +1,208 @@
+#include "codec_checks.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "collective_checks.h"
+#include "patterns.h"
+#include "qccl/codecs/codec_registry.h"
+#include "qccl/collectives/allreduce.h"
+#include "qccl/collectives/fp32_sum.h"
+#include "qccl/common/errors.h"
+
+namespace qccl::test {
+namespace {
+
+constexpr CodecSettings kSettings{.seed = 5, .bucket = 2};
+
+struct Run {
+  std::vector<float> output, own;
+  double bound = 0;  // the codec's worst-case error for the second step
+};
+
+// Two steps of `operation`, the SGD update of the exact mean fed in between
+// (so IntSGD's second step is an integer one); returns the second step's
+// output and own contribution, and the error bound that step had.
+Run run_twice(Codec& codec, Communicator& comm, CodecOperation operation,
+              const std::vector<float>& input, const std::vector<float>& exact_mean,
+              const CollectiveOptions& options, double norm) {
+  const std::size_t n = static_cast<std::size_t>(comm.size());
+  Run run;
+  for (int step = 0; step < 2; ++step) {
+    run.bound = codec.error_bound(norm, comm.size(), options.algorithm, operation);
+    run.own.assign(input.size(), -7.0f);
+    switch (operation) {
+      case CodecOperation::allreduce_mean:
+        run.output = input;
+        codec.allreduce_mean(comm, run.output, options, run.own);
+        break;
+      case CodecOperation::reduce_scatter_mean: {
+        const auto block =
+            codec.reduce_scatter_blocks(input.size(), comm.size())[static_cast<std::size_t>(comm.rank())];
+        run.output.assign(block.count, -7.0f);
+        codec.reduce_scatter_mean(comm, input, run.output, options, run.own);
+        break;
+      }
+      case CodecOperation::allgather:
+        run.output.assign(input.size() * n, -7.0f);
+        codec.allgather(comm, input, run.output, options, run.own);
+        break;
+    }
+    if (step == 0) feed_sgd_step(codec, exact_mean);
+  }
+  return run;
+}
+
+// Whether every rank's `values` are within `tolerance` of `expected`.
+void expect_within(std::span<const float> values, std::span<const double> expected,
+                   double tolerance, const std::string& what) {
+  if (!std::isfinite(tolerance)) return;  // no worst-case bound (IntDIANA, error feedback)
+  std::size_t outside = 0, first = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!(std::abs(values[i] - expected[i]) <= tolerance)) {
+      if (outside++ == 0) first = i;
+    }
+  }
+  EXPECT_EQ(outside, 0u) << what << ": " << outside << " of " << values.size()
+                         << " elements beyond " << tolerance << ", first " << first << " ("
+                         << (outside ? values[first] : 0.0f) << " vs "
+                         << (outside ? expected[first] : 0.0) << ")";
+}
+
+bool bitwise_equal(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
+}
+
+void expect_refused(Communicator& comm, Codec& codec, CodecOperation operation,
+                    std::size_t count) {
+  std::vector<float> input(count, 1.0f), output(count * static_cast<std::size_t>(comm.size()));
+  try {
+    switch (operation) {
+      case CodecOperation::allreduce_mean: codec.allreduce_mean(comm, input); break;
+      case CodecOperation::reduce_scatter_mean: codec.reduce_scatter_mean(comm, input, output); break;
+      case CodecOperation::allgather: codec.allgather(comm, input, output); break;
+    }
+    ADD_FAILURE() << codec.spec() << " ran an operation it does not offer";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr(codec.spec()));
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("has no " + std::string(to_string(operation))));
+  }
+  // Refused before anything moved: the communicator is still in step.
+  std::vector<float> ones(3, 1.0f);
+  Fp32Sum sum;
+  allreduce(comm, ones, sum);
+  EXPECT_EQ(ones[0], static_cast<float>(comm.size()));
+}
+
+}  // namespace
+
+void check_codec_operation(Communicator& comm, const std::string& spec,
+                           CodecOperation operation, std::size_t count, Algorithm algorithm) {
+  const int n = comm.size(), r = comm.rank();
+  const std::string what = spec + " " + std::string(to_string(operation)) + " on " +
+                           std::to_string(n) + " ranks, " + std::to_string(count) +
+                           " elements, " + std::string(to_string(algorithm));
+  SCOPED_TRACE(what);
+  auto codec = make_codec(spec, kSettings);
+  if (!codec->supports(operation)) {
+    expect_refused(comm, *codec, operation, count);
+    return;
+  }
+  CollectiveOptions options;
+  options.algorithm = algorithm;
+  options.chunk_bytes = 4096;  // several chunks per segment at the larger sizes
+  const auto input = make_vector(count, [&](std::size_t i) { return noise(r, i); });
+  std::vector<double> mean(count, 0.0);
+  double largest = 0, squares = 0;
+  for (int q = 0; q < n; ++q) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const double x = noise(q, i);
+      mean[i] += x / n;
+      largest = std::max(largest, std::abs(x));
+      squares += x * x;
+    }
+  }
+  std::vector<float> mean_f(mean.begin(), mean.end());
+  const double norm = codec->norm_kind() == NormKind::inf ? largest : std::sqrt(squares);
+  const Run run = run_twice(*codec, comm, operation, input, mean_f, options, norm);
+  const double bound = run.bound;
+
+  switch (operation) {
+    case CodecOperation::allreduce_mean: {
+      expect_within(run.output, mean, bound, "the mean");
+      expect_identical_across_ranks(comm, run.output);
+      break;
+    }
+    case CodecOperation::reduce_scatter_mean: {
+      const auto blocks = codec->reduce_scatter_blocks(count, n);
+      const Range mine = blocks[static_cast<std::size_t>(r)];
+      expect_within(run.output, std::span<const double>(mean).subspan(mine.first, mine.count),
+                    bound, "the block's mean");
+      const bool same_path =
+          algorithm == Algorithm::ring || codec->aggregation() == Aggregation::allgather_decode;
+      if (same_path) {
+        auto twin = make_codec(spec, kSettings);
+        const Run whole =
+            run_twice(*twin, comm, CodecOperation::allreduce_mean, input, mean_f, options, norm);
+        EXPECT_TRUE(bitwise_equal(run.output, std::span<const float>(whole.output)
+                                                  .subspan(mine.first, mine.count)))
+            << "the reduce-scatter block differs from the allreduce's";
+        EXPECT_TRUE(bitwise_equal(run.own, whole.own)) << "own contributions differ";
+      }
+      break;
+    }
+    case CodecOperation::allgather: {
+      std::vector<double> shards(count * static_cast<std::size_t>(n));
+      for (int q = 0; q < n; ++q) {
+        for (std::size_t i = 0; i < count; ++i) {
+          shards[static_cast<std::size_t>(q) * count + i] = noise(q, i);
+        }
+      }
+      expect_within(run.output, shards, bound, "the shards");
+      expect_identical_across_ranks(comm, run.output);
+      EXPECT_TRUE(bitwise_equal(run.own, std::span<const float>(run.output)
+                                             .subspan(static_cast<std::size_t>(r) * count, count)))
+          << "this rank's own decoded shard differs from what the ranks received";
+      return;
+    }
+  }
+  // The mean over ranks of the own contributions estimates the exact mean
+  // as closely as the result does.
+  std::vector<double> own_mean(run.own.begin(), run.own.end());
+  for (double& x : own_mean) x /= n;
+  allreduce_values<double>(comm.transport(), own_mean, ReduceOp::sum, comm.options().timeout);
+  std::vector<float> own_mean_f(own_mean.begin(), own_mean.end());
+  expect_within(own_mean_f, mean, bound + 1e-6 * largest, "the mean of the own contributions");
+}
+
+void check_fp32_operations_exact(Communicator& comm, std::size_t count, Algorithm algorithm) {
+  const int n = comm.size(), r = comm.rank();
+  auto codec = make_codec("fp32");
+  CollectiveOptions options;
+  options.algorithm = algorithm;
+  options.chunk_bytes = 4096;
+  const auto input = make_vector(count, [&](std::size_t i) { return pattern(r, i); });
+  // The mean of small integers: (n+1)/2·(i mod 13 − 6), exact in fp32.
+  auto mean = [&](std::size_t i) { return pattern_sum(n, i) / static_cast<float>(n); };
+  auto data = input;
+  codec->allreduce_mean(comm, data, options);
+  for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(data[i], mean(i)) << "allreduce " << i;
+  const Range mine = codec->reduce_scatter_blocks(count, n)[static_cast<std::size_t>(r)];
+  std::vector<float> block(mine.count);
+  codec->reduce_scatter_mean(comm, input, block, options);
+  for (std::size_t i = 0; i < block.size(); ++i) {
+    ASSERT_EQ(block[i], mean(mine.first + i)) << "reduce-scatter " << i;
+  }
+  std::vector<float> gathered(count * static_cast<std::size_t>(n));
+  codec->allgather(comm, input, gathered, options);
+  for (std::size_t i = 0; i < gathered.size(); ++i) {
+    ASSERT_EQ(gathered[i], pattern(static_cast<int>(i / count), i % count)) << "allgather " << i;
+  }
+}
+
+}  // namespace qccl::test
