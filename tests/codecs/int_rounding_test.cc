@@ -96,28 +96,28 @@ TEST(AdaptiveScaleTest, FollowsTheMovingAverageRule) {
   const AdaptiveScale scale(0.9, 1e-3);
   std::vector<double> first(AdaptiveScale::kStateValues, 0.0), second = first;
   EXPECT_FALSE(AdaptiveScale::observed(first));
-  scale.observe(first, 4.0);
-  scale.observe(first, 9.0);
-  scale.observe(second, 1.0);
-  scale.observe(second, 0.0);
+  scale.observe(first, 4.0, 0.5);
+  scale.observe(first, 9.0, 0.25);
+  scale.observe(second, 1.0, 0.5);
+  scale.observe(second, 0.0, 0.25);
   ASSERT_TRUE(AdaptiveScale::observed(first));
   const double r0 = 0.9 * (0.1 * 4.0) + 0.1 * 9.0, r1 = 0.9 * (0.1 * 1.0);
   const int n = 4;
   const double eta = 0.25, eps = 1e-3;
-  EXPECT_DOUBLE_EQ(scale.alpha(first, 10, n, eta),
+  EXPECT_DOUBLE_EQ(scale.alpha(first, 10, n),
                    eta * std::sqrt(10.0) / std::sqrt(2 * n * r0 + eta * eta * 10 * eps * eps));
-  EXPECT_DOUBLE_EQ(scale.alpha(second, 3, n, eta),
+  EXPECT_DOUBLE_EQ(scale.alpha(second, 3, n),
                    eta * std::sqrt(3.0) / std::sqrt(2 * n * r1 + eta * eta * 3 * eps * eps));
 }
 
 TEST(AdaptiveScaleTest, BetaZeroEpsilonZeroIsProposition3) {
   const AdaptiveScale scale(0.0, 0.0);
   std::vector<double> state(AdaptiveScale::kStateValues, 0.0);
-  scale.observe(state, 2.0);
-  EXPECT_DOUBLE_EQ(scale.alpha(state, 8, 3, 0.1),
+  scale.observe(state, 2.0, 0.1);
+  EXPECT_DOUBLE_EQ(scale.alpha(state, 8, 3),
                    0.1 * std::sqrt(8.0) / (std::sqrt(6.0) * std::sqrt(2.0)));
-  scale.observe(state, 0.0);
-  EXPECT_TRUE(std::isinf(scale.alpha(state, 8, 3, 0.1)));
+  scale.observe(state, 0.0, 0.1);
+  EXPECT_TRUE(std::isinf(scale.alpha(state, 8, 3)));
 }
 
 TEST(AdaptiveScaleTest, RejectsBadFeedback) {
@@ -126,7 +126,8 @@ TEST(AdaptiveScaleTest, RejectsBadFeedback) {
   EXPECT_THROW(check_step_size(0.0), InvalidArgument);
   EXPECT_THROW(check_step_size(std::numeric_limits<double>::infinity()), InvalidArgument);
   EXPECT_NO_THROW(check_step_size(0.1));
-  EXPECT_THROW(scale.observe(state, std::nan("")), InvalidArgument);
+  EXPECT_THROW(scale.observe(state, std::nan(""), 0.1), InvalidArgument);
+  EXPECT_THROW(scale.observe(state, 1.0, 0.0), InvalidArgument);
   EXPECT_FALSE(AdaptiveScale::observed(state));
   EXPECT_THROW(AdaptiveScale(1.0, 0.0), InvalidArgument);
   EXPECT_THROW(AdaptiveScale(0.5, -1.0), InvalidArgument);

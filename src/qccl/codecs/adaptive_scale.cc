@@ -20,17 +20,19 @@ void check_step_size(double eta) {
   }
 }
 
-void AdaptiveScale::observe(std::span<double> state, double squared_norm) const {
+void AdaptiveScale::observe(std::span<double> state, double squared_norm, double eta) const {
+  check_step_size(eta);
   if (!std::isfinite(squared_norm)) {
     throw InvalidArgument("IntSGD: the update x_k - x_(k-1) is not finite");
   }
   state[1] = beta_ * state[1] + (1 - beta_) * squared_norm;
+  state[2] = eta;
   state[0] = 1.0;
 }
 
-double AdaptiveScale::alpha(std::span<const double> state, std::size_t size, int ranks,
-                            double eta) const {
+double AdaptiveScale::alpha(std::span<const double> state, std::size_t size, int ranks) const {
   const double d = static_cast<double>(size);
+  const double eta = state[2];
   const double denominator = std::sqrt(2.0 * ranks * state[1] + eta * eta * d * epsilon_ * epsilon_);
   if (denominator == 0.0) return std::numeric_limits<double>::infinity();
   return eta * std::sqrt(d) / denominator;

@@ -17,22 +17,24 @@ namespace qccl {
 // α = η√d_l / (√(2n)·‖(x_k − x_{k−1})_l‖), which IntDIANA uses (Algorithm 3).
 // A zero denominator (ε = 0 and no movement) gives α = +inf.
 //
-// A tensor's state is two values, [observed, r]: it lives with the tensor
-// (TensorStateStore), so it follows the tensor across bucket layouts.
+// A tensor's state is three values, [observed, r, η of its next step]: it
+// lives with the tensor (TensorStateStore), so it follows the tensor across
+// bucket layouts.
 class AdaptiveScale {
  public:
-  static constexpr std::size_t kStateValues = 2;
+  static constexpr std::size_t kStateValues = 3;
 
   // Throws InvalidArgument unless 0 <= beta < 1 and epsilon >= 0 is finite.
   AdaptiveScale(double beta, double epsilon);
 
   // After an optimizer step: folds the squared norm of a tensor's update
-  // into its state. Throws InvalidArgument for a non-finite norm.
-  void observe(std::span<double> state, double squared_norm) const;
+  // into its state, with the step size `eta` its next step is applied with.
+  // Throws InvalidArgument for a non-finite norm or a bad step size.
+  void observe(std::span<double> state, double squared_norm, double eta) const;
   // Whether the tensor has been observed (before that, its step is exact, §4.1).
   static bool observed(std::span<const double> state) { return state[0] != 0.0; }
-  // α for a tensor of `size` elements on `ranks` ranks, for step size `eta`.
-  double alpha(std::span<const double> state, std::size_t size, int ranks, double eta) const;
+  // α for a tensor of `size` elements on `ranks` ranks.
+  double alpha(std::span<const double> state, std::size_t size, int ranks) const;
 
  private:
   double beta_, epsilon_;

@@ -27,7 +27,7 @@ std::string_view scheme_name(IntegerScheme scheme) {
 // 1/x with 1/inf = 0: what an infinite scale decodes to.
 double inverse(double x) { return std::isinf(x) ? 0.0 : 1.0 / x; }
 
-constexpr double kStateVersion = 2;
+constexpr double kStateVersion = 3;
 constexpr std::string_view kScaleField = "intsgd.scale";
 constexpr std::string_view kLocalShiftField = "intdiana.local_shift";
 constexpr std::string_view kGlobalShiftField = "intdiana.global_shift";
@@ -70,8 +70,7 @@ std::span<double> IntegerCodec::shift(const TensorSlice& tensor, bool global) co
 }
 
 bool IntegerCodec::ready() const {
-  if (step_size_ <= 0) return false;
-  for (const TensorSlice& t : layout().tensors(observed_length_)) {
+  for (const TensorSlice& t : layout().tensors(scaled_length())) {
     if (!AdaptiveScale::observed(scale_state(t))) return false;
   }
   return true;
@@ -94,7 +93,7 @@ std::vector<double> IntegerCodec::step_scales(double norm, std::size_t length, i
     // An empty tensor has nothing to scale; any positive α will do.
     scales[l] = tensors[l].elements == 0
                     ? 1.0
-                    : scale_.alpha(scale_state(tensors[l]), tensors[l].elements, ranks, step_size_);
+                    : scale_.alpha(scale_state(tensors[l]), tensors[l].elements, ranks);
   }
   return scales;
 }
@@ -104,10 +103,16 @@ std::vector<double> IntegerCodec::scales(std::size_t length, int ranks) const {
   return step_scales(0, length, ranks);
 }
 
+// The elements the scales are for: the layout's tensors, or for an unnamed
+// layout the last update's length.
+std::size_t IntegerCodec::scaled_length() const {
+  return layout().unnamed() ? observed_length_ : layout().total();
+}
+
 void IntegerCodec::check_step(const StepSetup& setup) const {
   const std::size_t length = setup.input.size();
   layout().check(length, step_name());
-  if (config_.scheme != IntegerScheme::heuristic && ready() && length != observed_length_) {
+  if (config_.scheme != IntegerScheme::heuristic && ready() && length != scaled_length()) {
     throw InvalidArgument(step_name() + ": the last observe_step() update had " +
                           std::to_string(observed_length_) + " elements but the data has " +
                           std::to_string(length) +
@@ -120,7 +125,7 @@ void IntegerCodec::check_step(const StepSetup& setup) const {
 // each other's integers with the wrong scale.
 std::string IntegerCodec::state_digest(const StepSetup& setup) const {
   if (config_.scheme == IntegerScheme::heuristic || exact_step()) return {};
-  const auto scales = step_scales(0, observed_length_, setup.summed);
+  const auto scales = step_scales(0, scaled_length(), setup.summed);
   const std::string_view bytes(reinterpret_cast<const char*>(scales.data()),
                                scales.size() * sizeof(double));
   return " scales#" + std::to_string(hash62(bytes));
@@ -207,7 +212,7 @@ double IntegerCodec::max_abs_error(double norm, int ranks, Algorithm) const {
   const double infinite = std::numeric_limits<double>::infinity();
   if (config_.scheme == IntegerScheme::diana) return infinite;
   if (exact_step()) return ranks * std::ldexp(norm, -23);  // the exact fp32 step
-  const auto scales = step_scales(norm, observed_length_, ranks);
+  const auto scales = step_scales(norm, scaled_length(), ranks);
   const double clip = static_cast<double>(per_rank_clip(config_.wire, ranks));
   double bound = 0;
   for (double alpha : scales) {
@@ -224,7 +229,7 @@ double IntegerCodec::max_abs_error(double norm, int ranks, Algorithm) const {
 std::optional<double> IntegerCodec::variance_bound(double, std::size_t d, int ranks,
                                                    Algorithm) const {
   if (config_.scheme != IntegerScheme::adaptive || config_.rounding != IntRounding::random ||
-      !ready() || d != observed_length_) {
+      !ready() || d != scaled_length()) {
     return std::nullopt;
   }
   const auto scales = step_scales(0, d, ranks);
@@ -255,9 +260,8 @@ void IntegerCodec::observe(double next_step_size, std::span<const T> update) {
     for (std::size_t j = t.offset; j < t.offset + t.elements; ++j) {
       sum += static_cast<double>(update[j]) * static_cast<double>(update[j]);
     }
-    scale_.observe(scale_state(t), sum);
+    scale_.observe(scale_state(t), sum, next_step_size);
   }
-  step_size_ = next_step_size;
   observed_length_ = update.size();
 }
 
@@ -277,7 +281,7 @@ void IntegerCodec::allreduce_mean(Communicator& comm, std::span<double> data,
                           "collectives sum its integers)");
   }
   layout().check(d, step_name());
-  if (config_.scheme != IntegerScheme::heuristic && ready() && d != observed_length_) {
+  if (config_.scheme != IntegerScheme::heuristic && ready() && d != scaled_length()) {
     throw InvalidArgument(step_name() + ": the last observe_step() update had " +
                           std::to_string(observed_length_) + " elements but the data has " +
                           std::to_string(d));
@@ -368,10 +372,10 @@ void IntegerCodec::finish_integers(std::span<T> data, std::span<const double> al
   }
 }
 
-// [count, version, scheme, η, observed length] as fp64 values (lengths below
+// [count, version, scheme, observed length] as fp64 values (lengths below
 // 2^53 are exact), then the per-tensor store when this instance owns it.
 std::vector<std::byte> IntegerCodec::save_state() const {
-  const std::vector<double> values{kStateVersion, static_cast<double>(config_.scheme), step_size_,
+  const std::vector<double> values{kStateVersion, static_cast<double>(config_.scheme),
                                    static_cast<double>(observed_length_)};
   const std::uint64_t count = values.size();
   std::vector<std::byte> bytes(sizeof count + values.size() * sizeof(double));
@@ -390,16 +394,15 @@ void IntegerCodec::load_state(std::span<const std::byte> state) {
   std::uint64_t count = 0;
   if (state.size() < sizeof count) throw corrupt("it is truncated");
   std::memcpy(&count, state.data(), sizeof count);
-  if (count != 4 || state.size() < sizeof count + count * sizeof(double)) {
+  if (count != 3 || state.size() < sizeof count + count * sizeof(double)) {
     throw corrupt("it is truncated or of another version");
   }
-  double values[4];
+  double values[3];
   std::memcpy(values, state.data() + sizeof count, sizeof values);
   if (values[0] != kStateVersion) throw corrupt("unknown version");
   if (values[1] != static_cast<double>(config_.scheme)) throw corrupt("it belongs to another scheme");
   Codec::load_state(state.subspan(sizeof count + sizeof values));
-  step_size_ = values[2];
-  observed_length_ = static_cast<std::size_t>(values[3]);
+  observed_length_ = static_cast<std::size_t>(values[2]);
 }
 
 namespace {

@@ -90,6 +90,7 @@ class IntegerCodec final : public Codec {
 
  private:
   bool ready() const;  // every tensor observed (adaptive, diana)
+  std::size_t scaled_length() const;
   bool exact_step() const { return config_.scheme != IntegerScheme::heuristic && !ready(); }
   std::span<double> scale_state(const TensorSlice& tensor) const;
   std::vector<double> step_scales(double norm, std::size_t length, int ranks) const;
@@ -107,7 +108,6 @@ class IntegerCodec final : public Codec {
 
   IntegerCodecConfig config_;
   AdaptiveScale scale_;
-  double step_size_ = 0;             // η of the next step, from the last feedback
   std::size_t observed_length_ = 0;  // length of the last observed update
   CodecStepStats stats_;
   // Reused buffers (mutable: the reduction a const step_reduction() builds
