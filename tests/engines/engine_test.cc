@@ -17,6 +17,7 @@
 #include "qccl/data/click_data.h"
 #include "qccl/data/epoch_order.h"
 #include "qccl/engines/data_parallel.h"
+#include "qccl/engines/step_algorithm.h"
 #include "qccl/engines/tasks.h"
 #include "qccl/engines/train_config.h"
 #include "support/world.h"
@@ -88,7 +89,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values("fp32", "fp16", "global-qsgd:bits=8", "global-qsgd:bits=4",
                       "global-qsgd:bits=8,dither=exp", "global-qsgd:bits=8,norm=2", "qsgd",
                       "intsgd", "intsgd:wire=int32,round=deterministic", "intsgd-heuristic",
-                      "intdiana"),
+                      "intdiana", "ef(global-qsgd:bits=4)", "ef(intsgd)"),
     [](const auto& info) {
       std::string name;
       for (char ch : std::string(info.param)) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
@@ -179,6 +180,10 @@ TEST(Resume, AcrossEpochsWithExpDitherAndAdam) {
 TEST(Resume, IntDianaShiftsWithAdamW) { expect_resume_is_exact("intdiana", "adamw", 4); }
 TEST(Resume, CosineScheduleWithWarmupAndIntSgd) {
   expect_resume_is_exact("intsgd", "sgd", 6, "cosine");
+}
+// The residuals live in the per-tensor store, saved once per checkpoint.
+TEST(Resume, ErrorFeedbackResidualsAcrossAnEpoch) {
+  expect_resume_is_exact("ef(global-qsgd:bits=4)", "sgd", 7);
 }
 
 TEST(Resume, RefusesAnotherRankCountAndMissingCheckpoint) {
@@ -350,6 +355,77 @@ TEST(Engine, BroadcastMakesEveryReplicaEqualRankZero) {
     engine.broadcast_from_root();
     EXPECT_TRUE(torch::equal(w.detach(), torch::ones({6})));
   });
+}
+
+// A mismatch found mid-step (IntSGD's scales, from histories that differ)
+// reaches the caller as a MismatchError with the step and bucket added, not
+// as a generic communication error: its exit code stays that of a mismatch.
+TEST(Engine, ErrorsKeepTheirTypeWhenTheStepAndBucketAreAdded) {
+  const auto message = test::expect_throw_on_every_rank<MismatchError>(2, [](Communicator& comm) {
+    auto w = torch::zeros({4}, torch::requires_grad());
+    EngineOptions options;
+    options.codec = "intsgd";
+    DataParallelEngine engine(comm, {{"w", w}}, options);
+    engine.begin_step();
+    w.sum().backward();
+    engine.finish_step();
+    engine.snapshot_parameters();
+    w.detach().add_(comm.rank() == 0 ? 0.1 : 0.2);  // the ranks' updates differ
+    engine.observe_update(0.1);
+    engine.begin_step();
+    w.sum().backward();
+    engine.finish_step();
+  });
+  EXPECT_NE(message.find("step 1, bucket 0 (w): stream 'gradients': allreduce mean: ranks disagree "
+                         "on 'codec'"),
+            std::string::npos)
+      << message;
+}
+
+// An extra-gradient-like step algorithm: two gradient oracles per step (the
+// second at an extrapolated point) through the same engine, each an
+// exchange, then one update. Both gradients are the exact means.
+class TwoOracleStep final : public StepAlgorithm {
+ public:
+  std::string name() const override { return "two-oracle test"; }
+  int oracles_per_step() const override { return 2; }
+  void step(StepContext& context, StepOutcome& outcome) override {
+    context.engine.compute_gradients(context.loss, outcome.oracle);
+    auto parameters = context.engine.optimizer_parameters();
+    first = parameters[0].grad().clone();
+    torch::NoGradGuard no_grad;
+    const auto saved = parameters[0].detach().clone();
+    parameters[0].sub_(context.lr * first);  // extrapolate
+    {
+      torch::AutoGradMode enable(true);
+      context.engine.compute_gradients(context.loss, outcome.oracle);
+    }
+    second = parameters[0].grad().clone();
+    parameters[0].copy_(saved - context.lr * second);
+  }
+  torch::Tensor first, second;
+};
+
+TEST(StepAlgorithmTest, TwoOraclesPerStepFitTheEngineInterface) {
+  run_world(3, [](Communicator& comm) {
+    auto w = torch::full({3}, 1.0f);
+    w.set_requires_grad(true);
+    DataParallelEngine engine(comm, {{"w", w}}, EngineOptions{});
+    torch::optim::SGD unused({w}, 0.1);
+    const float r = static_cast<float>(comm.rank());
+    // loss_r(w) = ½ (r+1) ‖w‖²: gradient (r+1) w, mean over 3 ranks 2w.
+    StepContext context{engine, unused, [&] { return 0.5f * (r + 1) * (w * w).sum(); }, 0.25, 0.25};
+    TwoOracleStep algorithm;
+    StepOutcome outcome;
+    algorithm.step(context, outcome);
+    EXPECT_TRUE(torch::allclose(algorithm.first, torch::full({3}, 2.0f)));
+    EXPECT_TRUE(torch::allclose(algorithm.second, torch::full({3}, 1.0f)));  // 2 · 0.5
+    EXPECT_TRUE(torch::allclose(w.detach(), torch::full({3}, 0.75f)));        // 1 − 0.25 · 1
+    EXPECT_EQ(engine.steps_begun(), 2u);
+    EXPECT_FLOAT_EQ(static_cast<float>(outcome.oracle.loss), 0.5f * (r + 1) * 3);
+  });
+  EXPECT_EQ(make_step_algorithm("gradient")->oracles_per_step(), 1);
+  EXPECT_THROW(make_step_algorithm("extragradient"), InvalidArgument);
 }
 
 TEST(Engine, DifferentModelsOnRanksAreAMismatch) {

@@ -172,6 +172,9 @@ grep -q '"steps": 3' "$traindir/s.json" || { echo "FAIL: config file's steps"; f
 expect "train compares codecs under mpirun" 0 'global-qsgd:bits=8,dither=exp.* 4\.0x' -- \
   "${mpirun[@]}" -np 2 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet \
   --codec fp32 --codec global-qsgd:bits=8,dither=exp
+expect "train with error feedback around a codec under mpirun" 0 'ef\(global-qsgd:bits=4.*8\.0x' -- \
+  "${mpirun[@]}" -np 2 "$qccl" train --model mlp --max-steps-per-epoch 3 --quiet \
+  --codec 'ef(global-qsgd:bits=4)'
 expect "train checkpoints" 0 'mlp on fashion-mnist' -- \
   "$qccl" train --model mlp --ranks 2 --epochs 2 --max-steps-per-epoch 3 --quiet \
   --checkpoint-dir "$traindir/ckpt" --checkpoint-every 2

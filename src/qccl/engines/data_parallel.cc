@@ -1,5 +1,6 @@
 #include "qccl/engines/data_parallel.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "qccl/codecs/codec_registry.h"
@@ -232,7 +233,7 @@ void DataParallelEngine::compute_gradients(const std::function<torch::Tensor()>&
   auto value = loss();
   value.backward();
   result.compute += std::chrono::duration<double>(Clock::now() - start).count();
-  result.loss = value.item<double>();
+  if (std::isnan(result.loss)) result.loss = value.item<double>();  // a step's first oracle
   const auto wait_start = Clock::now();
   try {
     const ReduceTimes times = finish_step();

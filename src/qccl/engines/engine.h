@@ -18,7 +18,9 @@ namespace qccl::engines {
 
 // One gradient oracle's outcome and times, in seconds.
 struct OracleResult {
-  double loss = std::numeric_limits<double>::quiet_NaN();  // this rank's loss value
+  // This rank's loss value at the first oracle of a step (later oracles of
+  // the same step, at other points, leave it).
+  double loss = std::numeric_limits<double>::quiet_NaN();
   double compute = 0;      // forward and backward, the engine's hooks included
   double waiting = 0;      // blocked after backward until the exchange completed
   double encode = 0;       // the exchange's encoding, summed over buckets
@@ -38,9 +40,9 @@ class Engine {
 
   // One gradient oracle: runs `loss` (the forward pass on this rank's batch,
   // returning the mean loss), back-propagates it, and leaves the mean
-  // gradient over ranks in the .grad of optimizer_parameters(). `result`
-  // gets the loss as soon as it is known, so a caller still has it when the
-  // exchange fails. NaN or Inf in any rank's gradients raises a
+  // gradient over ranks in the .grad of optimizer_parameters(). Times add
+  // up in `result`, which gets the loss (if it has none yet) as soon as it is
+  // known, so a caller still has it when the exchange fails. NaN or Inf in any rank's gradients raises a
   // NonFiniteError on every rank, before anything is sent, naming the step
   // and the bucket; the engine stays ready for the next oracle.
   virtual void compute_gradients(const std::function<torch::Tensor()>& loss,
