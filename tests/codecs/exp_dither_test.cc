@@ -1,7 +1,8 @@
 // Exponential dithering: the quantizer and Algorithm 2's reduce are unbiased
 // with the variance the paper states (1/8 per quantization, at most a 9/8
 // factor per reduction), the headroom rule holds in the worst case for every
-// rank count, and the codec is unbiased end to end on ring and tree.
+// rank count, and the codec is unbiased end to end on ring and
+// halving-doubling.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -101,8 +102,8 @@ TEST(ExpDitherReduceTest, UnbiasedAndAtMostNineEighthsOfTheSquare) {
 }
 
 // The worst case: every rounding that can go up does (random bits 0). A ring
-// accumulator absorbing the largest value at each of n-1 hops, and a tree
-// combining equal largest partial sums for ceil(log2 n) rounds, stay at
+// accumulator absorbing the largest value at each of n-1 hops, and
+// halving-doubling combining equal largest partial sums for ceil(log2 n) rounds, stay at
 // e >= 1 with the headroom rule, for every rank count 2..300; one exponent
 // less is not enough, so the rule is tight.
 TEST(ExpDitherHeadroomTest, WorstCaseNeverWrapsForAnyRankCount) {

@@ -222,7 +222,7 @@ TEST(HeuristicIntSgdTest, ScaleFromTheLargestExponent) {
 }
 
 // Over several fed steps, every codec of the family leaves identical bits on
-// every rank, on ring and tree, for fp32 and for fp64 data.
+// every rank, on ring and halving-doubling, for fp32 and for fp64 data.
 TEST(IntSgdCodecTest, ReplicasStayBitwiseIdentical) {
   constexpr std::size_t d = 777;
   for (const char* spec : {"intsgd", "intsgd:wire=int32,round=deterministic",

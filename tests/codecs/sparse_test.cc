@@ -53,7 +53,7 @@ TEST(SparseTest, LinearSparseEqualsDenseBitForBitAndSendsLess) {
       EXPECT_EQ(sparse.result, dense.result) << n << " ranks " << to_string(algorithm);
       // A rank sends at most all n ranks' entries, 5 bytes for ~d/97 each:
       // 5nd/97 < d/3 for n <= 5, while dense sends at least d from rank 0
-      // (2(n-1)/n·d on the ring, the whole vector when the tree folds it).
+      // (2(n-1)/n·d on the ring, the whole vector when halving-doubling folds it).
       EXPECT_LT(sparse.bytes_sent * 3, dense.bytes_sent) << n << " ranks " << to_string(algorithm);
     }
   }

@@ -11,7 +11,7 @@
 // the reduce returns sign*2^-e1 or sign*2^-(e1-1) for operands of the same
 // sign, where 2^-e1 is the larger operand, and at most 2^-e1 otherwise; so
 // |C(a+b)| <= 2 max(|a|,|b|). Every rank's value is at most 2^-c.
-// - Tree (pairwise rounds, fold included): after r rounds of combining two
+// - Halving-doubling (pairwise rounds, fold included): after r rounds of combining two
 //   partial sums each at most B, the result is at most 2B, so the final sum is
 //   at most 2^rounds * 2^-c with rounds = ceil(log2 n); c = 1 + ceil(log2 n)
 //   keeps every partial sum <= 1/2 (e >= 1).
@@ -43,7 +43,7 @@ constexpr int ceil_log2(int x) {
 }
 
 // Reductions on one element's path: n-1 hops on the ring, ceil(log2 n)
-// rounds on the tree (the fold counts as one).
+// rounds on halving-doubling (the fold counts as one).
 constexpr int reductions_on_path(int ranks, bool ring) {
   return ring ? ranks - 1 : ceil_log2(ranks);
 }

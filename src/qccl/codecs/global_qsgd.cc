@@ -65,7 +65,7 @@ class GlobalQsgdCodec final : public Codec {
   // the ranks' values share a sign (measured: up to ~1.3x the paper's
   // (9/8)^H theta_q figure). Unrolled over the H reductions of an element's
   // path, with P_k^2 <= m_k sum_r x_r^2 (m_k ranks in the k-th partial sum:
-  // k+1 on the ring, 2^k on the tree) and the mean's 1/n^2:
+  // k+1 on the ring, 2^k on halving-doubling) and the mean's 1/n^2:
   //   (9/8)^H theta_q/n ||x||^2 + ||x||^2/(8 n^2) sum_k (9/8)^(H-k) m_k.
   // The averaging mode (§8) has no published bound.
   std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,

@@ -1,5 +1,5 @@
-// Pairwise exchange of slots with one peer: the building block of the tree
-// allreduce's fold, halving, doubling and unfold steps.
+// Pairwise exchange of slots with one peer: the building block of
+// halving-doubling's fold, halving, doubling and unfold steps.
 #pragma once
 
 #include <cstddef>

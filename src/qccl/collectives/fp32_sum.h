@@ -1,6 +1,7 @@
 // The uncompressed reduction: fp32 addition. Its encoding is the fp32 bytes
-// themselves (identity layout), so ring and tree run directly on the caller's
-// buffer, and algorithm native maps it to MPI_Allreduce(MPI_FLOAT, MPI_SUM).
+// themselves (identity layout), so ring and halving-doubling run directly on
+// the caller's buffer, and algorithm native maps it to
+// MPI_Allreduce(MPI_FLOAT, MPI_SUM).
 #pragma once
 
 #include "qccl/collectives/reduction.h"

@@ -1,5 +1,5 @@
 // How a vector is cut into the pieces collectives move: segments (one per
-// ring position or tree block) split into pipeline chunks, each chunk a
+// ring position or halving-doubling block) split into pipeline chunks, each chunk a
 // "slot" with a fixed place and capacity in a byte work buffer.
 #pragma once
 
