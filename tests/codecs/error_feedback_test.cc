@@ -65,6 +65,41 @@ TEST(ErrorFeedbackTest, TheResidualIdentityHoldsExactly) {
   }
 }
 
+// With nothing carried over yet, error feedback's first step compresses the
+// input itself: bit for bit the inner codec's step with the same settings,
+// for both operations it wraps, on every path. (Later steps have no
+// worst-case bound of their own; the identity above checks them.)
+TEST(ErrorFeedbackTest, TheFirstStepIsTheInnerCodecsStep) {
+  for (int n : {1, 2, 3, 4, 7}) {
+    run_world(n, [&](Communicator& comm) {
+      for (const std::string inner : {"global-qsgd:bits=4", "global-qsgd:dither=exp", "qsgd"}) {
+        for (const Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
+          for (const std::size_t count : {std::size_t{1}, std::size_t{1000}}) {
+            const auto x = make_vector(count, [&](std::size_t i) { return noise(comm.rank(), i); });
+            CollectiveOptions options;
+            options.algorithm = algorithm;
+            const CodecSettings settings{.seed = 4, .bucket = 2};
+            auto bare = make_codec(inner, settings);
+            auto wrapped = make_codec("ef(" + inner + ")", settings);
+            auto expected = x, got = x;
+            bare->allreduce_mean(comm, expected, options);
+            wrapped->allreduce_mean(comm, got, options);
+            EXPECT_EQ(got, expected) << inner << " allreduce, " << n << " ranks, " << count;
+            const auto blocks = bare->reduce_scatter_blocks(count, n);
+            const std::size_t mine = blocks[static_cast<std::size_t>(comm.rank())].count;
+            std::vector<float> block_expected(mine), block_got(mine);
+            bare = make_codec(inner, settings);
+            wrapped = make_codec("ef(" + inner + ")", settings);
+            bare->reduce_scatter_mean(comm, x, block_expected, options);
+            wrapped->reduce_scatter_mean(comm, x, block_got, options);
+            EXPECT_EQ(block_got, block_expected) << inner << " reduce-scatter, " << n << " ranks";
+          }
+        }
+      }
+    });
+  }
+}
+
 // f(x) = (1/n) Σ_i ½‖x − b_i‖², the b_i differing across ranks, so each
 // rank's gradient x − b_i stays far from zero at the optimum. Deterministic
 // rounding (the heuristic IntSGD scale, round=deterministic: a biased

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "../support/patterns.h"
+#include "../support/stream_checks.h"
 #include "../support/world.h"
 #include "qccl/codecs/codec_registry.h"
 #include "qccl/collectives/allgather.h"
@@ -23,59 +24,13 @@ namespace qccl::test {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
-// Stream "weights" runs an allgather whose operation cannot finish before
-// stream "grads" has completed a reduce-scatter on the same rank: if the
-// streams shared a tag space, a call sequence or a thread, this would mix
-// their messages or wait forever. Ranks submit in opposite orders.
+// Independent operations in flight on two streams (stream_checks.h).
 TEST(StreamTest, TwoStreamsInFlightCompleteWithoutCrosstalk) {
-  for (int n : {2, 3, 4}) {
+  for (int n : {2, 3, 4, 7}) {
     run_world(n, [&](Communicator& comm) {
-      Stream weights(comm, "weights");
-      Stream grads(comm, "grads");
-      constexpr std::size_t kShard = 1000, kVector = 3001;
-      const int r = comm.rank();
-      std::vector<float> shard = make_vector(kShard, [&](std::size_t i) { return pattern(r, i); });
-      std::vector<float> gathered(kShard * static_cast<std::size_t>(n));
-      std::vector<float> input = make_vector(kVector, [&](std::size_t i) { return pattern(r, i + 7); });
-      const auto blocks = reduce_scatter_blocks(kVector, n, 1);
-      const Range mine = blocks[static_cast<std::size_t>(r)];
-      std::vector<float> block(mine.count);
-      Fp32Sum sum;
-      std::promise<void> grads_done;
-      auto grads_finished = grads_done.get_future().share();
-      auto submit_weights = [&] {
-        return weights.submit("layer 2 weights", [&, grads_finished](Communicator& c) {
-          EXPECT_EQ(grads_finished.wait_for(kTestTimeout), std::future_status::ready);
-          allgather(c, shard, gathered);
-        });
-      };
-      auto submit_grads = [&] {
-        return grads.submit("layer 3 gradients", [&](Communicator& c) {
-          reduce_scatter(c, input, block, sum);
-          grads_done.set_value();
-        });
-      };
-      Work w, g;
-      if (r % 2 == 0) {
-        w = submit_weights();
-        g = submit_grads();
-      } else {
-        g = submit_grads();
-        w = submit_weights();
-      }
-      w.wait(kTestTimeout);
-      g.wait(kTestTimeout);
-      for (std::size_t i = 0; i < gathered.size(); ++i) {
-        ASSERT_EQ(gathered[i], pattern(static_cast<int>(i / kShard), i % kShard));
-      }
-      for (std::size_t i = 0; i < block.size(); ++i) {
-        ASSERT_EQ(block[i], pattern_sum(n, mine.first + i + 7));
-      }
-      // The caller's own communicator is free meanwhile and after.
-      std::vector<float> ones(5, 1.0f);
-      allreduce(comm, ones, sum);
-      EXPECT_EQ(ones, std::vector<float>(5, static_cast<float>(n)));
+      check_two_streams_in_flight(comm, 1000, 3001, kTestTimeout);
     });
   }
 }
@@ -181,6 +136,41 @@ TEST(WorkTest, ATimedOutHandlePoisonsOnlyItsStreamAndNamesIt) {
     allreduce(comm, w, sum);
     EXPECT_EQ(w, std::vector<float>(3, 2.0f));
   });
+}
+
+// The same when the stuck operation is inside a transport-level collective
+// (algorithm native, with no call check in front of it): cancelling the
+// stream interrupts its transport, so in process the collective withdraws
+// at once instead of waiting out the stream's timeout; the world goes on.
+TEST(WorkTest, ACancelledTransportLevelCollectiveStopsAtOnce) {
+  run_world(
+      2,
+      [](Communicator& comm) {
+        Stream stuck(comm, "stuck");
+        Fp32Sum sum;
+        std::vector<float> x(64, 1.0f);
+        if (comm.rank() == 0) {
+          CollectiveOptions native;
+          native.algorithm = Algorithm::native;
+          Work lonely = stuck.submit("native", [&](Communicator& c) { allreduce(c, x, sum, native); });
+          const auto start = Clock::now();
+          try {
+            lonely.wait(std::chrono::milliseconds(200));
+            ADD_FAILURE() << "a lonely native allreduce completed";
+          } catch (const TimeoutError& e) {
+            EXPECT_THAT(std::string(e.what()), HasSubstr("stream 'stuck' operation 0 (native)"));
+            EXPECT_THAT(std::string(e.what()), Not(HasSubstr("still inside")));
+          }
+          EXPECT_LT(Clock::now() - start, std::chrono::seconds(5));
+          EXPECT_TRUE(lonely.completed());
+          EXPECT_THAT([&] { lonely.test(); },
+                      ::testing::ThrowsMessage<CommError>(HasSubstr("interrupted")));
+        }
+        std::vector<float> w(3, 1.0f);
+        allreduce(comm, w, sum);
+        EXPECT_EQ(w, std::vector<float>(3, 2.0f));
+      },
+      CommunicatorOptions{kTestTimeout, /*check_args=*/false});
 }
 
 // A failure inside an operation poisons its stream only; the message names

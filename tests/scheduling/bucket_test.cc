@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "../support/collective_checks.h"
@@ -97,10 +99,63 @@ TEST(BucketReducerTest, AFailureIsRethrownAndLaterBucketsAreSkipped) {
       reducer.finish(kTestTimeout);
     } catch (const InvalidArgument&) {
       EXPECT_EQ(z, std::vector<float>(10, 1.0f));  // skipped, untouched
+      // Bucket 0 went through; bucket 2's handle fails, naming why.
+      EXPECT_TRUE(reducer.work(0).test());
+      EXPECT_EQ(reducer.failed_bucket(), std::optional<std::size_t>(1));
+      EXPECT_THAT([&] { reducer.work(2).test(); },
+                  ::testing::ThrowsMessage<CommError>(::testing::HasSubstr(
+                      "bucket 2 not reduced: bucket 1 failed earlier in this step")));
       throw;
     }
   });
   EXPECT_THAT(message, ::testing::HasSubstr("NaN or Inf in the input of rank(s) 1"));
+}
+
+// Per-bucket completion: each bucket's on_done runs on the stream's thread
+// (never on the thread that marked it ready) once that bucket is reduced,
+// in index order, and sees the bucket's mean; work(b) is its handle.
+TEST(BucketReducerTest, EachBucketCompletesOnItsOwnWithItsCallback) {
+  constexpr int n = 3;
+  const std::vector<std::size_t> sizes{7, 0, 1000, 1};
+  run_world(n, [&](Communicator& comm) {
+    std::vector<std::unique_ptr<Codec>> codecs;
+    std::vector<std::vector<float>> data;
+    for (std::size_t b = 0; b < sizes.size(); ++b) {
+      codecs.push_back(make_codec("fp32", {.bucket = b}));
+      data.emplace_back(sizes[b], static_cast<float>(comm.rank() + 1));
+    }
+    std::mutex mutex;
+    std::vector<std::size_t> completed;
+    std::vector<std::thread::id> threads;
+    std::vector<BucketWork> work;
+    for (std::size_t b = 0; b < sizes.size(); ++b) {
+      work.emplace_back(codecs[b].get(), data[b], [&, b](const Work& done) {
+        EXPECT_TRUE(done.completed());
+        EXPECT_EQ(done.exception(), nullptr);
+        for (float v : data[b]) EXPECT_EQ(v, 2.0f);  // mean of 1, 2, 3
+        std::lock_guard lock(mutex);
+        completed.push_back(b);
+        threads.push_back(std::this_thread::get_id());
+      });
+    }
+    BucketReducer reducer(comm);
+    for (int step = 0; step < 2; ++step) {
+      for (auto& bucket : data) std::fill(bucket.begin(), bucket.end(), comm.rank() + 1.0f);
+      completed.clear();
+      threads.clear();
+      reducer.begin(work);
+      EXPECT_FALSE(reducer.work(0).valid());  // not launched yet
+      for (std::size_t b = sizes.size(); b-- > 0;) reducer.ready(b);  // last first
+      reducer.work(2).wait(kTestTimeout);  // one bucket, before the step ends
+      EXPECT_EQ(data[2], std::vector<float>(1000, 2.0f));
+      reducer.finish(kTestTimeout);
+      EXPECT_EQ(completed, (std::vector<std::size_t>{0, 1, 2, 3}));
+      for (const auto id : threads) {
+        EXPECT_NE(id, std::this_thread::get_id());
+        EXPECT_EQ(id, threads.front());  // the stream's one thread
+      }
+    }
+  });
 }
 
 TEST(BucketReducerTest, ABucketNeverMarkedReadyTimesOutByName) {

@@ -45,6 +45,7 @@ class CountingTransport final : public Transport {
     inner_.barrier(timeout);
   }
   std::unique_ptr<Transport> duplicate(Timeout timeout) override { return inner_.duplicate(timeout); }
+  void interrupt(std::string_view reason) noexcept override { inner_.interrupt(reason); }
   void abort(std::string_view reason) noexcept override { inner_.abort(reason); }
 
  private:

@@ -148,6 +148,83 @@ TEST(LocalTransportTest, AllreduceWithDifferentSizesFailsOnEveryRank) {
   EXPECT_EQ(failures.load(), 3);
 }
 
+// A round that times out fails its context — that duplicate on every rank —
+// naming the missing rank; the world and other duplicates go on.
+TEST(LocalTransportTest, ATimedOutRoundFailsOnlyItsContext) {
+  LocalWorld world(2);
+  auto t0 = world.transport(0), t1 = world.transport(1);
+  auto d0 = t0->duplicate(kWait), d1 = t1->duplicate(kWait);
+  auto e0 = t0->duplicate(kWait), e1 = t1->duplicate(kWait);
+  std::vector<double> v{1.0};
+  try {
+    allreduce_values<double>(*d0, v, ReduceOp::sum, std::chrono::milliseconds(100));
+    ADD_FAILURE() << "a round with one rank completed";
+  } catch (const TimeoutError& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("waiting for rank(s) 1 to enter it"));
+  }
+  try {
+    allreduce_values<double>(*d1, v, ReduceOp::sum, kWait);
+    ADD_FAILURE() << "a round on a failed context ran";
+  } catch (const CommError& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("allreduce on rank 0 timed out"));
+  }
+  for (auto* pair : {&t0, &e0}) {  // the world, and the other duplicate
+    Transport& a = **pair;
+    Transport& b = pair == &t0 ? *t1 : *e1;
+    std::vector<double> x{1.0}, y{2.0};
+    std::thread other([&] { allreduce_values<double>(b, y, ReduceOp::sum, kWait); });
+    allreduce_values<double>(a, x, ReduceOp::sum, kWait);
+    other.join();
+    EXPECT_EQ(x[0], 3.0);
+    EXPECT_EQ(y[0], 3.0);
+  }
+}
+
+// interrupt() stops a round this rank waits in at once (withdrawing its
+// contribution) and refuses later ones, on that transport only.
+TEST(LocalTransportTest, InterruptStopsThisTransportsRounds) {
+  LocalWorld world(2);
+  auto t0 = world.transport(0), t1 = world.transport(1);
+  auto d0 = t0->duplicate(kWait);
+  const auto start = Clock::now();
+  std::thread interrupter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    d0->interrupt("stream 'x' was cancelled");
+  });
+  std::vector<double> v{1.0};
+  try {
+    allreduce_values<double>(*d0, v, ReduceOp::sum, std::chrono::seconds(30));
+    ADD_FAILURE() << "an interrupted round completed";
+  } catch (const CommError& e) {
+    EXPECT_THAT(std::string(e.what()), HasSubstr("interrupted (stream 'x' was cancelled)"));
+  }
+  interrupter.join();
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(10));
+  EXPECT_THAT([&] { d0->barrier(kWait); },
+              ::testing::ThrowsMessage<CommError>(HasSubstr("barrier on rank 0 not started")));
+  std::thread other([&] { t1->barrier(kWait); });
+  t0->barrier(kWait);
+  other.join();
+}
+
+// Each duplicate's context lives until every rank's transport on it ends,
+// so making streams again and again does not accumulate them.
+TEST(LocalTransportTest, ContextsAreFreedOnceEveryRanksTransportEnds) {
+  LocalWorld world(3);
+  std::vector<std::unique_ptr<Transport>> ranks;
+  for (int r = 0; r < 3; ++r) ranks.push_back(world.transport(r));
+  EXPECT_EQ(world.context_count(), 1u);
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::unique_ptr<Transport>> duplicates;
+    for (auto& t : ranks) duplicates.push_back(t->duplicate(kWait));
+    EXPECT_EQ(world.context_count(), 2u);
+    duplicates.pop_back();
+    duplicates.pop_back();
+    EXPECT_EQ(world.context_count(), 2u);  // rank 0's is still alive
+  }
+  EXPECT_EQ(world.context_count(), 1u);
+}
+
 TEST(LocalTransportTest, BadAddressesAreRejected) {
   LocalWorld world(2);
   auto t = world.transport(0);

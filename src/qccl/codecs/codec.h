@@ -63,7 +63,9 @@ struct CodecStepStats {
   bool integer = false;             // the fields below apply
   std::uint64_t clipped = 0;       // this rank's coordinates clipped so the sum cannot overflow
   std::uint64_t largest_sent = 0;  // largest |integer| this rank sent
-  std::uint64_t largest_sum = 0;   // largest |integer| in the aggregated vector (all ranks agree)
+  // Largest |integer| in the aggregated values this rank holds: every rank
+  // has the same after an allreduce; after a reduce-scatter, its block's.
+  std::uint64_t largest_sum = 0;
 };
 
 struct CodecSettings {

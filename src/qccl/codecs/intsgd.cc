@@ -300,31 +300,41 @@ void IntegerCodec::allreduce_mean(Communicator& comm, std::span<double> data,
     std::fill(data.begin(), data.end(), 0.0);
     stats_.integer = true;
   } else {
-    IntegerSumSetup rs = reduction_setup(setup, d);
-    if (config_.scheme == IntegerScheme::diana) {
-      difference_.resize(d);
-      for (const TensorSlice& t : layout().tensors(d)) {
-        const auto local = shift(t, false);
-        for (std::size_t j = 0; j < t.elements; ++j) {
-          difference_[t.offset + j] = data[t.offset + j] - local[j];
-        }
-      }
-      rs.source = difference_;
-    } else {
-      rs.source = data;
-      summed_integers_.resize(d * wire_bytes_per_element(config_.wire));
-      rs.summed_integers = summed_integers_;
-    }
-    fp32_view_.assign(d, 0.0f);
-    const auto reduction = make_integer_sum_reduction(std::move(rs));
-    call.move([&](int tag) {
-      allreduce_body(comm, tag, fp32_view_, fp32_view_, *reduction, options);
-    });
-    stats_ = CodecStepStats{true, reduction->clipped(), reduction->largest_sent(),
-                            reduction->largest_sum()};
-    finish_integers_of_wire<double>(data, alphas_, n, {});
+    sum_integers_fp64(comm, call, setup, data, options);
   }
   set_step(step() + 1);
+}
+
+// The fp32 path's reduction reads its fp64 source directly (IntDIANA's
+// g − h_i, or the data), and an fp32 vector of the same length stands for
+// the elements in the collective's layout.
+void IntegerCodec::sum_integers_fp64(Communicator& comm, CollectiveCall& call,
+                                     const StepSetup& setup, std::span<double> data,
+                                     const CollectiveOptions& options) {
+  const std::size_t d = data.size();
+  IntegerSumSetup rs = reduction_setup(setup, d);
+  if (config_.scheme == IntegerScheme::diana) {
+    difference_.resize(d);
+    for (const TensorSlice& t : layout().tensors(d)) {
+      const auto local = shift(t, false);
+      for (std::size_t j = 0; j < t.elements; ++j) {
+        difference_[t.offset + j] = data[t.offset + j] - local[j];
+      }
+    }
+    rs.source = difference_;
+  } else {
+    rs.source = data;
+    summed_integers_.resize(d * wire_bytes_per_element(config_.wire));
+    rs.summed_integers = summed_integers_;
+  }
+  fp32_view_.assign(d, 0.0f);
+  const auto reduction = make_integer_sum_reduction(std::move(rs));
+  call.move([&](int tag) {
+    allreduce_body(comm, tag, fp32_view_, fp32_view_, *reduction, options);
+  });
+  stats_ = CodecStepStats{true, reduction->clipped(), reduction->largest_sent(),
+                          reduction->largest_sum()};
+  finish_integers_of_wire<double>(data, alphas_, setup.ranks, {});
 }
 
 template <class T>

@@ -105,6 +105,9 @@ class IntegerCodec final : public Codec {
   template <class T>
   void finish_integers_of_wire(std::span<T> data, std::span<const double> alphas, int ranks,
                                std::span<float> own);
+  // The integer step of the fp64 allreduce_mean, inside its call.
+  void sum_integers_fp64(Communicator& comm, CollectiveCall& call, const StepSetup& setup,
+                         std::span<double> data, const CollectiveOptions& options);
 
   IntegerCodecConfig config_;
   AdaptiveScale scale_;

@@ -6,9 +6,10 @@
 
 #include "qccl/collectives/codec_steps.h"
 #include "qccl/collectives/fp32_sum.h"
-#include "qccl/collectives/halving_doubling.h"
 #include "qccl/collectives/native.h"
 #include "qccl/collectives/ring.h"
+#include "qccl/collectives/schedule.h"
+#include "qccl/collectives/small_allreduce.h"
 #include "qccl/collectives/validate.h"
 #include "qccl/common/errors.h"
 
@@ -111,8 +112,8 @@ std::vector<std::size_t> allgather_counts(Communicator& comm, std::size_t count,
   std::vector<std::int64_t> table(n, 0);
   table[static_cast<std::size_t>(comm.rank())] = static_cast<std::int64_t>(count);
   const Timeout timeout = comm.timeout(options.timeout);
-  comm.run(Fingerprint("allgather counts"), timeout, [&](int) {
-    allreduce_values<std::int64_t>(comm.transport(), table, ReduceOp::sum, timeout);
+  comm.run(Fingerprint("allgather counts"), timeout, [&](int tag) {
+    small_allreduce(comm, tag, table, ReduceOp::sum, timeout, "allgather counts");
   });
   return {table.begin(), table.end()};
 }
@@ -142,13 +143,8 @@ void allgather_body(Communicator& comm, int tag, std::span<const float> shard,
                  identity ? std::span<float>() : own);
   }
   const Timeout timeout = comm.timeout(options.timeout);
-  if (options.algorithm == Algorithm::halving_doubling) {
-    run_halving_doubling(comm, tag, layout, work, nullptr, HalvingDoublingPhases::allgather,
-                         options, timeout, "halving-doubling allgather");
-  } else {
-    run_ring(comm, tag, layout, work, nullptr, RingPhases::allgather, options, timeout,
-             "ring allgather");
-  }
+  run_schedule(comm, tag, layout, work, nullptr, SchedulePhases::allgather, options, timeout,
+               "allgather");
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   decode_slots(reduction, layout, work, all_slots(layout), output, 0);
 }

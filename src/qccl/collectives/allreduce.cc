@@ -6,7 +6,7 @@
 #include "qccl/collectives/halving_doubling.h"
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/native.h"
-#include "qccl/collectives/ring.h"
+#include "qccl/collectives/schedule.h"
 #include "qccl/collectives/validate.h"
 #include "qccl/common/errors.h"
 
@@ -61,13 +61,8 @@ void allreduce_body(Communicator& comm, int tag, std::span<const float> input,
     PhaseScope timed(options.phases, &PhaseTimes::encode);
     encode_slots(reduction, layout, all_slots(layout), input, 0, work, identity ? std::span<float>() : own);
   }
-  if (options.algorithm == Algorithm::halving_doubling) {
-    run_halving_doubling(comm, tag, layout, work, &reduction, HalvingDoublingPhases::allreduce,
-                         options, timeout, "halving-doubling allreduce");
-  } else {
-    run_ring(comm, tag, layout, work, &reduction, RingPhases::both, options, timeout,
-             "ring allreduce");
-  }
+  run_schedule(comm, tag, layout, work, &reduction, SchedulePhases::allreduce, options, timeout,
+               "allreduce");
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   decode_slots(reduction, layout, work, all_slots(layout), output, 0);
 }

@@ -39,9 +39,13 @@ void Communicator::poison(std::string reason) {
   poisoned_.store(true);
 }
 
+// Point-to-point waits look at the flag between slices; a transport-level
+// collective of a split communicator is stopped through its own duplicate
+// (Transport::interrupt), which nothing else uses.
 void Communicator::cancel(std::string reason) {
-  poison(std::move(reason));
+  poison(reason);
   cancelled_.store(true);
+  if (owned_) owned_->interrupt(reason);
 }
 
 std::string Communicator::poison_reason() const {
@@ -127,6 +131,11 @@ void CollectiveCall::move(const std::function<void(int tag)>& body) {
                  ": " + e.what());
     if (comm_.name() == "world") throw;
     rethrow_with_context(where());
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc mid-transfer
+    comm_.poison(where() + std::string(fingerprint_.operation()) + " call " +
+                 std::to_string(sequence_) + " failed on rank " + std::to_string(comm_.rank()) +
+                 ": " + e.what());
+    throw;
   }
 }
 

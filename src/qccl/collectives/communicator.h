@@ -78,8 +78,12 @@ class Communicator {
   // Bytes this rank has sent on the communicator's transport as data, i.e.
   // without the exchanges' few hundred bytes per call (what the benchmarks
   // and the trainer report as "sent").
+  // Read from another thread while a call runs, the two counters may be a
+  // few exchanges apart; the difference is clamped at zero.
   std::uint64_t data_bytes_sent() const {
-    return transport_.stats().bytes_sent - exchange_bytes_.load();
+    const std::uint64_t exchanged = exchange_bytes_.load();
+    const std::uint64_t sent = transport_.stats().bytes_sent;
+    return sent > exchanged ? sent - exchanged : 0;
   }
 
   // Runs one collective call with no statistics: see CollectiveCall.
@@ -97,7 +101,9 @@ class Communicator {
   // Marks the communicator unusable with `reason` (the first reason wins).
   // Thread-safe.
   void poison(std::string reason);
-  // Poisons it and makes the call in flight, if any, fail at its next wait.
+  // Poisons it and makes the call in flight, if any, fail at its next wait;
+  // a split communicator also interrupts its transport (a transport-level
+  // collective in flight stops where the transport can stop it safely).
   // Thread-safe: a caller that gave up waiting for an operation uses it.
   void cancel(std::string reason);
   std::string poison_reason() const;

@@ -4,8 +4,7 @@
 #include <vector>
 
 #include "qccl/collectives/codec_steps.h"
-#include "qccl/collectives/halving_doubling.h"
-#include "qccl/collectives/ring.h"
+#include "qccl/collectives/schedule.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -37,6 +36,49 @@ void require_encoded(const Reduction& reduction, std::string_view operation) {
   }
 }
 
+// The exchange of reduce-scatter by exchange: this rank sends the encoded
+// chunks of block q (its slots in `work`) to rank q, and receives every other
+// rank's chunks of its own block into `incoming`, `block_bytes` per source in
+// rank order. Returns the bytes received per (source, chunk), index
+// source·K + chunk (0 for this rank's own).
+std::vector<std::size_t> send_blocks_to_owners(Communicator& comm, int tag,
+                                               const SlotLayout& layout,
+                                               std::span<const std::byte> work,
+                                               std::span<std::byte> incoming,
+                                               std::size_t block_bytes, Timeout timeout) {
+  constexpr std::string_view op = "reduce-scatter by exchange";
+  const auto n = static_cast<std::size_t>(comm.size());
+  const auto me = static_cast<std::size_t>(comm.rank());
+  const std::size_t k = layout.chunks_per_segment();
+  Transport& transport = comm.transport();
+  std::vector<RequestPtr> recvs(n * k), sends;
+  for (std::size_t s = 1; s < n; ++s) {
+    const std::size_t source = (me + n - s) % n;
+    std::size_t at = source * block_bytes;
+    for (std::size_t c = 0; c < k; ++c) {
+      const Slot& slot = layout.slot(me * k + c);
+      recvs[source * k + c] =
+          transport.irecv(static_cast<int>(source), tag, incoming.subspan(at, slot.capacity));
+      at += slot.capacity;
+    }
+  }
+  for (std::size_t s = 1; s < n; ++s) {
+    const std::size_t peer = (me + s) % n;
+    for (std::size_t c = 0; c < k; ++c) {
+      const Slot& slot = layout.slot(peer * k + c);
+      sends.push_back(transport.isend(static_cast<int>(peer), tag, work.subspan(slot.offset, slot.size)));
+    }
+  }
+  std::vector<std::size_t> received(n * k, 0);
+  for (std::size_t i = 0; i < recvs.size(); ++i) {
+    if (!recvs[i]) continue;
+    comm.wait(*recvs[i], timeout, op);
+    received[i] = recvs[i]->bytes();
+  }
+  for (auto& send : sends) comm.wait(*send, timeout, op);
+  return received;
+}
+
 }  // namespace
 
 void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const float> input,
@@ -57,13 +99,8 @@ void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const fl
     encode_slots(reduction, layout, segment_slots(layout, me), input, 0, work, own);
   }
   const Timeout timeout = comm.timeout(options.timeout);
-  if (options.algorithm == Algorithm::halving_doubling) {
-    run_halving_doubling(comm, tag, layout, work, nullptr, HalvingDoublingPhases::allgather,
-                         options, timeout, "allreduce by allgather");
-  } else {
-    run_ring(comm, tag, layout, work, nullptr, RingPhases::allgather, options, timeout,
-             "allreduce by allgather");
-  }
+  run_schedule(comm, tag, layout, work, nullptr, SchedulePhases::allgather, options, timeout,
+               "allreduce by allgather");
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   auto decoded = float_scratch(comm, Scratch::decoded, d);
   for (std::size_t q = 0; q < n; ++q) {
@@ -89,37 +126,13 @@ void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<cons
     PhaseScope timed(options.phases, &PhaseTimes::encode);
     encode_slots(reduction, layout, all_slots(layout), input, 0, work, own);
   }
-  // Every other rank's encoding of this rank's block lands in `incoming`,
-  // one region per source; the sends read the slots of each peer's block.
   const std::size_t k = layout.chunks_per_segment();
   const SlotRange own_slots = segment_slots(layout, me);
   std::size_t block_bytes = 0;
   for (std::size_t c = 0; c < k; ++c) block_bytes += layout.slot(own_slots.first + c).capacity;
   auto incoming = comm.scratch(Scratch::staging, block_bytes * n);
-  const Timeout timeout = comm.timeout(options.timeout);
-  Transport& transport = comm.transport();
-  std::vector<RequestPtr> recvs(n * k), sends;
-  for (std::size_t s = 1; s < n; ++s) {
-    const std::size_t source = (me + n - s) % n;
-    std::size_t at = source * block_bytes;
-    for (std::size_t c = 0; c < k; ++c) {
-      const Slot& slot = layout.slot(own_slots.first + c);
-      recvs[source * k + c] =
-          transport.irecv(static_cast<int>(source), tag, incoming.subspan(at, slot.capacity));
-      at += slot.capacity;
-    }
-  }
-  for (std::size_t s = 1; s < n; ++s) {
-    const std::size_t peer = (me + s) % n;
-    for (std::size_t c = 0; c < k; ++c) {
-      const Slot& slot = layout.slot(peer * k + c);
-      sends.push_back(transport.isend(static_cast<int>(peer), tag, work.subspan(slot.offset, slot.size)));
-    }
-  }
-  for (auto& r : recvs) {
-    if (r) comm.wait(*r, timeout, op);
-  }
-  for (auto& s : sends) comm.wait(*s, timeout, op);
+  const auto received = send_blocks_to_owners(comm, tag, layout, work, incoming, block_bytes,
+                                              comm.timeout(options.timeout));
 
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   auto block = float_scratch(comm, Scratch::decoded, mine.count);
@@ -131,7 +144,7 @@ void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<cons
       at += slot.capacity;
       if (slot.elements.count == 0) continue;
       const auto bytes = q == me ? work.subspan(slot.offset, slot.size)
-                                 : incoming.subspan(region, recvs[q * k + c]->bytes());
+                                 : incoming.subspan(region, received[q * k + c]);
       reduction.decode(bytes, slot.elements.first,
                        block.subspan(slot.elements.first - mine.first, slot.elements.count));
     }

@@ -47,6 +47,7 @@ class SlotLayout {
   std::size_t chunks_per_segment() const { return chunks_; }
   Slot& slot(std::size_t segment, std::size_t chunk) { return slots_[segment * chunks_ + chunk]; }
   Slot& slot(std::size_t index) { return slots_[index]; }
+  const Slot& slot(std::size_t index) const { return slots_[index]; }
   std::size_t slot_count() const { return slots_.size(); }
   std::size_t total_bytes() const { return total_bytes_; }
   std::size_t max_slot_capacity() const { return max_capacity_; }

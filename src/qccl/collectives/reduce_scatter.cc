@@ -3,9 +3,8 @@
 #include <cstring>
 
 #include "qccl/collectives/codec_steps.h"
-#include "qccl/collectives/halving_doubling.h"
 #include "qccl/collectives/native.h"
-#include "qccl/collectives/ring.h"
+#include "qccl/collectives/schedule.h"
 #include "qccl/collectives/validate.h"
 #include "qccl/common/errors.h"
 
@@ -90,13 +89,8 @@ void reduce_scatter_body(Communicator& comm, int tag, std::span<const float> inp
     encode_slots(reduction, layout, all_slots(layout), input, 0, work, own);
   }
   const Timeout timeout = comm.timeout(options.timeout);
-  if (options.algorithm == Algorithm::halving_doubling) {
-    run_halving_doubling(comm, tag, layout, work, &reduction, HalvingDoublingPhases::reduce_scatter,
-                         options, timeout, "halving-doubling reduce-scatter");
-  } else {
-    run_ring(comm, tag, layout, work, &reduction, RingPhases::reduce_scatter, options, timeout,
-             "ring reduce-scatter");
-  }
+  run_schedule(comm, tag, layout, work, &reduction, SchedulePhases::reduce_scatter, options,
+               timeout, "reduce-scatter");
   const std::size_t rank = static_cast<std::size_t>(comm.rank());
   const Range mine = blocks[rank];
   PhaseScope timed(options.phases, &PhaseTimes::decode);

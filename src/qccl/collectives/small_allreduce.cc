@@ -53,8 +53,9 @@ void small_allreduce(Communicator& comm, int tag, std::span<std::int64_t> values
 
   if (r < 2 * m && r % 2 == 0) {  // folded: hand over, then take the result
     auto handed = send(r + 1);
-    receive(r + 1, bytes);
+    receive(r + 1, incoming_bytes);  // not into `values`, which may still be sending
     comm.wait(*handed, timeout, operation);
+    std::copy(incoming.begin(), incoming.end(), values.begin());
     comm.count_exchange(sent);
     return;
   }

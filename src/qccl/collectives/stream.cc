@@ -16,15 +16,18 @@ Stream::~Stream() {
   thread_.join();
 }
 
-Work Stream::submit(std::string description, std::function<void(Communicator&)> operation) {
+Work Stream::submit(std::string description, std::function<void(Communicator&)> operation,
+                    std::function<void(const Work&)> on_completion) {
   std::lock_guard lock(mutex_);
   if (stop_) throw InvalidArgument("stream '" + name() + "' is shutting down; submit before it ends");
   auto state = detail::make_work_state(
       "stream '" + name() + "' operation " + std::to_string(submitted_++) + " (" + description + ")",
-      *comm_);
-  queue_.push_back({state, std::move(operation)});
+      comm_);
+  Work work(state);
+  if (on_completion) work.on_completion(std::move(on_completion));  // not queued yet: cannot have run
+  queue_.push_back({std::move(state), std::move(operation)});
   changed_.notify_all();
-  return Work(std::move(state));
+  return work;
 }
 
 // Runs queued operations in order until stopped with an empty queue. An

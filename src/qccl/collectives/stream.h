@@ -42,8 +42,11 @@ class Stream {
 
   // Queues `operation`, to run on the stream's thread with the stream's
   // communicator after every operation submitted before it. `description`
-  // names it in errors ("bucket 2"). Thread-safe.
-  Work submit(std::string description, std::function<void(Communicator&)> operation);
+  // names it in errors ("bucket 2"). `on_completion`, if given, is
+  // registered before the operation can run, so it always runs on the
+  // stream's thread right after it (see Work::on_completion). Thread-safe.
+  Work submit(std::string description, std::function<void(Communicator&)> operation,
+              std::function<void(const Work&)> on_completion = {});
 
   const std::string& name() const { return comm_->name(); }
   // Data bytes the stream has sent so far (thread-safe; see
@@ -60,7 +63,7 @@ class Stream {
   };
   void run();
 
-  std::unique_ptr<Communicator> comm_;
+  std::shared_ptr<Communicator> comm_;  // shared with the work handles (weakly)
   std::uint64_t submitted_ = 0;
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -12,7 +12,9 @@ namespace detail {
 
 struct WorkState {
   std::string description;
-  Communicator* comm = nullptr;  // the stream's, cancelled by a timed-out wait
+  // The stream's communicator, cancelled by a timed-out wait; weak, since
+  // the stream may end (and with it the communicator) once the work is done.
+  std::weak_ptr<Communicator> comm;
   std::mutex mutex;
   std::condition_variable finished;
   bool ended = false;  // the operation has run; failure is final
@@ -22,10 +24,11 @@ struct WorkState {
   std::vector<std::function<void(const Work&)>> callbacks;
 };
 
-std::shared_ptr<WorkState> make_work_state(std::string description, Communicator& comm) {
+std::shared_ptr<WorkState> make_work_state(std::string description,
+                                           std::weak_ptr<Communicator> comm) {
   auto state = std::make_shared<WorkState>();
   state->description = std::move(description);
-  state->comm = &comm;
+  state->comm = std::move(comm);
   return state;
 }
 
@@ -81,24 +84,33 @@ bool Work::test() const {
   return true;
 }
 
+// A wait that times out cancels the stream, then waits for the operation to
+// stop: at its next point-to-point wait (within milliseconds), or at the end
+// of a transport-level collective that cannot be abandoned (MPI), which its
+// own timeout bounds — the stream's, unless the operation set a longer one.
 void Work::wait(Timeout timeout) const {
   if (!state_) throw InvalidArgument("wait() on an empty Work handle");
+  if (timeout.count() < 0) {
+    throw InvalidArgument("Work::wait: negative timeout " + to_string(timeout));
+  }
   std::unique_lock lock(state_->mutex);
-  const bool done =
-      state_->finished.wait_for(lock, timeout, [&] { return state_->done; });
+  const bool done = state_->finished.wait_until(lock, deadline_after(timeout),
+                                                [&] { return state_->done; });
   if (!done) {
     const std::string reason = state_->description + " was abandoned: it did not complete within " +
                                to_string(timeout);
     lock.unlock();
-    state_->comm->cancel(reason);
+    const auto comm = state_->comm.lock();  // null: the stream ended, so the operation did
+    if (comm) comm->cancel(reason);
     lock.lock();
-    // Cancelled, it ends at its next wait; bounded all the same by the
-    // stream's own timeout (a transport-level exchange in flight ends by then).
-    const bool stopped = state_->finished.wait_for(lock, state_->comm->options().timeout,
-                                                   [&] { return state_->done; });
+    const Timeout stop_bound = comm ? comm->options().timeout : Timeout(0);
+    const bool stopped = state_->finished.wait_until(lock, deadline_after(stop_bound),
+                                                     [&] { return state_->done; });
     throw TimeoutError(reason + "; its stream is cancelled, so later operations on it fail" +
                        (stopped ? std::string()
-                                : " (the operation had not stopped when this wait gave up)"));
+                                : " (the operation is still inside a transport-level "
+                                  "collective that cannot be abandoned: its buffers stay in "
+                                  "use until completed() is true)"));
   }
   if (state_->failure) std::rethrow_exception(state_->failure);
   if (state_->callback_failure) std::rethrow_exception(state_->callback_failure);

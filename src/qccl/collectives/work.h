@@ -32,12 +32,16 @@ class Work {
   // its failure if it failed.
   bool test() const;
   // Waits until the operation has finished and its callbacks have run, and
-  // rethrows its failure. If it
-  // has not finished within `timeout`, its stream is cancelled: it is
-  // poisoned (operations queued on it fail at once, naming this cause;
-  // other streams go on), the operation in flight stops at its next wait,
-  // and once it no longer runs — so no longer touches the caller's buffers —
-  // wait throws a TimeoutError naming the stream and the operation.
+  // rethrows its failure. If it has not finished within `timeout`, its
+  // stream is cancelled: it is poisoned (operations queued on it fail at
+  // once, naming this cause; other streams go on), and the operation in
+  // flight stops at its next point-to-point wait. Once it no longer runs —
+  // so no longer touches the caller's buffers — wait throws a TimeoutError
+  // naming the stream and the operation. One inside a transport-level
+  // collective that cannot be abandoned (MPI's own, algorithm native) runs
+  // until that collective ends or times out; wait gives it the stream's
+  // timeout, and if it still runs says so (then completed() tells when its
+  // buffers are free).
   void wait(Timeout timeout) const;
   // The failure of a completed operation, or null.
   std::exception_ptr exception() const;
@@ -55,7 +59,8 @@ namespace detail {
 
 // Shared by a Work and the stream that runs it.
 struct WorkState;
-std::shared_ptr<WorkState> make_work_state(std::string description, Communicator& comm);
+std::shared_ptr<WorkState> make_work_state(std::string description,
+                                           std::weak_ptr<Communicator> comm);
 // Marks the operation finished (with `failure` if it failed), wakes waiters
 // and runs the callbacks. Called by the stream's thread.
 void complete_work(const std::shared_ptr<WorkState>& state, std::exception_ptr failure);

@@ -1,6 +1,7 @@
 // Time types shared by every layer: all waits take a Timeout.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -8,6 +9,14 @@ namespace qccl {
 
 using Clock = std::chrono::steady_clock;
 using Timeout = std::chrono::milliseconds;
+
+// The point `timeout` from now, saturating: Timeout::max() and other
+// timeouts beyond a century mean a century, not an overflowed deadline in
+// the past.
+inline Clock::time_point deadline_after(Timeout timeout) {
+  constexpr Timeout kCentury = std::chrono::hours(24 * 365 * 100);
+  return Clock::now() + std::min(timeout, kCentury);
+}
 
 // "1500 ms" — for error messages.
 inline std::string to_string(Timeout t) { return std::to_string(t.count()) + " ms"; }

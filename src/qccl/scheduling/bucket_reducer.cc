@@ -18,7 +18,9 @@ void BucketReducer::begin(std::vector<BucketWork> buckets) {
   }
   std::lock_guard lock(mutex_);
   if (active_) {
-    throw InvalidArgument("bucket reducer: begin() while a step is running; call finish() first");
+    throw InvalidArgument("bucket reducer: begin() while a step is running: call finish() first "
+                          "(after a finish() that timed out, a bucket was still inside a "
+                          "collective and the stream is unusable)");
   }
   buckets_ = std::move(buckets);
   ready_.assign(buckets_.size(), 0);
@@ -45,23 +47,26 @@ void BucketReducer::ready(std::size_t bucket) {
   while (next_ < buckets_.size() && ready_[next_]) launch(next_++);
 }
 
+// on_done goes in with the submission, so it runs on the stream's thread
+// even when the bucket completes at once.
 void BucketReducer::launch(std::size_t bucket) {
   const BucketWork work = buckets_[bucket];
-  works_[bucket] = stream_.submit("bucket " + std::to_string(bucket),
-                                  [this, bucket, work](Communicator& comm) {
-                                    reduce(comm, bucket, work);
-                                  });
-  if (work.on_done) works_[bucket].on_completion(work.on_done);
+  works_[bucket] = stream_.submit(
+      "bucket " + std::to_string(bucket),
+      [this, bucket, work](Communicator& comm) { reduce(comm, bucket, work); }, work.on_done);
   launched_.notify_all();
 }
 
 // On the stream's thread. After a failure the step's remaining buckets are
-// skipped: every rank fails the same way (a mismatch, non-finite input) or
-// the stream is poisoned anyway.
+// skipped, and fail saying so: every rank fails the same way (a mismatch,
+// non-finite input) or the stream is poisoned anyway.
 void BucketReducer::reduce(Communicator& comm, std::size_t bucket, const BucketWork& work) {
   {
     std::lock_guard lock(mutex_);
-    if (failed_) return;
+    if (failed_) {
+      throw CommError("bucket " + std::to_string(bucket) + " not reduced: bucket " +
+                      std::to_string(*failed_) + " failed earlier in this step");
+    }
   }
   PhaseTimes phases;
   CollectiveOptions options = options_;
@@ -83,6 +88,34 @@ void BucketReducer::reduce(Communicator& comm, std::size_t bucket, const BucketW
 Work BucketReducer::work(std::size_t bucket) const {
   std::lock_guard lock(mutex_);
   return bucket < works_.size() ? works_[bucket] : Work();
+}
+
+namespace {
+
+// Whether `caught` is the failure the operation of `work` stored (rethrown
+// by wait), rather than an error of the wait itself.
+bool is_stored_failure(const Work& work, const std::exception& caught) {
+  const std::exception_ptr stored = work.exception();
+  if (!stored) return false;
+  try {
+    std::rethrow_exception(stored);
+  } catch (const std::exception& e) {
+    return &e == &caught;
+  } catch (...) {
+  }
+  return false;
+}
+
+}  // namespace
+
+// After finish() gave up on a bucket: the step ends if no bucket is still
+// inside a collective (its Work::wait waited for the cancelled one to stop).
+void BucketReducer::end_step_if_idle(std::size_t count) {
+  std::lock_guard lock(mutex_);
+  for (std::size_t b = 0; b < count; ++b) {
+    if (works_[b].valid() && !works_[b].completed()) return;
+  }
+  active_ = false;
 }
 
 void BucketReducer::finish(Timeout timeout) {
@@ -111,6 +144,11 @@ void BucketReducer::finish(Timeout timeout) {
     try {
       launched.wait(left);
     } catch (const TimeoutError& e) {
+      if (is_stored_failure(launched, e)) {  // the bucket's own collective timed out
+        if (!first_failure) first_failure = std::current_exception();
+        continue;
+      }
+      end_step_if_idle(count);
       throw TimeoutError("bucket reducer: bucket " + std::to_string(b) + " of " +
                          std::to_string(count) + " not reduced after " +
                          std::to_string(timeout.count()) +

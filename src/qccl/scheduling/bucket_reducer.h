@@ -72,6 +72,7 @@ class BucketReducer {
 
  private:
   void launch(std::size_t bucket);  // caller holds mutex_
+  void end_step_if_idle(std::size_t count);
   void reduce(Communicator& comm, std::size_t bucket, const BucketWork& work);
 
   CollectiveOptions options_;

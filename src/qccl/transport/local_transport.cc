@@ -80,6 +80,12 @@ struct Rendezvous {
   std::vector<std::size_t> result_counts;
   std::size_t result_element = 1;
   std::string error;  // mismatch found by the last arriver, raised on all ranks
+  // Set when a rank timed out in a round: that round can never complete, so
+  // every rank's rounds on this context fail with it (MPI: a communicator
+  // left in an unknown state). Other contexts go on.
+  std::string failure;
+  // Per rank: why its transport was interrupted (empty: it was not).
+  std::vector<std::string> interrupted;
 };
 
 // The message space and collectives of one transport and its duplicates'
@@ -88,9 +94,11 @@ struct Context {
   explicit Context(int n) : mailboxes(static_cast<std::size_t>(n)) {
     rendezvous.present.assign(static_cast<std::size_t>(n), false);
     rendezvous.contributions.resize(static_cast<std::size_t>(n));
+    rendezvous.interrupted.resize(static_cast<std::size_t>(n));
   }
   std::vector<Mailbox> mailboxes;
   Rendezvous rendezvous;
+  int released = 0;  // ranks whose transport on this context has ended
 };
 
 struct LocalWorldState {
@@ -100,15 +108,23 @@ struct LocalWorldState {
   // Contexts by id: 0 is the world's; duplicates derive theirs from their
   // parent's id and how many duplicates it made, so every rank finds the same
   // context without communicating.
-  Context& context(std::uint64_t id) {
+  std::shared_ptr<Context> context(std::uint64_t id) {
     std::lock_guard lock(contexts_mutex);
     auto& slot = contexts[id];
-    if (!slot) slot = std::make_unique<Context>(size);
-    return *slot;
+    if (!slot) slot = std::make_shared<Context>(size);
+    return slot;
+  }
+  // A rank's transport on context `id` has ended; once every rank's has, the
+  // world forgets the context (requests still holding it keep it alive), so
+  // a long run that makes many streams does not accumulate them.
+  void release(std::uint64_t id) {
+    std::lock_guard lock(contexts_mutex);
+    auto it = contexts.find(id);
+    if (it != contexts.end() && ++it->second->released == size) contexts.erase(it);
   }
 
   std::mutex contexts_mutex;
-  std::map<std::uint64_t, std::unique_ptr<Context>> contexts;
+  std::map<std::uint64_t, std::shared_ptr<Context>> contexts;
 
   std::mutex abort_mutex;
   std::atomic<bool> aborted{false};
@@ -168,9 +184,11 @@ class CompletedSend final : public Request {
 
 class LocalRecv final : public Request {
  public:
-  LocalRecv(std::shared_ptr<LocalWorldState> world, detail::Mailbox& box, int rank,
+  LocalRecv(std::shared_ptr<LocalWorldState> world, std::shared_ptr<Context> context, int rank,
             std::shared_ptr<detail::PostedRecv> state)
-      : world_(std::move(world)), box_(box), rank_(rank), state_(std::move(state)) {}
+      : world_(std::move(world)), context_(std::move(context)),
+        box_(context_->mailboxes[static_cast<std::size_t>(rank)]), rank_(rank),
+        state_(std::move(state)) {}
 
   // An abandoned receive (its collective threw) is withdrawn, so a later
   // message cannot be written into a buffer that no longer exists.
@@ -213,6 +231,7 @@ class LocalRecv final : public Request {
   }
 
   std::shared_ptr<LocalWorldState> world_;
+  std::shared_ptr<Context> context_;  // keeps box_ alive
   detail::Mailbox& box_;
   int rank_;
   std::shared_ptr<detail::PostedRecv> state_;
@@ -290,6 +309,9 @@ class LocalTransport final : public Transport {
   LocalTransport(std::shared_ptr<LocalWorldState> world, std::uint64_t context_id, int rank)
       : world_(std::move(world)), context_id_(context_id), context_(world_->context(context_id)),
         rank_(rank) {}
+  ~LocalTransport() override { world_->release(context_id_); }
+  LocalTransport(const LocalTransport&) = delete;
+  LocalTransport& operator=(const LocalTransport&) = delete;
 
   int rank() const override { return rank_; }
   int size() const override { return world_->size; }
@@ -299,7 +321,7 @@ class LocalTransport final : public Transport {
   RequestPtr isend(int peer, int tag, std::span<const std::byte> data) override {
     check_address(peer, tag, "isend");
     if (world_->aborted.load()) world_->throw_aborted();
-    auto& box = context_.mailboxes[static_cast<std::size_t>(peer)];
+    auto& box = context_->mailboxes[static_cast<std::size_t>(peer)];
     {
       std::lock_guard lock(box.mutex);
       auto match = std::find_if(box.posted.begin(), box.posted.end(), [&](const auto& r) {
@@ -324,7 +346,7 @@ class LocalTransport final : public Transport {
     state->source = peer;
     state->tag = tag;
     state->buffer = buffer;
-    auto& box = context_.mailboxes[static_cast<std::size_t>(rank_)];
+    auto& box = context_->mailboxes[static_cast<std::size_t>(rank_)];
     {
       std::lock_guard lock(box.mutex);
       auto match = std::find_if(box.unexpected.begin(), box.unexpected.end(),
@@ -336,7 +358,7 @@ class LocalTransport final : public Transport {
         box.posted.push_back(state);
       }
     }
-    return std::make_unique<LocalRecv>(world_, box, rank_, std::move(state));
+    return std::make_unique<LocalRecv>(world_, context_, rank_, std::move(state));
   }
 
   void allreduce(std::span<std::byte> data, DataType type, ReduceOp op, Timeout timeout) override {
@@ -373,44 +395,40 @@ class LocalTransport final : public Transport {
     return std::make_unique<LocalTransport>(world_, id, rank_);
   }
 
+  void interrupt(std::string_view reason) noexcept override {
+    auto& rv = context_->rendezvous;
+    std::lock_guard lock(rv.mutex);
+    auto& mine = rv.interrupted[static_cast<std::size_t>(rank_)];
+    if (mine.empty()) mine = reason.empty() ? "interrupted" : std::string(reason);
+    rv.completed.notify_all();
+  }
+
   void abort(std::string_view reason) noexcept override {
     world_->abort("rank " + std::to_string(rank_) + " aborted: " + std::string(reason));
   }
 
  private:
   // Enters a round with `mine`; once every rank has, copies this rank's part
-  // of the result into `output`.
+  // of the result into `output`. A rank that leaves a round before it
+  // completes (timed out, interrupted, aborted) first withdraws its
+  // contribution, which points into its caller's memory.
   void rendezvous(Contribution mine, std::span<std::byte> output, Timeout timeout) {
     const RoundKind kind = mine.kind;
-    auto& rv = context_.rendezvous;
-    std::unique_lock lock(rv.mutex);
-    if (world_->aborted.load()) world_->throw_aborted();
-    const std::uint64_t round = rv.generation;
+    auto& rv = context_->rendezvous;
     const auto me = static_cast<std::size_t>(rank_);
+    std::unique_lock lock(rv.mutex);
+    check_round_allowed(kind);
+    const std::uint64_t round = rv.generation;
     rv.contributions[me] = std::move(mine);
     rv.present[me] = true;
     if (++rv.arrived == world_->size) {
       complete_round(rv);
     } else {
-      const bool ok = rv.completed.wait_until(lock, Clock::now() + timeout, [&] {
-        return rv.generation != round || world_->aborted.load();
+      rv.completed.wait_until(lock, Clock::now() + timeout, [&] {
+        return rv.generation != round || world_->aborted.load() || !rv.failure.empty() ||
+               !rv.interrupted[me].empty();
       });
-      if (!ok) {
-        std::string missing;
-        for (int r = 0; r < world_->size; ++r) {
-          if (!rv.present[static_cast<std::size_t>(r)]) {
-            missing += (missing.empty() ? "" : ", ") + std::to_string(r);
-          }
-        }
-        const std::string message = std::string(to_string(kind)) + " on rank " +
-                                    std::to_string(rank_) + " timed out after " +
-                                    to_string(timeout) + " waiting for rank(s) " + missing +
-                                    " to enter it: check that every rank makes the same calls";
-        lock.unlock();
-        world_->abort(message);
-        throw TimeoutError(message);
-      }
-      if (rv.generation == round) world_->throw_aborted();
+      if (rv.generation == round) leave_round(kind, timeout);
     }
     if (!rv.error.empty()) throw MismatchError(std::string(to_string(kind)) + ": " + rv.error);
     std::span<const std::byte> part = rv.result;
@@ -424,9 +442,50 @@ class LocalTransport final : public Transport {
     if (!output.empty()) std::memcpy(output.data(), part.data(), output.size());
   }
 
+  // Caller holds the rendezvous lock. Throws if a round may not start.
+  void check_round_allowed(RoundKind kind) const {
+    const auto& rv = context_->rendezvous;
+    if (world_->aborted.load()) world_->throw_aborted();
+    const std::string what = std::string(to_string(kind)) + " on rank " + std::to_string(rank_);
+    if (!rv.failure.empty()) throw CommError(what + " not started: " + rv.failure);
+    const auto& interrupted = rv.interrupted[static_cast<std::size_t>(rank_)];
+    if (!interrupted.empty()) {
+      throw CommError(what + " not started: the transport was interrupted (" + interrupted + ")");
+    }
+  }
+
+  // Caller holds the rendezvous lock; the round has not completed. Withdraws
+  // this rank's contribution and throws why it left: the world aborted, the
+  // context failed, this transport was interrupted, or the wait timed out —
+  // then the context fails, so every other rank in the round stops now.
+  [[noreturn]] void leave_round(RoundKind kind, Timeout timeout) {
+    auto& rv = context_->rendezvous;
+    const auto me = static_cast<std::size_t>(rank_);
+    std::string missing;
+    for (int r = 0; r < world_->size; ++r) {
+      if (!rv.present[static_cast<std::size_t>(r)]) {
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      }
+    }
+    rv.contributions[me] = {};
+    rv.present[me] = false;
+    --rv.arrived;
+    if (world_->aborted.load()) world_->throw_aborted();
+    const std::string what = std::string(to_string(kind)) + " on rank " + std::to_string(rank_);
+    if (!rv.failure.empty()) throw CommError(what + " abandoned: " + rv.failure);
+    if (!rv.interrupted[me].empty()) {
+      throw CommError(what + " abandoned: the transport was interrupted (" + rv.interrupted[me] +
+                      ")");
+    }
+    rv.failure = what + " timed out after " + to_string(timeout) + " waiting for rank(s) " +
+                 missing + " to enter it: check that every rank makes the same calls";
+    rv.completed.notify_all();
+    throw TimeoutError(rv.failure);
+  }
+
   std::shared_ptr<LocalWorldState> world_;
   std::uint64_t context_id_;
-  Context& context_;
+  std::shared_ptr<Context> context_;
   int rank_;
   std::uint64_t duplicates_ = 0;
 };
@@ -451,6 +510,11 @@ std::unique_ptr<Transport> LocalWorld::transport(int rank) {
 }
 
 void LocalWorld::abort(std::string_view reason) noexcept { state_->abort(reason); }
+
+std::size_t LocalWorld::context_count() const {
+  std::lock_guard lock(state_->contexts_mutex);
+  return state_->contexts.size();
+}
 
 void run_in_process(int ranks, const std::function<void(Transport&)>& body) {
   LocalWorld world(ranks);

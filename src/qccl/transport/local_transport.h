@@ -25,6 +25,9 @@ class LocalWorld {
   std::unique_ptr<Transport> transport(int rank);
   // Fails every pending and later operation of every rank with `reason`.
   void abort(std::string_view reason) noexcept;
+  // Message contexts alive: the world's and its duplicates' (each freed once
+  // every rank's transport on it has ended). For leak checks.
+  std::size_t context_count() const;
 
  private:
   std::shared_ptr<detail::LocalWorldState> state_;

@@ -171,6 +171,7 @@ class MpiTransport final : public Transport {
   // Takes ownership of `comm` (a duplicate made for this transport).
   MpiTransport(MPI_Comm comm, std::shared_ptr<std::mutex> mpi_lock)
       : comm_(comm), lock_(std::move(mpi_lock)) {
+    std::lock_guard lock(*lock_);  // other threads may be inside MPI already
     check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
@@ -227,6 +228,7 @@ class MpiTransport final : public Transport {
   // rate at 64 MiB on 4 emulated hosts at 1 Gbit/s), and uses the
   // bandwidth-optimal reduce-scatter + allgather otherwise (87%).
   void allreduce(std::span<std::byte> data, DataType type, ReduceOp op, Timeout timeout) override {
+    check_not_interrupted("allreduce");
     std::lock_guard send_lock(send_mutex_);
     send_copy_.assign(data.begin(), data.end());
     const std::size_t elem = size_of(type);
@@ -258,7 +260,10 @@ class MpiTransport final : public Transport {
                       std::span<const std::size_t> counts, DataType type, ReduceOp op,
                       Timeout timeout) override {
     check_reduce_scatter_arguments(input.size(), output.size(), counts, type, size_, rank_);
+    check_not_interrupted("reduce-scatter");
     const auto ints = int_counts(counts, "reduce-scatter");
+    std::unique_lock send_lock(send_mutex_, std::defer_lock);
+    input = unaliased(input, output, send_lock);
     MPI_Request request;
     {
       std::lock_guard lock(*lock_);
@@ -278,7 +283,10 @@ class MpiTransport final : public Transport {
   void allgather(std::span<const std::byte> input, std::span<std::byte> output,
                  std::span<const std::size_t> byte_counts, Timeout timeout) override {
     check_allgather_arguments(input.size(), output.size(), byte_counts, size_, rank_);
+    check_not_interrupted("allgather");
     const auto ints = int_counts(byte_counts, "allgather");
+    std::unique_lock send_lock(send_mutex_, std::defer_lock);
+    input = unaliased(input, output, send_lock);  // an in-place allgather
     std::vector<int> displacements(ints.size(), 0);
     std::size_t offset = 0;
     for (std::size_t r = 0; r < ints.size(); ++r) {
@@ -303,6 +311,7 @@ class MpiTransport final : public Transport {
   }
 
   void barrier(Timeout timeout) override {
+    check_not_interrupted("barrier");
     MPI_Request request;
     {
       std::lock_guard lock(*lock_);
@@ -314,6 +323,7 @@ class MpiTransport final : public Transport {
   // MPI_Comm_idup, polled like every other wait so a rank that never
   // duplicates cannot hang the others forever.
   std::unique_ptr<Transport> duplicate(Timeout timeout) override {
+    check_not_interrupted("duplicate");
     MPI_Comm copy = MPI_COMM_NULL;
     MPI_Request request;
     {
@@ -322,6 +332,13 @@ class MpiTransport final : public Transport {
     }
     complete_collective(request, Clock::now() + timeout, "MPI_Comm_idup");
     return std::make_unique<MpiTransport>(copy, lock_);
+  }
+
+  // A collective in flight cannot be abandoned (MPI_Cancel and
+  // MPI_Request_free are erroneous on one): it completes or times out.
+  void interrupt(std::string_view reason) noexcept override {
+    std::lock_guard lock(interrupt_mutex_);
+    if (interrupt_reason_.empty()) interrupt_reason_ = reason.empty() ? "interrupted" : reason;
   }
 
   void abort(std::string_view reason) noexcept override {
@@ -333,6 +350,31 @@ class MpiTransport final : public Transport {
   }
 
  private:
+  void check_not_interrupted(std::string_view operation) {
+    std::lock_guard lock(interrupt_mutex_);
+    if (!interrupt_reason_.empty()) {
+      throw CommError(std::string(operation) + " on rank " + std::to_string(rank_) +
+                      " not started: the transport was interrupted (" + interrupt_reason_ + ")");
+    }
+  }
+
+  // MPI forbids aliased send and receive buffers (short of MPI_IN_PLACE,
+  // whose layout differs per collective): an input that overlaps the output
+  // is sent from the reused copy, locking `send_lock` (on send_mutex_) while
+  // the call uses it.
+  std::span<const std::byte> unaliased(std::span<const std::byte> input,
+                                       std::span<const std::byte> output,
+                                       std::unique_lock<std::mutex>& send_lock) {
+    if (input.empty() || output.empty()) return input;
+    const auto less = std::less<const std::byte*>();
+    const bool overlap = less(input.data(), output.data() + output.size()) &&
+                         less(output.data(), input.data() + input.size());
+    if (!overlap) return input;
+    send_lock.lock();
+    send_copy_.assign(input.begin(), input.end());
+    return send_copy_;
+  }
+
   // A nonblocking MPI collective cannot be cancelled: on timeout the request
   // is left to MPI and the caller's communicator is poisoned by the throw.
   void complete_collective(MPI_Request& request, Clock::time_point deadline, const char* what) {
@@ -364,10 +406,13 @@ class MpiTransport final : public Transport {
   int rank_ = 0;
   int size_ = 1;
   int max_tag_ = 32767;
-  // allreduce's send buffer, kept so large calls do not page-fault a fresh
-  // one each time; its mutex serialises the (collective) allreduce calls.
+  // The send buffer of allreduce and of aliased reduce-scatter and allgather
+  // calls, kept so large calls do not page-fault a fresh one each time; its
+  // mutex serialises the calls that use it.
   std::mutex send_mutex_;
   std::vector<std::byte> send_copy_;
+  std::mutex interrupt_mutex_;
+  std::string interrupt_reason_;  // non-empty once interrupted
 };
 
 }  // namespace

@@ -121,6 +121,16 @@ class Transport {
   // Bounded by `timeout`.
   virtual std::unique_ptr<Transport> duplicate(Timeout timeout) = 0;
 
+  // Stops this rank's transport-level collectives on this transport (not
+  // its point-to-point requests, which their waiters stop): later calls fail
+  // at once with a CommError naming `reason`. One waiting now stops too where
+  // that is safe: in process it withdraws its contribution and fails; on MPI
+  // it runs to completion or to its timeout, since MPI cannot cancel a
+  // collective that has started and it may still write the caller's buffer.
+  // Other transports (the world's, other duplicates) are unaffected. A
+  // cancelled stream's communicator calls it on its own duplicate.
+  virtual void interrupt(std::string_view reason) noexcept = 0;
+
   // Ends communication for every rank of the job: the in-process transport
   // fails every pending and later wait of every rank with a CommError naming
   // `reason`; MPI calls MPI_Abort. Use it when a rank cannot continue, so its
