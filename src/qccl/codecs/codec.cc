@@ -1,7 +1,6 @@
 #include "qccl/codecs/codec.h"
 
 #include <cmath>
-#include <numeric>
 
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/allreduce.h"
@@ -27,13 +26,21 @@ std::vector<Range> Codec::reduce_scatter_blocks(std::size_t count, int ranks) co
 
 std::unique_ptr<Reduction> Codec::reduction_for(double norm, int ranks, int rank,
                                                 Algorithm algorithm) const {
-  StepSetup setup;
-  setup.algorithm = algorithm;
-  setup.ranks = setup.summed = ranks;
-  setup.rank = rank;
-  setup.step = step_;
+  StepSetup setup = step_setup(CodecOperation::allreduce_mean, algorithm, ranks, rank);
   setup.norm = norm;
   return step_reduction(setup, norm);
+}
+
+StepSetup Codec::step_setup(CodecOperation operation, Algorithm algorithm, int ranks,
+                            int rank) const {
+  StepSetup setup;
+  setup.operation = operation;
+  setup.algorithm = algorithm;
+  setup.ranks = ranks;
+  setup.rank = rank;
+  setup.summed = operation == CodecOperation::allgather ? 1 : ranks;
+  setup.step = step_;
+  return setup;
 }
 
 bool Codec::has_native_equivalent() const {
@@ -101,21 +108,14 @@ void Codec::allgatherv(Communicator& comm, std::span<const float> shard,
   constexpr std::string_view op = "allgather";
   check_supported(CodecOperation::allgather);
   validate_options(options, op);
-  const auto n = static_cast<std::size_t>(comm.size());
-  if (counts.size() != n) {
-    throw InvalidArgument(spec() + " allgather: counts has " + std::to_string(counts.size()) +
-                          " entries for " + std::to_string(n) + " ranks");
-  }
-  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-  if (shard.size() != counts[static_cast<std::size_t>(comm.rank())] || output.size() != total) {
-    throw InvalidArgument(spec() + " allgather: rank " + std::to_string(comm.rank()) +
-                          " passes a shard of " + std::to_string(shard.size()) + " into " +
-                          std::to_string(output.size()) + " elements, but the counts say " +
-                          std::to_string(counts[static_cast<std::size_t>(comm.rank())]) +
-                          " of " + std::to_string(total));
+  try {
+    check_allgather_arguments(shard.size(), output.size(), counts, comm.size(), comm.rank(),
+                              "elements");
+  } catch (const InvalidArgument&) {
+    rethrow_with_context(spec() + " ");
   }
   if (!own.empty()) check_same_length(shard.size(), own.size(), "allgather (own contribution)");
-  const auto shards = allgather_shards(counts);
+  const auto shards = ranges_from_counts(counts);
   run_operation(comm, {CodecOperation::allgather, shard, output, shards, own}, options);
   ++step_;
 }
@@ -125,13 +125,7 @@ void Codec::allgatherv(Communicator& comm, std::span<const float> shard,
 // and the completion.
 void Codec::run_operation(Communicator& comm, const Operation& operation,
                           const CollectiveOptions& options) {
-  StepSetup setup;
-  setup.operation = operation.kind;
-  setup.algorithm = options.algorithm;
-  setup.ranks = comm.size();
-  setup.rank = comm.rank();
-  setup.summed = operation.kind == CodecOperation::allgather ? 1 : comm.size();
-  setup.step = step_;
+  StepSetup setup = step_setup(operation.kind, options.algorithm, comm.size(), comm.rank());
   setup.input = operation.input;
   setup.pieces = operation.pieces;
   if (options.algorithm == Algorithm::native && !has_native_equivalent()) {
@@ -159,28 +153,14 @@ void Codec::run_operation(Communicator& comm, const Operation& operation,
 CollectiveCall Codec::begin_step(Communicator& comm, StepSetup& setup, double statistic,
                                  std::size_t element_count,
                                  const CollectiveOptions& options) const {
-  const NormKind kind = norm_kind();
-  CallStatistics local;
-  local.finite = !std::isnan(statistic);
-  if (local.finite) {
-    if (kind == NormKind::inf) local.maximum[0] = statistic;
-    else local.per_rank[0] = statistic;
-  }
+  const CallStatistics local = norm_statistics(statistic, norm_kind());
   Fingerprint fingerprint(to_string(setup.operation));
   fingerprint.add_text("algorithm", to_string(setup.algorithm))
       .add("element count", static_cast<std::int64_t>(element_count))
       .add("blocks or shards", hash62(range_counts(setup.pieces)))
       .add_text("codec", spec() + state_digest(setup));
   CollectiveCall call(comm, std::move(fingerprint), comm.timeout(options.timeout), &local);
-  const GatheredStatistics& gathered = call.statistics();
-  if (!gathered.nonfinite_ranks.empty()) {
-    std::string ranks;
-    for (int r : gathered.nonfinite_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    throw NonFiniteError(step_name() + ": NaN or Inf in the input of rank(s) " + ranks +
-                         "; nothing was communicated. Check the loss and learning rate, or skip "
-                         "this step");
-  }
-  setup.norm = kind == NormKind::inf ? gathered.maximum[0] : std::sqrt(gathered.sum(0));
+  setup.norm = global_norm(call.statistics(), norm_kind(), step_name());
   check_norm(setup, setup.norm);
   return call;
 }

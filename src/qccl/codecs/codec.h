@@ -113,6 +113,9 @@ class Codec {
   virtual NormKind norm_kind() const { return NormKind::inf; }
   // Whether the scheme offers `operation`.
   virtual bool supports(CodecOperation operation) const = 0;
+  // Throws InvalidArgument naming the codec, the operation and the ones it
+  // offers, unless it supports `operation`.
+  void check_supported(CodecOperation operation) const;
   // Elements per indivisible unit of the encoding (QSGD's bucket, packed
   // 4-bit pairs): reduce-scatter blocks keep it.
   virtual std::size_t granularity() const { return 1; }
@@ -250,13 +253,14 @@ class Codec {
 
   // "global-qsgd:... step 3 bucket 1", for messages.
   std::string step_name() const;
+  // The setup of this step of `operation` on rank `rank` of `ranks`
+  // (without input, pieces or norm).
+  StepSetup step_setup(CodecOperation operation, Algorithm algorithm, int ranks, int rank) const;
   // The per-tensor store (this instance's own unless set_layout gave one).
   TensorStateStore& state_store() const { return *store_; }
   bool owns_store() const { return owns_store_; }
 
  private:
-  void check_supported(CodecOperation operation) const;
-
   CodecSettings settings_;
   std::uint64_t step_ = 0;
   TensorLayout layout_;

@@ -36,46 +36,25 @@ double local_norm_statistic(std::span<const double> data, NormKind kind) {
   return statistic;
 }
 
-namespace {
-
-// Combines the ranks' statistics (NaN: non-finite input) into the norm, as
-// one checked call whose exchange carries them.
-double exchange_statistic(Communicator& comm, double statistic, std::size_t count, NormKind kind,
-                          std::string_view what, Timeout timeout) {
+CallStatistics norm_statistics(double statistic, NormKind kind) {
   CallStatistics local;
   local.finite = !std::isnan(statistic);
   if (local.finite) {
     if (kind == NormKind::inf) local.maximum[0] = statistic;
     else local.per_rank[0] = statistic;
   }
-  Fingerprint fingerprint("global norm");
-  fingerprint.add_text("norm", to_string(kind))
-      .add("element count", static_cast<std::int64_t>(count))
-      .add_text("codec", what);
-  const CollectiveCall call(comm, std::move(fingerprint), timeout, &local);
-  const GatheredStatistics& gathered = call.statistics();
-  std::string bad;
-  for (int r : gathered.nonfinite_ranks) bad += (bad.empty() ? "" : ", ") + std::to_string(r);
-  if (!bad.empty()) {
-    throw NonFiniteError(std::string(what) + ": NaN or Inf in the input of rank(s) " + bad +
+  return local;
+}
+
+double global_norm(const GatheredStatistics& gathered, NormKind kind, std::string_view what) {
+  if (!gathered.nonfinite_ranks.empty()) {
+    std::string ranks;
+    for (int r : gathered.nonfinite_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    throw NonFiniteError(std::string(what) + ": NaN or Inf in the input of rank(s) " + ranks +
                          "; nothing was communicated. Check the loss and learning rate, or "
                          "skip this step");
   }
   return kind == NormKind::inf ? gathered.maximum[0] : std::sqrt(gathered.sum(0));
-}
-
-}  // namespace
-
-double global_norm(Communicator& comm, std::span<const float> data, NormKind kind,
-                   std::string_view what, Timeout timeout) {
-  return exchange_statistic(comm, local_norm_statistic(data, kind), data.size(), kind, what,
-                            timeout);
-}
-
-double global_norm(Communicator& comm, std::span<const double> data, NormKind kind,
-                   std::string_view what, Timeout timeout) {
-  return exchange_statistic(comm, local_norm_statistic(data, kind), data.size(), kind, what,
-                            timeout);
 }
 
 }  // namespace qccl

@@ -1,12 +1,13 @@
 // The global norm of Global-QSGD (Algorithm 1, line 1): every rank's local
-// norm combined by one small allreduce, so that all ranks quantize on the same
-// scale. The same exchange makes non-finite input on any rank visible to all.
+// norm combined in the step's one exchange (the call check carries it), so
+// that all ranks quantize on the same scale. The same exchange makes
+// non-finite input on any rank visible to all.
 #pragma once
 
 #include <span>
 #include <string_view>
 
-#include "qccl/collectives/communicator.h"
+#include "qccl/collectives/call_check.h"
 
 namespace qccl {
 
@@ -24,16 +25,14 @@ double local_norm_statistic(std::span<const float> data, NormKind kind);
 double local_norm(std::span<const float> data, NormKind kind);
 double local_norm_statistic(std::span<const double> data, NormKind kind);
 
-// Returns the (q,p)-mixed norm of Definition 1 (q = p) over the ranks' `data`.
-// If any rank's data holds NaN or Inf, every rank throws NonFiniteError
-// naming those ranks and `what` (e.g. the codec and step). One collective
-// call whose call check carries the statistics (CollectiveCall), so it
-// cannot pair with another rank's different call. Codec steps fold the same
-// exchange into their own call instead (codec.h).
-double global_norm(Communicator& comm, std::span<const float> data, NormKind kind,
-                   std::string_view what, Timeout timeout);
-// The same for fp64 data (the convex experiments).
-double global_norm(Communicator& comm, std::span<const double> data, NormKind kind,
-                   std::string_view what, Timeout timeout);
+// This rank's statistic (local_norm_statistic; NaN: not finite) as the
+// statistics a step's call check carries: the ∞-norm combined by maximum,
+// squared 2-norms per rank (summed in rank order, the same bits everywhere).
+CallStatistics norm_statistics(double statistic, NormKind kind);
+// The (q,p)-mixed norm of Definition 1 (q = p) over the ranks' inputs, from
+// the statistics every rank gathered. If any rank's input holds NaN or Inf,
+// throws NonFiniteError naming those ranks and `what` (the codec and step) —
+// on every rank alike, since every rank gathered the same statistics.
+double global_norm(const GatheredStatistics& gathered, NormKind kind, std::string_view what);
 
 }  // namespace qccl

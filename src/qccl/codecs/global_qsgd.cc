@@ -10,7 +10,6 @@
 #include "qccl/codecs/exp_dither_reduction.h"
 #include "qccl/codecs/linear_dither.h"
 #include "qccl/collectives/allgather.h"
-#include "qccl/collectives/small_allreduce.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -162,12 +161,9 @@ class GlobalQsgdCodec final : public Codec {
     }
     // Every rank's count, on the step's tag: every rank takes the same branch.
     const auto n = static_cast<std::size_t>(comm.size());
-    std::vector<std::int64_t> counts(n, 0);
-    counts[static_cast<std::size_t>(comm.rank())] = static_cast<std::int64_t>(index.size());
-    small_allreduce(comm, tag, counts, ReduceOp::sum, comm.timeout(options.timeout),
-                    "global-qsgd sparse counts");
+    const auto counts = allgather_counts_body(comm, tag, index.size(), comm.timeout(options.timeout));
     std::size_t total = 0;
-    for (auto c : counts) total += static_cast<std::size_t>(c);
+    for (std::size_t c : counts) total += c;
     if (total * kEntryBytes >= 2 * d) return false;
 
     const std::size_t nnz = index.size();
@@ -175,7 +171,7 @@ class GlobalQsgdCodec final : public Codec {
     std::memcpy(mine.data(), index.data(), nnz * 4);
     for (std::size_t k = 0; k < nnz; ++k) mine[nnz * 4 + k] = codes[index[k]];
     std::vector<std::size_t> byte_counts(n);
-    for (std::size_t r = 0; r < n; ++r) byte_counts[r] = static_cast<std::size_t>(counts[r]) * kEntryBytes;
+    for (std::size_t r = 0; r < n; ++r) byte_counts[r] = counts[r] * kEntryBytes;
     std::vector<std::byte> all(total * kEntryBytes);
     allgatherv_bytes_body(comm, tag, mine, byte_counts, all, options);
 
@@ -189,7 +185,7 @@ class GlobalQsgdCodec final : public Codec {
     std::size_t offset = 0;
     for (std::size_t r = 0; r < n; ++r) {
       const std::byte* block = all.data() + offset;
-      const auto entries = static_cast<std::size_t>(counts[r]);
+      const std::size_t entries = counts[r];
       for (std::size_t k = 0; k < entries; ++k) {
         std::uint32_t i;
         std::memcpy(&i, block + 4 * k, 4);

@@ -109,14 +109,30 @@ std::size_t IntegerCodec::scaled_length() const {
   return layout().unnamed() ? observed_length_ : layout().total();
 }
 
-void IntegerCodec::check_step(const StepSetup& setup) const {
-  const std::size_t length = setup.input.size();
+void IntegerCodec::check_step(const StepSetup& setup) const { check_length(setup.input.size()); }
+
+// The data must cover the layout, and the elements the scales were
+// observed for.
+void IntegerCodec::check_length(std::size_t length) const {
   layout().check(length, step_name());
   if (config_.scheme != IntegerScheme::heuristic && ready() && length != scaled_length()) {
     throw InvalidArgument(step_name() + ": the last observe_step() update had " +
                           std::to_string(observed_length_) + " elements but the data has " +
                           std::to_string(length) +
                           "; pass the update of exactly the elements this codec reduces");
+  }
+}
+
+// IntDIANA's g − h_i (Algorithm 3, line 5), tensor by tensor, in fp64.
+template <class T>
+void IntegerCodec::subtract_local_shift(std::span<const T> g, std::span<T> out) const {
+  for (const TensorSlice& t : layout().tensors(g.size())) {
+    const auto local = shift(t, false);
+    const T* __restrict in = g.data() + t.offset;
+    T* __restrict difference = out.data() + t.offset;
+    for (std::size_t j = 0; j < t.elements; ++j) {
+      difference[j] = static_cast<T>(static_cast<double>(in[j]) - local[j]);
+    }
   }
 }
 
@@ -171,16 +187,8 @@ void IntegerCodec::move_data(Communicator& comm, int tag, const StepSetup& setup
     Codec::move_data(comm, tag, setup, reduction, operation, options);
     return;
   }
-  const std::size_t d = operation.input.size();
-  fp32_view_.resize(d);
-  for (const TensorSlice& t : layout().tensors(d)) {
-    const auto local = shift(t, false);
-    const float* __restrict in = operation.input.data() + t.offset;
-    float* __restrict out = fp32_view_.data() + t.offset;
-    for (std::size_t j = 0; j < t.elements; ++j) {
-      out[j] = static_cast<float>(static_cast<double>(in[j]) - local[j]);
-    }
-  }
+  fp32_view_.resize(operation.input.size());
+  subtract_local_shift<float>(operation.input, fp32_view_);
   Operation difference = operation;
   difference.input = fp32_view_;
   Codec::move_data(comm, tag, setup, reduction, difference, options);
@@ -271,21 +279,13 @@ void IntegerCodec::observe(double next_step_size, std::span<const T> update) {
 void IntegerCodec::allreduce_mean(Communicator& comm, std::span<double> data,
                                   const CollectiveOptions& options) {
   const std::size_t d = data.size();
-  StepSetup setup;
-  setup.algorithm = options.algorithm;
-  setup.ranks = setup.summed = comm.size();
-  setup.rank = comm.rank();
-  setup.step = step();
+  StepSetup setup =
+      step_setup(CodecOperation::allreduce_mean, options.algorithm, comm.size(), comm.rank());
   if (options.algorithm == Algorithm::native) {
     throw InvalidArgument(step_name() + ": runs on algorithm ring or halving-doubling (qccl's "
                           "collectives sum its integers)");
   }
-  layout().check(d, step_name());
-  if (config_.scheme != IntegerScheme::heuristic && ready() && d != scaled_length()) {
-    throw InvalidArgument(step_name() + ": the last observe_step() update had " +
-                          std::to_string(observed_length_) + " elements but the data has " +
-                          std::to_string(d));
-  }
+  check_length(d);
   CollectiveCall call = begin_step(comm, setup, local_norm_statistic(std::span<const double>(data),
                                                                      NormKind::inf),
                                    d, options);
@@ -315,12 +315,7 @@ void IntegerCodec::sum_integers_fp64(Communicator& comm, CollectiveCall& call,
   IntegerSumSetup rs = reduction_setup(setup, d);
   if (config_.scheme == IntegerScheme::diana) {
     difference_.resize(d);
-    for (const TensorSlice& t : layout().tensors(d)) {
-      const auto local = shift(t, false);
-      for (std::size_t j = 0; j < t.elements; ++j) {
-        difference_[t.offset + j] = data[t.offset + j] - local[j];
-      }
-    }
+    subtract_local_shift<double>(std::span<const double>(data), difference_);
     rs.source = difference_;
   } else {
     rs.source = data;

@@ -105,6 +105,9 @@ class IntegerCodec final : public Codec {
   template <class T>
   void finish_integers_of_wire(std::span<T> data, std::span<const double> alphas, int ranks,
                                std::span<float> own);
+  void check_length(std::size_t length) const;
+  template <class T>
+  void subtract_local_shift(std::span<const T> g, std::span<T> out) const;
   // The integer step of the fp64 allreduce_mean, inside its call.
   void sum_integers_fp64(Communicator& comm, CollectiveCall& call, const StepSetup& setup,
                          std::span<double> data, const CollectiveOptions& options);

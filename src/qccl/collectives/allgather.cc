@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 
 #include "qccl/collectives/codec_steps.h"
 #include "qccl/collectives/fp32_sum.h"
@@ -14,36 +13,10 @@
 #include "qccl/common/errors.h"
 
 namespace qccl {
-namespace {
-
-// Checks one rank's arguments against the per-rank counts.
-void check_shards(std::size_t input, std::size_t output, std::span<const std::size_t> counts,
-                  int ranks, int rank, std::string_view unit) {
-  const auto n = static_cast<std::size_t>(ranks);
-  const auto me = static_cast<std::size_t>(rank);
-  if (counts.size() != n) {
-    throw InvalidArgument("allgather: counts has " + std::to_string(counts.size()) +
-                          " entries for " + std::to_string(n) + " ranks");
-  }
-  if (input != counts[me]) {
-    throw InvalidArgument("allgather: rank " + std::to_string(me) + " contributes " +
-                          std::to_string(input) + " " + std::string(unit) + " but counts says " +
-                          std::to_string(counts[me]));
-  }
-  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
-  if (output != total) {
-    throw InvalidArgument("allgather: output has " + std::to_string(output) + " " +
-                          std::string(unit) + " but the contributions total " +
-                          std::to_string(total));
-  }
-}
-
-}  // namespace
-
 void allgatherv_bytes_body(Communicator& comm, int tag, std::span<const std::byte> input,
                            std::span<const std::size_t> byte_counts, std::span<std::byte> output,
                            const CollectiveOptions& options) {
-  check_shards(input.size(), output.size(), byte_counts, comm.size(), comm.rank(), "bytes");
+  check_allgather_arguments(input.size(), output.size(), byte_counts, comm.size(), comm.rank());
   const auto me = static_cast<std::size_t>(comm.rank());
   const std::size_t largest = *std::max_element(byte_counts.begin(), byte_counts.end());
   const std::size_t chunks =
@@ -60,16 +33,6 @@ void allgatherv_bytes_body(Communicator& comm, int tag, std::span<const std::byt
 }
 
 
-std::vector<Range> allgather_shards(std::span<const std::size_t> counts) {
-  std::vector<Range> shards;
-  std::size_t first = 0;
-  for (std::size_t c : counts) {
-    shards.push_back({first, c});
-    first += c;
-  }
-  return shards;
-}
-
 void allgather(Communicator& comm, std::span<const float> input, std::span<float> output,
                const CollectiveOptions& options) {
   const std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), input.size());
@@ -81,11 +44,12 @@ void allgatherv(Communicator& comm, std::span<const float> input,
                 const CollectiveOptions& options) {
   constexpr std::string_view op = "allgather";
   validate_options(options, op);
-  check_shards(input.size(), output.size(), counts, comm.size(), comm.rank(), "elements");
+  check_allgather_arguments(input.size(), output.size(), counts, comm.size(), comm.rank(),
+                            "elements");
   Fp32Sum identity;
   Fingerprint fingerprint(op);
   fingerprint.add_text("algorithm", to_string(options.algorithm)).add("counts", hash62(counts));
-  const auto shards = allgather_shards(counts);
+  const auto shards = ranges_from_counts(counts);
   comm.run(fingerprint, comm.timeout(options.timeout), [&](int tag) {
     allgather_body(comm, tag, input, shards, output, identity, options);
   });
@@ -97,7 +61,7 @@ void allgatherv_bytes(Communicator& comm, std::span<const std::byte> input,
   constexpr std::string_view op = "allgather";
   validate_options(options, op);
   require_ring(options, op);
-  check_shards(input.size(), output.size(), byte_counts, comm.size(), comm.rank(), "bytes");
+  check_allgather_arguments(input.size(), output.size(), byte_counts, comm.size(), comm.rank());
   Fingerprint fingerprint("allgatherv bytes");
   fingerprint.add("counts", hash62(byte_counts));
   comm.run(fingerprint, comm.timeout(options.timeout), [&](int tag) {
@@ -108,13 +72,19 @@ void allgatherv_bytes(Communicator& comm, std::span<const std::byte> input,
 std::vector<std::size_t> allgather_counts(Communicator& comm, std::size_t count,
                                           const CollectiveOptions& options) {
   validate_options(options, "allgather counts");
-  const auto n = static_cast<std::size_t>(comm.size());
-  std::vector<std::int64_t> table(n, 0);
-  table[static_cast<std::size_t>(comm.rank())] = static_cast<std::int64_t>(count);
   const Timeout timeout = comm.timeout(options.timeout);
-  comm.run(Fingerprint("allgather counts"), timeout, [&](int tag) {
-    small_allreduce(comm, tag, table, ReduceOp::sum, timeout, "allgather counts");
-  });
+  std::vector<std::size_t> counts;
+  comm.run(Fingerprint("allgather counts"), timeout,
+           [&](int tag) { counts = allgather_counts_body(comm, tag, count, timeout); });
+  return counts;
+}
+
+// Each rank fills its own entry; a SUM assembles the table.
+std::vector<std::size_t> allgather_counts_body(Communicator& comm, int tag, std::size_t count,
+                                               Timeout timeout) {
+  std::vector<std::int64_t> table(static_cast<std::size_t>(comm.size()), 0);
+  table[static_cast<std::size_t>(comm.rank())] = static_cast<std::int64_t>(count);
+  small_allreduce(comm, tag, table, ReduceOp::sum, timeout, "allgather counts");
   return {table.begin(), table.end()};
 }
 
@@ -133,14 +103,12 @@ void allgather_body(Communicator& comm, int tag, std::span<const float> shard,
   SlotLayout layout(shards, chunks_for(shards, options.chunk_bytes), granularity, reduction);
   std::span<std::byte> work = identity ? std::as_writable_bytes(output)
                                        : comm.scratch(Scratch::work, layout.total_bytes());
-  if (identity && !own.empty()) std::memmove(own.data(), shard.data(), shard.size_bytes());
   if (identity && !shard.empty() && shard.data() != output.data() + mine.first) {
     std::memmove(output.data() + mine.first, shard.data(), shard.size_bytes());
   }
   {
     PhaseScope timed(options.phases, &PhaseTimes::encode);
-    encode_slots(reduction, layout, segment_slots(layout, me), shard, mine.first, work,
-                 identity ? std::span<float>() : own);
+    encode_slots(reduction, layout, segment_slots(layout, me), shard, mine.first, work, own);
   }
   const Timeout timeout = comm.timeout(options.timeout);
   run_schedule(comm, tag, layout, work, nullptr, SchedulePhases::allgather, options, timeout,

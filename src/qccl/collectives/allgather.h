@@ -39,10 +39,10 @@ void allgatherv_bytes_body(Communicator& comm, int tag, std::span<const std::byt
 // not know each other's lengths in advance.
 std::vector<std::size_t> allgather_counts(Communicator& comm, std::size_t count,
                                           const CollectiveOptions& options = {});
-
-// The shards of an allgather: rank r's counts[r] elements at their place in
-// the output, back to back in rank order.
-std::vector<Range> allgather_shards(std::span<const std::size_t> counts);
+// The same inside a checked call, on its tag (point to point, so a cancelled
+// stream stops it).
+std::vector<std::size_t> allgather_counts_body(Communicator& comm, int tag, std::size_t count,
+                                               Timeout timeout);
 
 // The data movement of an encoded allgather inside a checked call: this rank
 // encodes its shard (elements shards[rank] of the output) once, the

@@ -40,7 +40,6 @@ void allreduce_body(Communicator& comm, int tag, std::span<const float> input,
   const Timeout timeout = comm.timeout(options.timeout);
   const std::size_t count = input.size();
   const bool identity = reduction.identity_layout();
-  if (identity && !own.empty()) std::memcpy(own.data(), input.data(), input.size_bytes());
   if (identity && input.data() != output.data() && count > 0) {
     std::memcpy(output.data(), input.data(), count * sizeof(float));
   }
@@ -59,7 +58,7 @@ void allreduce_body(Communicator& comm, int tag, std::span<const float> input,
                                        : comm.scratch(Scratch::work, layout.total_bytes());
   {
     PhaseScope timed(options.phases, &PhaseTimes::encode);
-    encode_slots(reduction, layout, all_slots(layout), input, 0, work, identity ? std::span<float>() : own);
+    encode_slots(reduction, layout, all_slots(layout), input, 0, work, own);
   }
   run_schedule(comm, tag, layout, work, &reduction, SchedulePhases::allreduce, options, timeout,
                "allreduce");

@@ -120,22 +120,21 @@ CollectiveCall::CollectiveCall(Communicator& comm, Fingerprint fingerprint, Time
   if (statistics != nullptr) statistics_ = gathered_statistics(exchanged, comm_.size());
 }
 
+// Any failure once data moves poisons the communicator — a MismatchError
+// excepted, which every rank raises alike before anything is sent — be it a
+// qccl error or another (std::bad_alloc mid-transfer). A stream's errors
+// gain its name; errors that are not qccl's pass unchanged.
 void CollectiveCall::move(const std::function<void(int tag)>& body) {
   try {
     body(tag_);
   } catch (const MismatchError&) {
     throw;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     comm_.poison(where() + std::string(fingerprint_.operation()) + " call " +
                  std::to_string(sequence_) + " failed on rank " + std::to_string(comm_.rank()) +
                  ": " + e.what());
     if (comm_.name() == "world") throw;
     rethrow_with_context(where());
-  } catch (const std::exception& e) {  // e.g. std::bad_alloc mid-transfer
-    comm_.poison(where() + std::string(fingerprint_.operation()) + " call " +
-                 std::to_string(sequence_) + " failed on rank " + std::to_string(comm_.rank()) +
-                 ": " + e.what());
-    throw;
   }
 }
 

@@ -7,10 +7,20 @@
 
 namespace qccl {
 
-std::vector<std::size_t> range_counts(std::span<const Range> ranges) {
+std::vector<std::size_t> range_counts(std::span<const Range> ranges, std::size_t scale) {
   std::vector<std::size_t> counts;
-  for (const Range& r : ranges) counts.push_back(r.count);
+  for (const Range& r : ranges) counts.push_back(r.count * scale);
   return counts;
+}
+
+std::vector<Range> ranges_from_counts(std::span<const std::size_t> counts) {
+  std::vector<Range> ranges;
+  std::size_t first = 0;
+  for (std::size_t c : counts) {
+    ranges.push_back({first, c});
+    first += c;
+  }
+  return ranges;
 }
 
 std::vector<Range> split_range(Range whole, std::size_t parts, std::size_t granularity) {

@@ -1,6 +1,6 @@
 // How a vector is cut into the pieces collectives move: segments (one per
-// ring position or halving-doubling block) split into pipeline chunks, each chunk a
-// "slot" with a fixed place and capacity in a byte work buffer.
+// ring position or halving-doubling block) split into pipeline chunks, each
+// chunk a "slot" with a fixed place and capacity in a byte work buffer.
 #pragma once
 
 #include <cstddef>
@@ -17,8 +17,11 @@ struct Range {
   std::size_t end() const { return first + count; }
 };
 
-// The element counts of `ranges`.
-std::vector<std::size_t> range_counts(std::span<const Range> ranges);
+// The counts of `ranges`, each times `scale` (e.g. bytes per element).
+std::vector<std::size_t> range_counts(std::span<const Range> ranges, std::size_t scale = 1);
+// Consecutive ranges of these counts from element 0 (an allgather's shards
+// in its output, reduce-scatter blocks given by counts).
+std::vector<Range> ranges_from_counts(std::span<const std::size_t> counts);
 
 // Splits `whole` into `parts` contiguous ranges, as equal as `granularity`
 // allows: every boundary is a multiple of `granularity` elements from

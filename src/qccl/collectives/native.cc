@@ -1,18 +1,12 @@
 #include "qccl/collectives/native.h"
 
-#include <cstring>
+#include <algorithm>
 #include <vector>
 
 #include "qccl/common/errors.h"
 
 namespace qccl {
 namespace {
-
-std::vector<std::size_t> counts_of(std::span<const Range> ranges, std::size_t scale) {
-  std::vector<std::size_t> counts;
-  for (const Range& r : ranges) counts.push_back(r.count * scale);
-  return counts;
-}
 
 // Encodes `input` as one chunk (element `first` onward) into `work`;
 // decodes this rank's contribution into `own` when asked.
@@ -46,6 +40,7 @@ void native_allreduce(Communicator& comm, std::span<const float> input, std::spa
   const Timeout timeout = comm.timeout(options.timeout);
   const bool many = comm.size() > 1;
   if (reduction.identity_layout()) {  // output holds the input already
+    if (!own.empty()) std::copy(input.begin(), input.end(), own.begin());
     if (many) {
       comm.transport().allreduce(std::as_writable_bytes(output), native.type, native.op, timeout);
     }
@@ -65,10 +60,10 @@ void native_reduce_scatter(Communicator& comm, std::span<const float> input,
                            std::span<float> own) {
   const auto native = *reduction.native_equivalent();
   const Timeout timeout = comm.timeout(options.timeout);
-  const auto counts = counts_of(blocks, 1);
+  const auto counts = range_counts(blocks);
   const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
   if (reduction.identity_layout()) {
-    if (!own.empty()) std::memcpy(own.data(), input.data(), input.size_bytes());
+    if (!own.empty()) std::copy(input.begin(), input.end(), own.begin());
     comm.transport().reduce_scatter(std::as_bytes(input), std::as_writable_bytes(output), counts,
                                     native.type, native.op, timeout);
     return;
@@ -89,16 +84,16 @@ void native_allgather(Communicator& comm, std::span<const float> shard,
   const Timeout timeout = comm.timeout(options.timeout);
   const Range mine = shards[static_cast<std::size_t>(comm.rank())];
   if (reduction.identity_layout()) {
-    if (!own.empty()) std::memcpy(own.data(), shard.data(), shard.size_bytes());
+    if (!own.empty()) std::copy(shard.begin(), shard.end(), own.begin());
     comm.transport().allgather(std::as_bytes(shard), std::as_writable_bytes(output),
-                               counts_of(shards, sizeof(float)), timeout);
+                               range_counts(shards, sizeof(float)), timeout);
     return;
   }
   const std::size_t element = size_of(reduction.native_equivalent()->type);
   auto encoded = comm.scratch(Scratch::staging, element * shard.size());
   auto all = comm.scratch(Scratch::work, element * output.size());
   encode_whole(reduction, shard, mine.first, encoded, own, options);
-  comm.transport().allgather(encoded, all, counts_of(shards, element), timeout);
+  comm.transport().allgather(encoded, all, range_counts(shards, element), timeout);
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   for (const Range& r : shards) {
     if (r.count == 0) continue;

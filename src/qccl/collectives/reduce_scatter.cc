@@ -20,14 +20,10 @@ std::vector<Range> blocks_from_counts(std::span<const std::size_t> counts, std::
     throw InvalidArgument("reduce-scatter: counts has " + std::to_string(counts.size()) +
                           " entries for " + std::to_string(ranks) + " ranks");
   }
-  std::vector<Range> blocks;
-  std::size_t first = 0;
-  for (std::size_t r = 0; r < counts.size(); ++r) {
-    blocks.push_back({first, counts[r]});
-    first += counts[r];
-  }
-  if (first != total) {
-    throw InvalidArgument("reduce-scatter: counts sum to " + std::to_string(first) +
+  const std::vector<Range> blocks = ranges_from_counts(counts);
+  const std::size_t summed = blocks.empty() ? 0 : blocks.back().end();
+  if (summed != total) {
+    throw InvalidArgument("reduce-scatter: counts sum to " + std::to_string(summed) +
                           " but the input has " + std::to_string(total) + " elements");
   }
   for (std::size_t r = 0; r + 1 < blocks.size(); ++r) {

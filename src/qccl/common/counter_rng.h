@@ -47,9 +47,9 @@ class CounterRng {
                              rank) ^
                        static_cast<std::uint64_t>(stream))) {}
 
-  // 32 random bits for `counter`.
+  // 32 random bits for `counter`: the high half of bits64.
   constexpr std::uint32_t bits(std::uint64_t counter) const {
-    return static_cast<std::uint32_t>(mix64(key_ + counter * 0x9E3779B97F4A7C15ULL) >> 32);
+    return static_cast<std::uint32_t>(bits64(counter) >> 32);
   }
   // 32 random bits for `counter` (taken mod 2^32) from the 32-bit hash, as
   // the vectorised kernels compute them: counter·φ + k1 is a bijection, so

@@ -78,10 +78,7 @@ void validate(const BenchConfig& c) {
                             "allgather");
     }
     const auto codec = make_codec(c.codec);  // throws for an unknown codec or parameter
-    if (!codec->supports(*operation)) {
-      throw InvalidArgument("bench " + op + ": codec " + codec->spec() + " has no " +
-                            std::string(to_string(*operation)));
-    }
+    codec->check_supported(*operation);
     if (c.native_codec && !codec->has_native_equivalent()) {
       throw InvalidArgument("bench " + op + ": codec " + codec->spec() +
                             " has no MPI equivalent for --native-codec (fp16 has)");

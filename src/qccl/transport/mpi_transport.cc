@@ -287,16 +287,15 @@ class MpiTransport final : public Transport {
     const auto ints = int_counts(byte_counts, "allgather");
     std::unique_lock send_lock(send_mutex_, std::defer_lock);
     input = unaliased(input, output, send_lock);  // an in-place allgather
-    std::vector<int> displacements(ints.size(), 0);
-    std::size_t offset = 0;
-    for (std::size_t r = 0; r < ints.size(); ++r) {
-      displacements[r] = checked_count(offset, "allgather");
-      offset += byte_counts[r];
+    const bool equal = all_equal(byte_counts);
+    std::vector<int> displacements;  // MPI_Iallgatherv's
+    for (std::size_t r = 0, offset = 0; !equal && r < ints.size(); offset += byte_counts[r++]) {
+      displacements.push_back(checked_count(offset, "allgather"));
     }
     MPI_Request request;
     {
       std::lock_guard lock(*lock_);
-      if (all_equal(byte_counts)) {
+      if (equal) {
         check_mpi(MPI_Iallgather(input.data(), ints[0], MPI_BYTE, output.data(), ints[0],
                                  MPI_BYTE, comm_, &request),
                   "MPI_Iallgather");

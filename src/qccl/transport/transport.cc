@@ -122,20 +122,25 @@ void check_reduce_scatter_arguments(std::size_t input_bytes, std::size_t output_
   }
 }
 
-void check_allgather_arguments(std::size_t input_bytes, std::size_t output_bytes,
-                               std::span<const std::size_t> byte_counts, int ranks, int rank) {
-  if (byte_counts.size() != static_cast<std::size_t>(ranks)) {
-    throw InvalidArgument("allgather: counts has " + std::to_string(byte_counts.size()) +
+void check_allgather_arguments(std::size_t input, std::size_t output,
+                               std::span<const std::size_t> counts, int ranks, int rank,
+                               std::string_view unit) {
+  if (counts.size() != static_cast<std::size_t>(ranks)) {
+    throw InvalidArgument("allgather: counts has " + std::to_string(counts.size()) +
                           " entries for " + std::to_string(ranks) + " ranks");
   }
-  std::size_t total = 0;
-  for (std::size_t c : byte_counts) total += c;
-  if (input_bytes != byte_counts[static_cast<std::size_t>(rank)] || output_bytes != total) {
+  const std::size_t mine = counts[static_cast<std::size_t>(rank)];
+  if (input != mine) {
     throw InvalidArgument("allgather: rank " + std::to_string(rank) + " contributes " +
-                          std::to_string(input_bytes) + " bytes into " +
-                          std::to_string(output_bytes) + ", but the counts say " +
-                          std::to_string(byte_counts[static_cast<std::size_t>(rank)]) +
-                          " of " + std::to_string(total));
+                          std::to_string(input) + " " + std::string(unit) + " but counts says " +
+                          std::to_string(mine));
+  }
+  std::size_t total = 0;
+  for (std::size_t c : counts) total += c;
+  if (output != total) {
+    throw InvalidArgument("allgather: output has " + std::to_string(output) + " " +
+                          std::string(unit) + " but the contributions total " +
+                          std::to_string(total));
   }
 }
 

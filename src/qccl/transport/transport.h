@@ -175,12 +175,17 @@ void allreduce_values(Transport& transport, std::span<T> values, ReduceOp op, Ti
 void reduce_into(std::span<std::byte> acc, std::span<const std::byte> in, DataType type,
                  ReduceOp op);
 
-// Checks the arguments of Transport::reduce_scatter and allgather on this
-// rank (counts per rank, lengths, whole elements); throws InvalidArgument.
+// Checks the arguments of Transport::reduce_scatter on this rank (counts
+// per rank, lengths, whole elements); throws InvalidArgument.
 void check_reduce_scatter_arguments(std::size_t input_bytes, std::size_t output_bytes,
                                     std::span<const std::size_t> counts, DataType type, int ranks,
                                     int rank);
-void check_allgather_arguments(std::size_t input_bytes, std::size_t output_bytes,
-                               std::span<const std::size_t> byte_counts, int ranks, int rank);
+// Checks an allgather's arguments on this rank: one count per rank, this
+// rank's input of counts[rank] and an output of their total, all in `unit`
+// ("bytes", "elements"); throws InvalidArgument. Every allgather, of the
+// transport or of the layers above, checks with it.
+void check_allgather_arguments(std::size_t input, std::size_t output,
+                               std::span<const std::size_t> counts, int ranks, int rank,
+                               std::string_view unit = "bytes");
 
 }  // namespace qccl
