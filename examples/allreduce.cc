@@ -1,4 +1,4 @@
-// The README's API example: an in-place ring allreduce of a gradient-sized
+// docs/api.md's first example: an in-place ring allreduce of a gradient-sized
 // vector on every rank of an MPI job. Run: scripts/mpirun -np 4 build/examples/allreduce_example
 #include <cstdio>
 #include <vector>

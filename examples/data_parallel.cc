@@ -1,4 +1,4 @@
-// The README's engine example: your own libtorch model trained data-parallel
+// docs/api.md's training example: your own libtorch model trained data-parallel
 // with a compressed gradient exchange. Each rank fits y = 3x − 1 on its own
 // samples; the engine averages the gradients through Global-QSGD
 // exponential 8-bit. Run: scripts/mpirun -np 4 build/examples/data_parallel_example

@@ -7,6 +7,8 @@
 // codecs' reduce-scatter and allgather at 5σ.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <tuple>
 
@@ -16,7 +18,6 @@
 #include "../support/world.h"
 #include "codec_statistics.h"
 #include "qccl/codecs/codec_registry.h"
-#include "qccl/collectives/reduce_scatter.h"
 
 namespace qccl::test {
 namespace {
@@ -72,9 +73,13 @@ INSTANTIATE_TEST_SUITE_P(Ranks, Fp32OperationsTest, ::testing::Values(1, 2, 3, 4
 // `rounds` independent steps of a reduce-scatter mean (blocks gathered
 // from every rank) or an allgather (rank 0's output), each element's sample
 // mean against the exact value at 5σ, and the joint drifts (see
-// codec_statistics.h).
+// codec_statistics.h). One codec of `spec` runs every round, unless
+// `codec_for_round` makes each round's own (a codec whose state must start
+// over).
+using CodecFactory = std::function<std::unique_ptr<Codec>(int round)>;
 void expect_unbiased_operation(const std::string& spec, CodecOperation operation, int ranks,
-                               Algorithm algorithm, std::size_t d, int rounds) {
+                               Algorithm algorithm, std::size_t d, int rounds,
+                               const CodecFactory& codec_for_round = {}) {
   std::vector<double> exact;
   if (operation == CodecOperation::allgather) {
     for (int q = 0; q < ranks; ++q) {
@@ -98,6 +103,7 @@ void expect_unbiased_operation(const std::string& spec, CodecOperation operation
     const Range mine = codec->reduce_scatter_blocks(d, ranks)[static_cast<std::size_t>(comm.rank())];
     std::vector<float> output(operation == CodecOperation::allgather ? exact.size() : mine.count);
     for (int round = 0; round < rounds; ++round) {
+      if (codec_for_round) codec = codec_for_round(round);
       if (operation == CodecOperation::allgather) {
         codec->allgather(comm, input, output, options);
       } else {
@@ -140,32 +146,18 @@ INSTANTIATE_TEST_SUITE_P(
                        std::string(to_string(std::get<3>(info.param))));
     });
 
+// IntSGD's integer rounding after the exact first step: each round a fresh
+// codec, its scale from one SGD update fed before the step.
 TEST(UnbiasedOperationTest, IntSgdReduceScatterMean) {
-  // The integer rounding after the exact first step: the scale from an SGD
-  // update fed once, the same for every round of a fresh codec.
-  const std::size_t d = 96;
-  const int ranks = 3, rounds = 1500;
-  std::vector<double> exact(d, 0.0);
-  for (int q = 0; q < ranks; ++q) {
-    for (std::size_t i = 0; i < d; ++i) exact[i] += noise(q, i) / static_cast<double>(ranks);
-  }
-  std::vector<std::vector<float>> results(rounds, std::vector<float>(d));
-  std::mutex mutex;
-  run_world(ranks, [&](Communicator& comm) {
-    const auto input = make_vector(d, [&](std::size_t i) { return noise(comm.rank(), i); });
-    const Range mine = reduce_scatter_blocks(d, ranks, 1)[static_cast<std::size_t>(comm.rank())];
-    std::vector<float> output(mine.count), first(mine.count);
-    const std::vector<float> update(d, 0.01f);
-    for (int round = 0; round < rounds; ++round) {
-      auto codec = make_codec("intsgd:beta=0", {.seed = 31 + static_cast<std::uint64_t>(round), .bucket = 3});
-      codec->observe_step(0.5, update);
-      codec->reduce_scatter_mean(comm, input, output);
-      std::lock_guard lock(mutex);
-      std::copy(output.begin(), output.end(),
-                results[static_cast<std::size_t>(round)].begin() + static_cast<long>(mine.first));
-    }
-  });
-  expect_unbiased("intsgd reduce-scatter mean", results, exact);
+  const std::vector<float> update(96, 0.01f);
+  expect_unbiased_operation("intsgd:beta=0", CodecOperation::reduce_scatter_mean, 3,
+                            Algorithm::ring, 96, 1500, [&](int round) {
+                              auto codec = make_codec(
+                                  "intsgd:beta=0",
+                                  {.seed = 31 + static_cast<std::uint64_t>(round), .bucket = 3});
+                              codec->observe_step(0.5, update);
+                              return codec;
+                            });
 }
 
 }  // namespace

@@ -116,6 +116,9 @@ inline void expect_unbiased(const std::string& what, const std::vector<std::vect
     const double rounding = 1e-6 * std::abs(exact[i]) + 1e-30;
     EXPECT_NEAR(means[i], exact[i], 5 * se + rounding) << what << ", element " << i;
   }
+  // A computation that never varies (an exact path taken by mistake)
+  // would pass everything above without testing anything.
+  EXPECT_GT(total_variance, 0.0) << what << ": no element varies across rounds";
   const double sd = std::sqrt(total_variance);
   EXPECT_LE(std::abs(drift), 5 * sd + slack) << what << ": the means drift jointly";
   EXPECT_LE(std::abs(magnitude_drift), 5 * sd + slack) << what << ": magnitudes drift jointly";

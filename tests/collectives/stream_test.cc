@@ -88,8 +88,8 @@ TEST(WorkTest, KeepsTheFailureAndCallsBack) {
     EXPECT_TRUE(next.test());
     EXPECT_EQ(next.exception(), nullptr);
     // A callback that throws is reported by the next wait on its handle.
-    Work quiet = stream.submit("quiet", [](Communicator&) {});
-    quiet.on_completion([](const Work&) { throw InvalidArgument("callback failed"); });
+    Work quiet = stream.submit("quiet", [](Communicator&) {},
+                               [](const Work&) { throw InvalidArgument("callback failed"); });
     EXPECT_THROW(quiet.wait(kTestTimeout), InvalidArgument);
   });
   EXPECT_THROW(Work().wait(kTestTimeout), InvalidArgument);

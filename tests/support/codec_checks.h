@@ -6,6 +6,7 @@
 #include <string>
 
 #include "qccl/codecs/codec.h"
+#include "qccl/codecs/tensor_layout.h"
 #include "qccl/collectives/communicator.h"
 
 namespace qccl::test {
@@ -32,5 +33,15 @@ void check_codec_operation(Communicator& comm, const std::string& spec,
 // fp32 through the three operations on small-integer inputs: the exact
 // closed form, bit for bit.
 void check_fp32_operations_exact(Communicator& comm, std::size_t count, Algorithm algorithm);
+
+// Runs `steps` allreduce means of `spec` (seed 4) over a vector laid out as
+// `layout`, on inputs that change every step and an SGD update fed back
+// after each, and expects: every step's result bitwise identical on every
+// rank; and a codec saved after `steps`/2 steps, loaded into a fresh
+// instance and continued, ending with the uninterrupted run's result bit for
+// bit. With `expect_state`, the saved state must not be empty.
+void check_codec_resumes_exactly(Communicator& comm, const std::string& spec,
+                                 const TensorLayout& layout, int steps = 6,
+                                 bool expect_state = true);
 
 }  // namespace qccl::test

@@ -47,6 +47,11 @@ void check_two_streams_in_flight(Communicator& comm, std::size_t shard, std::siz
     g = submit_grads();
     w = submit_weights();
   }
+  // The caller's own communicator is free while both are in flight.
+  std::vector<float> ones(5, 1.0f);
+  Fp32Sum caller_sum;  // not the one the grads stream is using
+  allreduce(comm, ones, caller_sum);
+  EXPECT_EQ(ones, std::vector<float>(5, static_cast<float>(n)));
   w.wait(timeout);
   g.wait(timeout);
   for (std::size_t i = 0; i < gathered.size(); ++i) {
@@ -55,9 +60,6 @@ void check_two_streams_in_flight(Communicator& comm, std::size_t shard, std::siz
   for (std::size_t i = 0; i < block.size(); ++i) {
     ASSERT_EQ(block[i], pattern_sum(n, mine.first + i + 7));
   }
-  std::vector<float> ones(5, 1.0f);
-  allreduce(comm, ones, sum);
-  EXPECT_EQ(ones, std::vector<float>(5, static_cast<float>(n)));
 }
 
 }  // namespace qccl::test
