@@ -13,10 +13,10 @@ constexpr std::string_view kResidualField = "ef.residual";
 
 class ErrorFeedbackCodec final : public Codec {
  public:
-  explicit ErrorFeedbackCodec(std::unique_ptr<Codec> inner)
-      : Codec(inner->settings()), inner_(std::move(inner)) {}
+  ErrorFeedbackCodec(std::unique_ptr<Codec> inner, std::string spec)
+      : Codec(inner->settings()), inner_(std::move(inner)), spec_(std::move(spec)) {}
 
-  std::string spec() const override { return "ef(" + inner_->spec() + ")"; }
+  std::string spec() const override { return spec_.empty() ? "ef(" + inner_->spec() + ")" : spec_; }
   // Each step's result is biased by the residuals it carries; over steps
   // nothing is lost.
   bool unbiased() const override { return false; }
@@ -115,19 +115,24 @@ class ErrorFeedbackCodec final : public Codec {
 
  private:
   std::unique_ptr<Codec> inner_;
+  std::string spec_;  // empty: "ef(inner spec)"
   std::vector<float> pushed_, contribution_;  // reused: p and Q(p)
 };
 
 }  // namespace
 
-std::unique_ptr<Codec> make_error_feedback_codec(const CodecSpec& spec,
-                                                 std::unique_ptr<Codec> inner) {
-  CodecParams(spec).finish();
+std::unique_ptr<Codec> make_error_feedback_codec(std::unique_ptr<Codec> inner, std::string spec) {
   if (!inner->supports(CodecOperation::allreduce_mean) &&
       !inner->supports(CodecOperation::reduce_scatter_mean)) {
     throw InvalidArgument("ef(" + inner->spec() + "): the inner codec has no mean to correct");
   }
-  return std::make_unique<ErrorFeedbackCodec>(std::move(inner));
+  return std::make_unique<ErrorFeedbackCodec>(std::move(inner), std::move(spec));
+}
+
+std::unique_ptr<Codec> make_error_feedback_codec(const CodecSpec& spec,
+                                                 std::unique_ptr<Codec> inner) {
+  CodecParams(spec).finish();
+  return make_error_feedback_codec(std::move(inner), std::string());
 }
 
 }  // namespace qccl

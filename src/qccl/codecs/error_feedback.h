@@ -25,4 +25,9 @@ namespace qccl {
 std::unique_ptr<Codec> make_error_feedback_codec(const CodecSpec& spec,
                                                  std::unique_ptr<Codec> inner);
 
+// Error feedback as part of a named scheme (Top-k's default, EF-SignSGD,
+// OneBit): the wrapper reports `spec` as its spec(), a text make_codec()
+// builds the same codec from.
+std::unique_ptr<Codec> make_error_feedback_codec(std::unique_ptr<Codec> inner, std::string spec);
+
 }  // namespace qccl
