@@ -12,6 +12,7 @@
 #include "qccl/codecs/codec_registry.h"
 #include "qccl/tools/bench_report.h"
 #include "qccl/tools/codec_bench.h"
+#include "qccl/tools/codec_comparison.h"
 #include "qccl/tools/exit_codes.h"
 #include "qccl/tools/intsgd_experiment.h"
 #include "qccl/tools/model_report.h"
@@ -245,6 +246,23 @@ int run_report_command(const std::string& directory) {
   });
 }
 
+// `qccl bench training-report DIR`
+void add_training_report(CLI::App& bench, std::string& directory) {
+  auto* sub = bench.add_subcommand(
+      "training-report", "turn a scripts/compare-codecs folder into comparison.md, .csv and .svg");
+  sub->add_option("directory", directory, "the comparison's results folder")->required();
+}
+
+int run_training_report_command(const std::string& directory) {
+  return exit_code_of([&] {
+    const auto runs = load_comparison(directory);
+    for (const auto& file : write_comparison_report(runs, directory)) {
+      std::cout << "wrote " << file << "\n";
+    }
+    std::cout << "\n" << comparison_markdown(runs);
+  });
+}
+
 // `qccl model`
 struct ModelCommand {
   ModelCommandConfig config;
@@ -398,6 +416,8 @@ int run_cli(int argc, char** argv) {
   add_codec_bench(*bench, codec_command);
   std::string report_directory;
   add_report(*bench, report_directory);
+  std::string training_report_directory;
+  add_training_report(*bench, training_report_directory);
   ModelCommand model_command;
   add_model(app, model_command);
   SimulateCommand simulate_command;
@@ -437,6 +457,9 @@ int run_cli(int argc, char** argv) {
   }
   if (bench->got_subcommand("codec")) return run_codec_bench_command(codec_command);
   if (bench->got_subcommand("report")) return run_report_command(report_directory);
+  if (bench->got_subcommand("training-report")) {
+    return run_training_report_command(training_report_directory);
+  }
   if (app.got_subcommand("model")) return run_model(model_command);
   if (bench->parsed()) return run_bench(command, argc, argv);
   return kExitUsage;

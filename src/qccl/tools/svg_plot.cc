@@ -13,7 +13,9 @@ namespace {
 constexpr double kPanelWidth = 460, kPanelHeight = 340;
 constexpr double kLeft = 70, kRight = 20, kTop = 40, kBottom = 50;
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
-                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+                                   "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+                                   "#000000", "#aec7e8", "#98df8a", "#ff9896", "#c5b0d5",
+                                   "#c49c94"};
 constexpr std::size_t kColorCount = sizeof kColors / sizeof kColors[0];
 
 std::string escape(const std::string& text) {
@@ -127,6 +129,12 @@ void render_panel(std::ostringstream& svg, const PlotPanel& panel, double offset
       svg << px(x_of(x)) << "," << py(y_of(y)) << " ";
     }
     svg << "\"/>\n";
+    if (!panel.series[s].markers) continue;
+    for (const auto& [x, y] : panel.series[s].points) {
+      if (!plotted(x, y)) continue;
+      svg << "<circle r=\"4\" fill=\"" << kColors[s % kColorCount] << "\" cx=\"" << px(x_of(x))
+          << "\" cy=\"" << py(y_of(y)) << "\"/>\n";
+    }
   }
 }
 

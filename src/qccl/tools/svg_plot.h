@@ -11,6 +11,7 @@ namespace qccl::tools {
 struct PlotSeries {
   std::string name;
   std::vector<std::pair<double, double>> points;  // (x, y)
+  bool markers = false;  // a dot at each point (a series of one point is only a dot)
 };
 
 struct PlotPanel {
