@@ -25,9 +25,11 @@ std::vector<Range> Codec::reduce_scatter_blocks(std::size_t count, int ranks) co
 }
 
 std::unique_ptr<Reduction> Codec::reduction_for(double norm, int ranks, int rank,
-                                                Algorithm algorithm) const {
+                                                Algorithm algorithm,
+                                                std::span<const float> input) const {
   StepSetup setup = step_setup(CodecOperation::allreduce_mean, algorithm, ranks, rank);
   setup.norm = norm;
+  setup.input = input;
   return step_reduction(setup, norm);
 }
 

@@ -128,9 +128,11 @@ class Codec {
   std::unique_ptr<Reduction> reduction_for(const StepSetup& setup, double norm) const {
     return step_reduction(setup, norm);
   }
-  // The allreduce reduction on rank `rank` of `ranks` (tools' shorthand).
-  std::unique_ptr<Reduction> reduction_for(double norm, int ranks, int rank,
-                                           Algorithm algorithm) const;
+  // The allreduce reduction on rank `rank` of `ranks` (tools' shorthand), for
+  // this rank's `input`: codecs that select or scale from the whole input
+  // (Top-k, the scaled signs) build it from there.
+  std::unique_ptr<Reduction> reduction_for(double norm, int ranks, int rank, Algorithm algorithm,
+                                           std::span<const float> input = {}) const;
   // Whether every step's reduction maps onto the transport's own collective
   // (MPI), so the codec can run with algorithm native: fp32, fp16.
   virtual bool has_native_equivalent() const;

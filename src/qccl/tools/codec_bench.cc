@@ -62,8 +62,8 @@ std::vector<CodecBenchRow> run_codec_bench(const CodecBenchConfig& config) {
     // Encode is timed from the local norm through building the step's
     // reduction (where codecs that select or scale from the whole input,
     // such as Top-k, do that work) to the encoded bytes.
-    auto single = codec->reduction_for(norm, 1, 0, Algorithm::ring);
-    const auto pair = codec->reduction_for(norm, 2, 0, Algorithm::ring);
+    auto single = codec->reduction_for(norm, 1, 0, Algorithm::ring, input);
+    const auto pair = codec->reduction_for(norm, 2, 0, Algorithm::ring, input);
     std::vector<std::byte> encoded(single->max_encoded_bytes(count));
     std::vector<std::byte> a(pair->max_encoded_bytes(count)), b(a.size()), accum(a.size());
     const std::size_t a_bytes = pair->encode(input, 0, a);
@@ -74,7 +74,7 @@ std::vector<CodecBenchRow> run_codec_bench(const CodecBenchConfig& config) {
       t_copy.push_back(seconds_of([&] { std::memcpy(copy.data(), input.data(), count * sizeof(float)); }));
       t_encode.push_back(seconds_of([&] {
         single = codec->reduction_for(local_norm(input, codec->norm_kind()), 1, 0,
-                                      Algorithm::ring);
+                                      Algorithm::ring, input);
         encoded_bytes = single->encode(input, 0, encoded);
       }));
       t_decode.push_back(seconds_of([&] {
