@@ -1,5 +1,6 @@
 // A transport that forwards to another and counts its transport-level
-// collectives: the latency-bound exchanges a call makes before data moves.
+// collectives (the latency-bound exchanges a call makes before data moves)
+// and the bytes it sends point to point.
 #pragma once
 
 #include <atomic>
@@ -14,12 +15,14 @@ class CountingTransport final : public Transport {
   explicit CountingTransport(Transport& inner) : inner_(inner) {}
 
   int exchanges() const { return exchanges_.load(); }
+  std::size_t sent_bytes() const { return sent_bytes_.load(); }
 
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   int max_tag() const override { return inner_.max_tag(); }
   std::string_view name() const override { return inner_.name(); }
   RequestPtr isend(int peer, int tag, std::span<const std::byte> data) override {
+    sent_bytes_ += data.size();
     return inner_.isend(peer, tag, data);
   }
   RequestPtr irecv(int peer, int tag, std::span<std::byte> buffer) override {
@@ -51,6 +54,7 @@ class CountingTransport final : public Transport {
  private:
   Transport& inner_;
   std::atomic<int> exchanges_{0};
+  std::atomic<std::size_t> sent_bytes_{0};
 };
 
 }  // namespace qccl::test

@@ -5,7 +5,9 @@
 #include "qccl/codecs/float_codecs.h"
 #include "qccl/codecs/global_qsgd.h"
 #include "qccl/codecs/intsgd.h"
+#include "qccl/codecs/one_bit_codecs.h"
 #include "qccl/codecs/qsgd.h"
+#include "qccl/codecs/sign_vote.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -51,6 +53,29 @@ constexpr CatalogEntry kCatalog[] = {
      "error feedback around any codec, ef(SPEC): compresses input + residual, keeps the residual "
      "per tensor (EF-SGD); allreduce and reduce-scatter means",
      nullptr, make_error_feedback_codec},
+    {"signsgd",
+     "signSGD with majority vote: one sign bit per element, the result is the vote "
+     "sign(sum of signs) in {-1,0,+1} (an update direction: learning rate ~1e-4..1e-3); "
+     "gathered bits up to 16 ranks, vote counts summed in transit beyond (int8; int32 past 127)",
+     make_signsgd_codec},
+    {"signum",
+     "SigNUM: signSGD with majority vote on each rank's momentum (kept per tensor; run the "
+     "optimizer without momentum); params momentum=0.9",
+     make_signum_codec},
+    {"scaled-sign",
+     "scaled sign (||p||_1/d)*sign(p) per tensor, without error feedback; allgather then decode",
+     make_scaled_sign_codec},
+    {"ef-signsgd",
+     "EF-SignSGD: scaled sign per tensor with error feedback; allgather then decode",
+     make_ef_signsgd_codec},
+    {"onebit-quantizer",
+     "1-bit SGD's quantizer without error feedback: per tensor, the mean of the non-negative / "
+     "of the negative elements and one bit per element; allgather then decode",
+     make_onebit_quantizer_codec},
+    {"onebit",
+     "1-bit SGD: two means per tensor and one bit per element, with error feedback; allgather "
+     "then decode",
+     make_onebit_codec},
 };
 
 std::string join_names() {

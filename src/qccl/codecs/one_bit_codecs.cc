@@ -1,0 +1,153 @@
+#include "qccl/codecs/one_bit_codecs.h"
+
+#include <cmath>
+#include <vector>
+
+#include "qccl/codecs/error_feedback.h"
+#include "qccl/codecs/sign_bits.h"
+#include "qccl/codecs/sign_levels_reduction.h"
+
+namespace qccl {
+namespace {
+
+// EF-SignSGD's C(p) = (||p||_1 / d) sign(p) (Karimireddy et al. 2019,
+// Algorithm 1): the scale, summed in fp64 in element order.
+SignLevels scaled_sign_levels(std::span<const float> p) {
+  if (p.empty()) return {0.0f, -0.0f};
+  double sum = 0;
+  for (float v : p) sum += std::abs(static_cast<double>(v));
+  const auto scale = static_cast<float>(sum / static_cast<double>(p.size()));
+  return {scale, -scale};
+}
+
+// 1-bit SGD's reconstruction values (Seide et al. 2014): the mean of the
+// non-negative and of the negative elements (0 for a side that has none).
+SignLevels two_mean_levels(std::span<const float> p) {
+  double positive = 0, negative = 0;
+  std::size_t positives = 0;
+  for (float v : p) {
+    if (v >= 0.0f) {
+      positive += v;
+      ++positives;
+    } else {
+      negative += v;
+    }
+  }
+  const std::size_t negatives = p.size() - positives;
+  return {positives ? static_cast<float>(positive / static_cast<double>(positives)) : 0.0f,
+          negatives ? static_cast<float>(negative / static_cast<double>(negatives)) : 0.0f};
+}
+
+// A 1-bit quantizer with per-tensor levels (see the header): scaled-sign or
+// onebit-quantizer.
+class SignLevelsCodec final : public Codec {
+ public:
+  SignLevelsCodec(SignHeader header, CodecSettings settings) : Codec(settings), header_(header) {}
+
+  std::string spec() const override {
+    return header_ == SignHeader::scale ? "scaled-sign" : "onebit-quantizer";
+  }
+  bool unbiased() const override { return false; }
+  Aggregation aggregation() const override { return Aggregation::allgather_decode; }
+  // One encoding of the whole vector: a header per non-empty tensor of the
+  // layout (one tensor without a layout) and one bit per element. Pipeline
+  // chunks that split a tensor repeat its header.
+  std::size_t wire_bytes(std::size_t count) const override {
+    std::size_t tensors = 0;
+    if (layout().unnamed() || layout().total() != count) {
+      tensors = count > 0;
+    } else {
+      for (const TensorSlice& t : layout().tensors(count)) tensors += t.elements > 0;
+    }
+    return tensors * sign_header_bytes(header_) + sign_bytes(count);
+  }
+  bool supports(CodecOperation) const override { return true; }
+  std::size_t granularity() const override { return 8; }
+  // Each level lies between 0 and the tensor's extreme on the side of zero
+  // it stands for (a scale ||p||_1/d <= ||p||_inf; a mean of non-negative
+  // or of negative elements), and so does every element it replaces: each
+  // rank errs by at most its inf-norm, and so does the mean. Plus the fp32
+  // rounding of the sum over ranks, at most n units of 2^-23 of the norm.
+  double max_abs_error(double norm, int ranks, Algorithm) const override {
+    return norm * (1.0 + std::ldexp(static_cast<double>(ranks), -23));
+  }
+
+ protected:
+  void check_step(const StepSetup& setup) const override {
+    if (setup.operation != CodecOperation::allgather) {
+      layout().check(setup.input.size(), step_name());
+    }
+  }
+  // A decoder reads as many headers as the chunk overlaps tensors of its
+  // own layout: ranks with different layouts fail the call check instead.
+  std::string state_digest(const StepSetup& setup) const override {
+    if (setup.operation == CodecOperation::allgather || layout().unnamed()) return {};
+    return " tensors#" + std::to_string(layout().fingerprint());
+  }
+
+  // The levels of each tensor from the whole input (an allgather: of this
+  // rank's shard, one tensor per shard). A zero norm means every rank's
+  // input is zero, and so is every level: nothing moves.
+  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
+    if (norm == 0.0) return nullptr;
+    SignLevelsSetup levels;
+    levels.name = spec();
+    levels.header = header_;
+    levels.bounds.clear();
+    levels.levels.clear();
+    if (setup.operation == CodecOperation::allgather) {
+      for (const Range& shard : setup.pieces) levels.bounds.push_back(shard.first);
+      levels.bounds.push_back(setup.pieces.empty() ? 0 : setup.pieces.back().end());
+      levels.levels.resize(setup.pieces.size());
+      levels.levels[static_cast<std::size_t>(setup.rank)] = levels_of(setup.input);
+    } else {
+      const auto tensors = layout().tensors(setup.input.size());
+      for (const TensorSlice& t : tensors) {
+        levels.bounds.push_back(t.offset);
+        levels.levels.push_back(levels_of(setup.input.subspan(t.offset, t.elements)));
+      }
+      // Without a layout the one tensor is as long as any chunk asks (a
+      // tool's reduction_for() has no input).
+      levels.bounds.push_back(layout().unnamed() ? static_cast<std::size_t>(-1)
+                                                 : setup.input.size());
+    }
+    return make_sign_levels_reduction(std::move(levels));
+  }
+
+  void complete_step(const StepSetup& setup, Reduction*, const Operation& operation) override {
+    sum_to_mean(setup, operation);
+  }
+
+ private:
+  SignLevels levels_of(std::span<const float> p) const {
+    return header_ == SignHeader::scale ? scaled_sign_levels(p) : two_mean_levels(p);
+  }
+
+  SignHeader header_;
+};
+
+}  // namespace
+
+std::unique_ptr<Codec> make_scaled_sign_codec(const CodecSpec& spec, CodecSettings settings) {
+  CodecParams(spec).finish();
+  return std::make_unique<SignLevelsCodec>(SignHeader::scale, settings);
+}
+
+std::unique_ptr<Codec> make_ef_signsgd_codec(const CodecSpec& spec, CodecSettings settings) {
+  CodecParams(spec).finish();
+  return make_error_feedback_codec(std::make_unique<SignLevelsCodec>(SignHeader::scale, settings),
+                                   "ef-signsgd");
+}
+
+std::unique_ptr<Codec> make_onebit_quantizer_codec(const CodecSpec& spec, CodecSettings settings) {
+  CodecParams(spec).finish();
+  return std::make_unique<SignLevelsCodec>(SignHeader::two_means, settings);
+}
+
+std::unique_ptr<Codec> make_onebit_codec(const CodecSpec& spec, CodecSettings settings) {
+  CodecParams(spec).finish();
+  return make_error_feedback_codec(
+      std::make_unique<SignLevelsCodec>(SignHeader::two_means, settings), "onebit");
+}
+
+}  // namespace qccl
