@@ -6,6 +6,7 @@
 #include "qccl/codecs/global_qsgd.h"
 #include "qccl/codecs/intsgd.h"
 #include "qccl/codecs/one_bit_codecs.h"
+#include "qccl/codecs/powersgd.h"
 #include "qccl/codecs/qsgd.h"
 #include "qccl/codecs/sign_vote.h"
 #include "qccl/common/errors.h"
@@ -49,6 +50,11 @@ constexpr CatalogEntry kCatalog[] = {
      "IntDIANA (integer rounding of gradient differences with per-rank shifts; needs step "
      "feedback); params round=random|deterministic, wire=int8|int32|int64, beta=0, eps=1e-8",
      make_intdiana_codec},
+    {"powersgd",
+     "PowerSGD (rank-r approximation of each matrix by one power-iteration step, its two "
+     "factors summed by fp32 allreduce; vectors and small matrices uncompressed); allreduce "
+     "mean; params rank=1..64 (2), warm_start=on|off, ef=on|off, min_rate=2",
+     make_powersgd_codec},
     {"ef",
      "error feedback around any codec, ef(SPEC): compresses input + residual, keeps the residual "
      "per tensor (EF-SGD); allreduce and reduce-scatter means",
