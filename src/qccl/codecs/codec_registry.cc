@@ -6,6 +6,7 @@
 #include "qccl/codecs/global_qsgd.h"
 #include "qccl/codecs/intsgd.h"
 #include "qccl/codecs/qsgd.h"
+#include "qccl/codecs/terngrad.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -34,6 +35,11 @@ constexpr CatalogEntry kCatalog[] = {
      "QSGD baseline (per-rank bucket norms, allgather then decode); params bits=8|4, "
      "bucket=128..4096 (512), norm=2|inf",
      make_qsgd_codec},
+    {"terngrad",
+     "TernGrad (ternary s·sign(x)·Bernoulli(|x|/s) on the shared global max s, unbiased unless "
+     "clipped); params clip=off|2.5 (clip to 2.5 standard deviations per tensor: biased), "
+     "wire=int8|2bit (int8 partial sums in transit, up to 127 ranks | 2-bit codes gathered)",
+     make_terngrad_codec},
     {"intsgd",
      "IntSGD (adaptive integer rounding summed exactly; needs the optimizer's step feedback, "
      "first step exact); params round=random|deterministic, wire=int8|int32|int64, "
