@@ -5,6 +5,7 @@
 #include "qccl/codecs/float_codecs.h"
 #include "qccl/codecs/global_qsgd.h"
 #include "qccl/codecs/intsgd.h"
+#include "qccl/codecs/natural.h"
 #include "qccl/codecs/qsgd.h"
 #include "qccl/codecs/terngrad.h"
 #include "qccl/common/errors.h"
@@ -40,6 +41,10 @@ constexpr CatalogEntry kCatalog[] = {
      "clipped); params clip=off|2.5 (clip to 2.5 standard deviations per tensor: biased), "
      "wire=int8|2bit (int8 partial sums in transit, up to 127 ranks | 2-bit codes gathered)",
      make_terngrad_codec},
+    {"natural",
+     "natural compression C_nat (stochastic rounding to a power of two, sign and 7-bit exponent "
+     "below the global max's power, unbiased; allgather then decode); no params",
+     make_natural_codec},
     {"intsgd",
      "IntSGD (adaptive integer rounding summed exactly; needs the optimizer's step feedback, "
      "first step exact); params round=random|deterministic, wire=int8|int32|int64, "
