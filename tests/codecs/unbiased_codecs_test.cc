@@ -57,7 +57,8 @@ bool is_signed_power_of_two(float v) {
 TEST(UnbiasedCodecsTest, SpecsListEveryParameterAndReadBack) {
   EXPECT_EQ(make_codec("terngrad")->spec(), "terngrad:clip=off,wire=int8");
   EXPECT_EQ(make_codec("natural")->spec(), "natural");
-  for (const char* spec : {"terngrad", "terngrad:wire=2bit", "terngrad:clip=2.5,wire=2bit", "natural"}) {
+  for (const char* spec :
+       {"terngrad", "terngrad:wire=2bit", "terngrad:clip=2.5,wire=2bit", "natural"}) {
     const auto codec = make_codec(spec);
     EXPECT_EQ(make_codec(codec->spec())->spec(), codec->spec());
   }
@@ -122,7 +123,9 @@ TEST(UnbiasedCodecsTest, StatelessCodecsResumeExactly) {
 std::vector<float> unbiased_input(const std::string& spec, int rank, std::size_t d) {
   return make_vector(d, [&](std::size_t i) {
     if (i % 37 == 5) return 0.0f;
-    if (spec == "natural" && i % 41 == 7) return std::ldexp(rank % 2 ? -1.0f : 1.0f, -static_cast<int>(i % 20));
+    if (spec == "natural" && i % 41 == 7) {
+      return std::ldexp(rank % 2 ? -1.0f : 1.0f, -static_cast<int>(i % 20));
+    }
     if (spec == "natural" && i % 43 == 9) return noise(rank, i) * 0x1p-127f;
     return noise(rank, i) * (1.0f + 0.5f * static_cast<float>(rank));
   });
@@ -230,7 +233,9 @@ TEST(TernGradTest, ValuesAreIntegerSumsOfTernaryLevelsOnTheSharedScale) {
   constexpr std::size_t kD = 1000;
   for (const char* spec : {"terngrad", "terngrad:wire=2bit"}) {
     for (int n : {1, 2, 3, 5}) {
-      auto input = [](int r) { return make_vector(kD, [&](std::size_t i) { return noise(r, i) * (1.0f + r); }); };
+      auto input = [](int r) {
+        return make_vector(kD, [&](std::size_t i) { return noise(r, i) * (1.0f + r); });
+      };
       const double s = global_max(n, input);
       const auto step = static_cast<float>(s / n);
       run_world(n, [&](Communicator& comm) {
@@ -273,7 +278,8 @@ TEST(TernGradTest, BothWiresGiveBitwiseTheSameResults) {
           auto mean = x;
           codec->allreduce_mean(comm, mean, options);
           codec->set_step(0);
-          const Range mine = codec->reduce_scatter_blocks(x.size(), n)[static_cast<std::size_t>(comm.rank())];
+          const Range mine =
+              codec->reduce_scatter_blocks(x.size(), n)[static_cast<std::size_t>(comm.rank())];
           std::vector<float> block(mine.count), gathered(x.size() * static_cast<std::size_t>(n));
           codec->reduce_scatter_mean(comm, x, block, options);
           EXPECT_EQ(block, std::vector<float>(mean.begin() + static_cast<long>(mine.first),
@@ -305,7 +311,9 @@ TEST(TernGradTest, ClipsEachTensorToItsDeviationsAndIsUnbiasedForTheClippedValue
     double sum = 0, squares = 0;
     for (std::size_t i = first; i < first + sizes[t]; ++i) sum += tensor_input[i];
     const double mean = sum / static_cast<double>(sizes[t]);
-    for (std::size_t i = first; i < first + sizes[t]; ++i) squares += (tensor_input[i] - mean) * (tensor_input[i] - mean);
+    for (std::size_t i = first; i < first + sizes[t]; ++i) {
+      squares += (tensor_input[i] - mean) * (tensor_input[i] - mean);
+    }
     const auto bound = static_cast<float>(2.5 * std::sqrt(squares / static_cast<double>(sizes[t])));
     for (std::size_t i = first; i < first + sizes[t]; ++i) {
       clipped[i] = std::min(std::max(tensor_input[i], -bound), bound);

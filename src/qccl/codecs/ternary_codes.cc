@@ -70,7 +70,8 @@ class TernaryCodesReduction final : public Reduction {
     std::vector<std::int8_t>& q = scratch(count);
     const auto* packed = reinterpret_cast<const std::uint8_t*>(in.data());
     for (std::size_t i = 0; i < count; ++i) {
-      const auto code = static_cast<std::uint8_t>((packed[i / kCodesPerByte] >> (2 * (i % kCodesPerByte))) & 0b11);
+      const auto code = static_cast<std::uint8_t>(
+          (packed[i / kCodesPerByte] >> (2 * (i % kCodesPerByte))) & 0b11);
       if (code == kInvalidCode) throw_corrupt(i);
       q[i] = static_cast<std::int8_t>(code == 0b11 ? -1 : code);
     }

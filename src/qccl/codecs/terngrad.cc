@@ -167,12 +167,12 @@ void TernGradCodec::run_operation(Communicator& comm, const Operation& operation
 // E‖result − mean‖² for any inputs x_1..x_n (N = n·d elements over all
 // ranks, S = Σ_i ‖x_i‖², s = max |x| <= √S). Per element the ternary value
 // c ∈ {0, ±s} has variance |x|(s − |x|), independent across ranks, so in
-// exact arithmetic E‖mean − x̄‖² = (1/n²) Σ |x|(s − |x|) (Wen et al. 2017
-// bound the second moment per rank by s‖x‖₁, i.e. this by s‖x‖₁ − ‖x‖²). Over the N − 1 elements other
-// than the largest, Σ|x| <= √((N−1)Q) with Q their squared sum, so with
-// q = √Q / s: Σ|x|(s − |x|)/S <= (√(N−1) q − q²)/(1 + q²), whose largest
-// value over q is (√N − 1)/2 — reached for N − 1 equal elements, so the
-// bound is tight:
+// exact arithmetic E‖mean − x̄‖² = (1/n²) Σ |x|(s − |x|). (Wen et al. 2017
+// bound the second moment per rank by s‖x‖₁, i.e. this sum by s‖x‖₁ − ‖x‖²,
+// which needs s and ‖x‖₁.) Over the N − 1 elements other than the largest,
+// Σ|x| <= √((N−1)Q) with Q their squared sum, so with q = √Q / s:
+// Σ|x|(s − |x|)/S <= (√(N−1) q − q²)/(1 + q²), whose largest value over q
+// is (√N − 1)/2, reached by N − 1 equal elements; so, tight:
 //   E‖mean − x̄‖² <= S (√N − 1) / (2 n²).
 // fp32 adds two terms, so that the bound holds for any input: the round-up
 // probability is |x|·fl(1/s) rounded up to a multiple of 2^-24, off by at
@@ -184,11 +184,12 @@ std::optional<double> TernGradCodec::variance_bound(double squared_norm, std::si
   if (config_.clip) return std::nullopt;
   constexpr double kProbability = 0x1p-21;
   constexpr double kDecode = 0x1p-22;
-  const double n = ranks, dims = static_cast<double>(d), total = n * dims, s2 = squared_norm;
+  const double n = ranks, dims = static_cast<double>(d), total = n * dims;
   if (total == 0) return 0.0;
-  const double variance = (s2 * (std::sqrt(total) - 1) / 2 + total * s2 * kProbability) / (n * n) +
-                          dims * s2 * kProbability * kProbability;
-  const double rounding = std::sqrt(dims) * (kDecode * std::sqrt(s2) + n * 0x1p-149);
+  const double spread = squared_norm * (std::sqrt(total) - 1) / 2;
+  const double variance = (spread + total * squared_norm * kProbability) / (n * n) +
+                          dims * squared_norm * kProbability * kProbability;
+  const double rounding = std::sqrt(dims) * (kDecode * std::sqrt(squared_norm) + n * 0x1p-149);
   const double root = std::sqrt(variance) + rounding;
   return root * root;
 }
