@@ -229,7 +229,7 @@ INSTANTIATE_TEST_SUITE_P(
 // levels on the shared scale s (the global max): every result is an integer
 // k, |k| <= n, times fl(s/n), each rank's own contribution is exactly
 // q_r · s with x's sign, and k is the sum of the own contributions over s.
-TEST(TernGradTest, ValuesAreIntegerSumsOfTernaryLevelsOnTheSharedScale) {
+TEST(TernGradCodecTest, ValuesAreIntegerSumsOfTernaryLevelsOnTheSharedScale) {
   constexpr std::size_t kD = 1000;
   for (const char* spec : {"terngrad", "terngrad:wire=2bit"}) {
     for (int n : {1, 2, 3, 5}) {
@@ -264,7 +264,7 @@ TEST(TernGradTest, ValuesAreIntegerSumsOfTernaryLevelsOnTheSharedScale) {
 // operation gives the same bits on int8 partial sums and on 2-bit codes
 // (reduce-scatter blocks differ in where they end — 2-bit blocks hold whole
 // bytes — and each equals the same slice of the common mean).
-TEST(TernGradTest, BothWiresGiveBitwiseTheSameResults) {
+TEST(TernGradCodecTest, BothWiresGiveBitwiseTheSameResults) {
   for (int n : {2, 3, 8}) {
     for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
       run_world(n, [&](Communicator& comm) {
@@ -299,7 +299,7 @@ TEST(TernGradTest, BothWiresGiveBitwiseTheSameResults) {
 // TernGrad's clipping (clip=2.5): each tensor clamped to ±2.5σ of its own
 // elements, the shared scale is the largest clamped magnitude, and the
 // results average to the clamped values (not to the input: biased).
-TEST(TernGradTest, ClipsEachTensorToItsDeviationsAndIsUnbiasedForTheClippedValues) {
+TEST(TernGradCodecTest, ClipsEachTensorToItsDeviationsAndIsUnbiasedForTheClippedValues) {
   const std::vector<std::size_t> sizes{400, 600};
   auto tensor_input = make_vector(1000, [](std::size_t i) {
     const float scale = i < 400 ? 0.01f : 1.0f;
@@ -364,7 +364,7 @@ void expect_natural_neighbours(std::span<const float> x, std::span<const float> 
   }
 }
 
-TEST(NaturalCompressionTest, OutputsAreTheTwoNeighbouringPowersOfTwo) {
+TEST(NaturalCodecTest, OutputsAreTheTwoNeighbouringPowersOfTwo) {
   auto input = [](int r) {
     return make_vector(4000, [&](std::size_t i) {
       if (i % 11 == 0) return std::ldexp(i % 2 ? 1.0f : -1.0f, -static_cast<int>(i % 60));
@@ -393,7 +393,7 @@ TEST(NaturalCompressionTest, OutputsAreTheTwoNeighbouringPowersOfTwo) {
 // 2^127 is the largest that fp32 holds (2^127 itself is kept exactly;
 // anything larger is refused on every rank); for tiny maxima the window
 // ends at 2^-149, so every non-zero subnormal is in it.
-TEST(NaturalCompressionTest, ReferencePowerCoversTheWholeFp32Range) {
+TEST(NaturalCodecTest, ReferencePowerCoversTheWholeFp32Range) {
   run_world(1, [](Communicator& comm) {
     auto codec = make_codec("natural");
     std::vector<float> largest{0x1p127f, -0x1p127f, 0x1p100f};
