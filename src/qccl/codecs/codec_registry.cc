@@ -5,10 +5,12 @@
 #include "qccl/codecs/float_codecs.h"
 #include "qccl/codecs/global_qsgd.h"
 #include "qccl/codecs/intsgd.h"
+#include "qccl/codecs/natural.h"
 #include "qccl/codecs/one_bit_codecs.h"
 #include "qccl/codecs/powersgd.h"
 #include "qccl/codecs/qsgd.h"
 #include "qccl/codecs/sign_vote.h"
+#include "qccl/codecs/terngrad.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -37,6 +39,15 @@ constexpr CatalogEntry kCatalog[] = {
      "QSGD baseline (per-rank bucket norms, allgather then decode); params bits=8|4, "
      "bucket=128..4096 (512), norm=2|inf",
      make_qsgd_codec},
+    {"terngrad",
+     "TernGrad (ternary s·sign(x)·Bernoulli(|x|/s) on the shared global max s, unbiased unless "
+     "clipped); params clip=off|2.5 (clip to 2.5 standard deviations per tensor: biased), "
+     "wire=int8|2bit (int8 partial sums in transit, up to 127 ranks | 2-bit codes gathered)",
+     make_terngrad_codec},
+    {"natural",
+     "natural compression C_nat (stochastic rounding to a power of two, sign and 7-bit exponent "
+     "below the global max's power, unbiased; allgather then decode); no params",
+     make_natural_codec},
     {"intsgd",
      "IntSGD (adaptive integer rounding summed exactly; needs the optimizer's step feedback, "
      "first step exact); params round=random|deterministic, wire=int8|int32|int64, "
@@ -50,15 +61,6 @@ constexpr CatalogEntry kCatalog[] = {
      "IntDIANA (integer rounding of gradient differences with per-rank shifts; needs step "
      "feedback); params round=random|deterministic, wire=int8|int32|int64, beta=0, eps=1e-8",
      make_intdiana_codec},
-    {"powersgd",
-     "PowerSGD (rank-r approximation of each matrix by one power-iteration step, its two "
-     "factors summed by fp32 allreduce; vectors and small matrices uncompressed); allreduce "
-     "mean; params rank=1..64 (2), warm_start=on|off, ef=on|off, min_rate=2",
-     make_powersgd_codec},
-    {"ef",
-     "error feedback around any codec, ef(SPEC): compresses input + residual, keeps the residual "
-     "per tensor (EF-SGD); allreduce and reduce-scatter means",
-     nullptr, make_error_feedback_codec},
     {"signsgd",
      "signSGD with majority vote: one sign bit per element, the result is the vote "
      "sign(sum of signs) in {-1,0,+1} (an update direction: learning rate ~1e-4..1e-3); "
@@ -82,6 +84,15 @@ constexpr CatalogEntry kCatalog[] = {
      "1-bit SGD: two means per tensor and one bit per element, with error feedback; allgather "
      "then decode",
      make_onebit_codec},
+    {"powersgd",
+     "PowerSGD (rank-r approximation of each matrix by one power-iteration step, its two "
+     "factors summed by fp32 allreduce; vectors and small matrices uncompressed); allreduce "
+     "mean; params rank=1..64 (2), warm_start=on|off, ef=on|off, min_rate=2",
+     make_powersgd_codec},
+    {"ef",
+     "error feedback around any codec, ef(SPEC): compresses input + residual, keeps the residual "
+     "per tensor (EF-SGD); allreduce and reduce-scatter means",
+     nullptr, make_error_feedback_codec},
 };
 
 std::string join_names() {

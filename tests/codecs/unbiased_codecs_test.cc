@@ -1,0 +1,460 @@
+// TernGrad and natural compression (C_nat): specs and sizes; every operation
+// on ranks {1,2,3,4,7}, sizes {0,1,10,1000,100000}, ring and
+// halving-doubling; exact resumption; unbiasedness at 5σ; the measured
+// squared error against its closed form and the variance bound (tight on
+// the worst inputs); TernGrad's values as integer sums on the shared scale,
+// bitwise the same on both wires; C_nat's outputs as the two neighbouring
+// powers of two; clipping; corrupt chunks rejected.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <tuple>
+
+#include "../support/codec_checks.h"
+#include "../support/collective_checks.h"
+#include "../support/patterns.h"
+#include "../support/test_names.h"
+#include "../support/world.h"
+#include "codec_statistics.h"
+#include "qccl/codecs/codec_registry.h"
+#include "qccl/common/errors.h"
+
+namespace qccl::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The largest |x| of rank inputs input(0..n-1).
+double global_max(int ranks, const std::function<std::vector<float>(int)>& input) {
+  double largest = 0;
+  for (int r = 0; r < ranks; ++r) {
+    for (float x : input(r)) largest = std::max(largest, static_cast<double>(std::abs(x)));
+  }
+  return largest;
+}
+
+// E(C(x) − x)² of TernGrad on scale s, and of C_nat (in the window).
+double ternary_variance(float x, double s) {
+  const double a = std::abs(x);
+  return a * (s - a);
+}
+double natural_variance(float x) {
+  const double a = std::abs(x);
+  if (a == 0) return 0;
+  int e = 0;
+  std::frexp(a, &e);
+  const double low = std::ldexp(1.0, e - 1);  // a in [low, 2·low)
+  return (a - low) * (2 * low - a);
+}
+
+bool is_signed_power_of_two(float v) {
+  int e = 0;
+  return v != 0 && std::frexp(std::abs(v), &e) == 0.5f;
+}
+
+TEST(UnbiasedCodecsTest, SpecsListEveryParameterAndReadBack) {
+  EXPECT_EQ(make_codec("terngrad")->spec(), "terngrad:clip=off,wire=int8");
+  EXPECT_EQ(make_codec("natural")->spec(), "natural");
+  for (const char* spec :
+       {"terngrad", "terngrad:wire=2bit", "terngrad:clip=2.5,wire=2bit", "natural"}) {
+    const auto codec = make_codec(spec);
+    EXPECT_EQ(make_codec(codec->spec())->spec(), codec->spec());
+  }
+  EXPECT_TRUE(make_codec("terngrad")->unbiased());
+  EXPECT_FALSE(make_codec("terngrad:clip=2.5")->unbiased());
+  EXPECT_TRUE(make_codec("natural")->unbiased());
+  EXPECT_EQ(make_codec("terngrad")->aggregation(), Aggregation::compressed_domain);
+  EXPECT_EQ(make_codec("terngrad:wire=2bit")->aggregation(), Aggregation::allgather_decode);
+  EXPECT_EQ(make_codec("natural")->aggregation(), Aggregation::allgather_decode);
+  EXPECT_EQ(make_codec("terngrad")->wire_bytes(10), 10u);
+  EXPECT_EQ(make_codec("terngrad:wire=2bit")->wire_bytes(10), 3u);
+  EXPECT_EQ(make_codec("terngrad:wire=2bit")->wire_bytes(12), 3u);
+  EXPECT_EQ(make_codec("natural")->wire_bytes(10), 10u);
+  EXPECT_FALSE(make_codec("terngrad:clip=2.5")->variance_bound(1, 10, 2, Algorithm::ring));
+  for (const char* bad : {"terngrad:clip=3", "terngrad:wire=4bit", "natural:bits=8"}) {
+    EXPECT_THROW(make_codec(bad), InvalidArgument) << bad;
+  }
+}
+
+// Every operation over sizes and algorithms (codec_checks.h).
+using OperationParam = std::tuple<std::string, CodecOperation, int>;
+class UnbiasedCodecOperationTest : public ::testing::TestWithParam<OperationParam> {};
+
+TEST_P(UnbiasedCodecOperationTest, AgreesWithTheExactResultOnEverySizeAndAlgorithm) {
+  const auto& [spec, operation, ranks] = GetParam();
+  run_world(ranks, [&](Communicator& comm) {
+    for (std::size_t count : {0, 1, 10, 1000, 100000}) {
+      for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
+        check_codec_operation(comm, spec, operation, count, algorithm);
+      }
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Codecs, UnbiasedCodecOperationTest,
+    ::testing::Combine(::testing::Values("terngrad", "terngrad:wire=2bit", "terngrad:clip=2.5",
+                                         "natural"),
+                       ::testing::Values(CodecOperation::allreduce_mean,
+                                         CodecOperation::reduce_scatter_mean,
+                                         CodecOperation::allgather),
+                       ::testing::Values(1, 2, 3, 4, 7)),
+    [](const ::testing::TestParamInfo<OperationParam>& info) {
+      return test_name(std::get<0>(info.param) + "_" +
+                       std::string(to_string(std::get<1>(info.param))) + "_n" +
+                       std::to_string(std::get<2>(info.param)));
+    });
+
+TEST(UnbiasedCodecsTest, StatelessCodecsResumeExactly) {
+  const std::vector<std::size_t> sizes{300, 701};
+  const TensorLayout layout = TensorLayout::of_sizes(sizes);
+  for (const char* spec : {"terngrad", "terngrad:wire=2bit", "terngrad:clip=2.5", "natural"}) {
+    run_world(3, [&](Communicator& comm) {
+      check_codec_resumes_exactly(comm, spec, layout, 6, /*expect_state=*/false);
+    });
+  }
+}
+
+// Inputs: noise of growing scale per rank, exact zeros, and for C_nat
+// exact powers of two and elements below its window (2^-126 of the
+// reference), which round to 0 or the window's smallest power.
+std::vector<float> unbiased_input(const std::string& spec, int rank, std::size_t d) {
+  return make_vector(d, [&](std::size_t i) {
+    if (i % 37 == 5) return 0.0f;
+    if (spec == "natural" && i % 41 == 7) {
+      return std::ldexp(rank % 2 ? -1.0f : 1.0f, -static_cast<int>(i % 20));
+    }
+    if (spec == "natural" && i % 43 == 9) return noise(rank, i) * 0x1p-127f;
+    return noise(rank, i) * (1.0f + 0.5f * static_cast<float>(rank));
+  });
+}
+
+using StatisticsParam = std::tuple<std::string, int, Algorithm>;
+class UnbiasedEndToEndTest : public ::testing::TestWithParam<StatisticsParam> {};
+
+TEST_P(UnbiasedEndToEndTest, MeanOfManyStepsIsTheExactMean) {
+  const auto& [spec, n, algorithm] = GetParam();
+  expect_unbiased_end_to_end(spec, n, algorithm, [&](int r) { return unbiased_input(spec, r, 300); },
+                             2000);
+}
+
+std::string statistics_name(const ::testing::TestParamInfo<StatisticsParam>& info) {
+  return test_name(std::get<0>(info.param) + "_n" + std::to_string(std::get<1>(info.param)) + "_" +
+                   std::string(to_string(std::get<2>(info.param))));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Codecs, UnbiasedEndToEndTest,
+    ::testing::Combine(::testing::Values("terngrad", "terngrad:wire=2bit", "natural"),
+                       ::testing::Values(1, 2, 3, 5, 8),
+                       ::testing::Values(Algorithm::ring, Algorithm::halving_doubling)),
+    statistics_name);
+
+// The measured E‖result − mean‖² against its closed form, (1/n²) Σ over
+// ranks and elements of each element's variance (two-sided, 5 standard
+// errors), and the closed form against variance_bound(). "worst" inputs
+// are the bound's extremes: TernGrad's one element at s and the rest at
+// s(√N − 1)/(N − 1) (N = n·d), C_nat's elements at 4/3 of a power of two;
+// there the bound is nearly reached.
+using VarianceParam = std::tuple<std::string, int, Algorithm, bool>;
+class UnbiasedVarianceTest : public ::testing::TestWithParam<VarianceParam> {};
+
+std::vector<float> variance_input(const std::string& spec, bool worst, int n, int rank,
+                                  std::size_t d) {
+  if (!worst) {
+    return make_vector(d, [&](std::size_t i) { return noise(rank, i) * (1.0f + 0.25f * rank); });
+  }
+  if (spec == "natural") {
+    return make_vector(d, [&](std::size_t i) {
+      const float v = std::ldexp(4.0f / 3.0f, -static_cast<int>(i % 30));
+      return (i + static_cast<std::size_t>(rank)) % 2 ? -v : v;
+    });
+  }
+  const double total = static_cast<double>(n) * static_cast<double>(d);
+  const auto rest = static_cast<float>((std::sqrt(total) - 1) / (total - 1));
+  return make_vector(d, [&](std::size_t i) { return rank == 0 && i == 0 ? 1.0f : rest; });
+}
+
+TEST_P(UnbiasedVarianceTest, MeasuredErrorMatchesTheClosedFormWithinTheBound) {
+  const auto& [spec, n, algorithm, worst] = GetParam();
+  constexpr std::size_t kD = 2048;
+  constexpr int kRounds = 300;
+  auto input = [&](int r) { return variance_input(spec, worst, n, r, kD); };
+  const double s = global_max(n, input);
+  double squared_norm = 0, closed_form = 0;
+  std::vector<double> mean(kD, 0.0);
+  for (int r = 0; r < n; ++r) {
+    const auto x = input(r);
+    for (std::size_t i = 0; i < kD; ++i) {
+      squared_norm += static_cast<double>(x[i]) * x[i];
+      mean[i] += x[i] / static_cast<double>(n);
+      closed_form += (spec == "natural" ? natural_variance(x[i]) : ternary_variance(x[i], s)) /
+                     (static_cast<double>(n) * n);
+    }
+  }
+  const auto bound = make_codec(spec)->variance_bound(squared_norm, kD, n, algorithm);
+  ASSERT_TRUE(bound.has_value());
+  EXPECT_LE(closed_form, *bound);
+  if (worst) {
+    EXPECT_GE(closed_form, 0.99 * *bound) << "the bound is not tight";
+  }
+  const SampleMean error = sample_mean(squared_errors(
+      collect_rounds(spec, n, algorithm, input, kRounds, std::size_t{1} << 20, {.seed = 12, .bucket = 0}),
+      mean));
+  EXPECT_NEAR(error.mean, closed_form, 5 * error.standard_error + 1e-6 * closed_form) << spec;
+  EXPECT_LE(error.mean, *bound + 5 * error.standard_error) << spec;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Codecs, UnbiasedVarianceTest,
+    ::testing::Values(VarianceParam{"terngrad", 1, Algorithm::ring, false},
+                      VarianceParam{"terngrad", 3, Algorithm::ring, false},
+                      VarianceParam{"terngrad", 4, Algorithm::halving_doubling, false},
+                      VarianceParam{"terngrad:wire=2bit", 5, Algorithm::ring, false},
+                      VarianceParam{"terngrad", 2, Algorithm::ring, true},
+                      VarianceParam{"terngrad:wire=2bit", 3, Algorithm::halving_doubling, true},
+                      VarianceParam{"natural", 1, Algorithm::ring, false},
+                      VarianceParam{"natural", 3, Algorithm::ring, false},
+                      VarianceParam{"natural", 4, Algorithm::halving_doubling, true},
+                      VarianceParam{"natural", 2, Algorithm::ring, true}),
+    [](const ::testing::TestParamInfo<VarianceParam>& info) {
+      return test_name(std::get<0>(info.param) + "_n" + std::to_string(std::get<1>(info.param)) +
+                       "_" + std::string(to_string(std::get<2>(info.param))) +
+                       (std::get<3>(info.param) ? "_worst" : "_noise"));
+    });
+
+// TernGrad's mean is (Σ_r q_r) · fl(s/n), q_r ∈ {−1, 0, 1} each rank's
+// levels on the shared scale s (the global max): every result is an integer
+// k, |k| <= n, times fl(s/n), each rank's own contribution is exactly
+// q_r · s with x's sign, and k is the sum of the own contributions over s.
+TEST(TernGradCodecTest, ValuesAreIntegerSumsOfTernaryLevelsOnTheSharedScale) {
+  constexpr std::size_t kD = 1000;
+  for (const char* spec : {"terngrad", "terngrad:wire=2bit"}) {
+    for (int n : {1, 2, 3, 5}) {
+      auto input = [](int r) {
+        return make_vector(kD, [&](std::size_t i) { return noise(r, i) * (1.0f + r); });
+      };
+      const double s = global_max(n, input);
+      const auto step = static_cast<float>(s / n);
+      run_world(n, [&](Communicator& comm) {
+        auto codec = make_codec(spec, {.seed = 3, .bucket = 1});
+        const auto x = input(comm.rank());
+        auto data = x;
+        std::vector<float> own(kD);
+        codec->allreduce_mean(comm, data, {}, own);
+        std::vector<double> levels(kD);
+        for (std::size_t i = 0; i < kD; ++i) {
+          ASSERT_TRUE(own[i] == 0 || std::abs(own[i]) == static_cast<float>(s)) << own[i];
+          ASSERT_TRUE(own[i] == 0 || std::signbit(own[i]) == std::signbit(x[i]));
+          levels[i] = own[i] / s;
+        }
+        allreduce_values<double>(comm.transport(), levels, ReduceOp::sum, comm.options().timeout);
+        for (std::size_t i = 0; i < kD; ++i) {
+          ASSERT_LE(std::abs(levels[i]), n);
+          ASSERT_EQ(data[i], static_cast<float>(levels[i]) * step) << spec << " n=" << n << " at " << i;
+        }
+      });
+    }
+  }
+}
+
+// Both wires draw the same levels and scale their exact sum once: every
+// operation gives the same bits on int8 partial sums and on 2-bit codes
+// (reduce-scatter blocks differ in where they end — 2-bit blocks hold whole
+// bytes — and each equals the same slice of the common mean).
+TEST(TernGradCodecTest, BothWiresGiveBitwiseTheSameResults) {
+  for (int n : {2, 3, 8}) {
+    for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
+      run_world(n, [&](Communicator& comm) {
+        CollectiveOptions options;
+        options.algorithm = algorithm;
+        options.chunk_bytes = 256;
+        const auto x = make_vector(5001, [&](std::size_t i) { return noise(comm.rank(), i); });
+        std::vector<std::vector<float>> means, gathers;
+        for (const char* spec : {"terngrad", "terngrad:wire=2bit"}) {
+          auto codec = make_codec(spec, {.seed = 9, .bucket = 4});
+          auto mean = x;
+          codec->allreduce_mean(comm, mean, options);
+          codec->set_step(0);
+          const Range mine =
+              codec->reduce_scatter_blocks(x.size(), n)[static_cast<std::size_t>(comm.rank())];
+          std::vector<float> block(mine.count), gathered(x.size() * static_cast<std::size_t>(n));
+          codec->reduce_scatter_mean(comm, x, block, options);
+          EXPECT_EQ(block, std::vector<float>(mean.begin() + static_cast<long>(mine.first),
+                                              mean.begin() + static_cast<long>(mine.first + mine.count)))
+              << spec << ": the reduce-scatter block differs from the mean";
+          codec->allgather(comm, x, gathered, options);
+          means.push_back(std::move(mean));
+          gathers.push_back(std::move(gathered));
+        }
+        EXPECT_EQ(means[0], means[1]) << "allreduce, n=" << n << " " << to_string(algorithm);
+        EXPECT_EQ(gathers[0], gathers[1]) << "allgather, n=" << n << " " << to_string(algorithm);
+      });
+    }
+  }
+}
+
+// TernGrad's clipping (clip=2.5): each tensor clamped to ±2.5σ of its own
+// elements, the shared scale is the largest clamped magnitude, and the
+// results average to the clamped values (not to the input: biased).
+TEST(TernGradCodecTest, ClipsEachTensorToItsDeviationsAndIsUnbiasedForTheClippedValues) {
+  const std::vector<std::size_t> sizes{400, 600};
+  auto tensor_input = make_vector(1000, [](std::size_t i) {
+    const float scale = i < 400 ? 0.01f : 1.0f;
+    return (i == 7 || i == 700) ? 40.0f * scale : noise(0, i) * scale;
+  });
+  std::vector<double> clipped(tensor_input.begin(), tensor_input.end());
+  double s = 0;
+  for (std::size_t first = 0, t = 0; t < sizes.size(); first += sizes[t++]) {
+    double sum = 0, squares = 0;
+    for (std::size_t i = first; i < first + sizes[t]; ++i) sum += tensor_input[i];
+    const double mean = sum / static_cast<double>(sizes[t]);
+    for (std::size_t i = first; i < first + sizes[t]; ++i) {
+      squares += (tensor_input[i] - mean) * (tensor_input[i] - mean);
+    }
+    const auto bound = static_cast<float>(2.5 * std::sqrt(squares / static_cast<double>(sizes[t])));
+    for (std::size_t i = first; i < first + sizes[t]; ++i) {
+      clipped[i] = std::min(std::max(tensor_input[i], -bound), bound);
+      s = std::max(s, std::abs(clipped[i]));
+    }
+  }
+  ASSERT_LT(s, 40.0);  // the outliers were clipped
+  std::vector<std::vector<float>> rounds;
+  run_world(1, [&](Communicator& comm) {
+    auto codec = make_codec("terngrad:clip=2.5", {.seed = 2, .bucket = 0});
+    codec->set_layout(TensorLayout::of_sizes(sizes));
+    for (int round = 0; round < 3000; ++round) {
+      auto data = tensor_input;
+      codec->allreduce_mean(comm, data);
+      for (float v : data) ASSERT_TRUE(v == 0 || std::abs(v) == static_cast<float>(s)) << v;
+      rounds.push_back(std::move(data));
+    }
+  });
+  expect_unbiased("terngrad:clip=2.5", rounds, clipped);
+}
+
+// C_nat on one rank: every output is zero or a signed power of two; a
+// power of two stays as it is; any other |x| in [2^e, 2^(e+1)) becomes
+// one of those two with x's sign; below the window (2^-126 of the
+// reference power, here 1) an element becomes 0 or that smallest power.
+// The same holds for each rank's own contribution on several ranks.
+void expect_natural_neighbours(std::span<const float> x, std::span<const float> c, float smallest) {
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float a = std::abs(x[i]);
+    if (a == 0) {
+      ASSERT_EQ(c[i], 0.0f);
+      continue;
+    }
+    if (a < smallest) {
+      ASSERT_TRUE(c[i] == 0 || c[i] == std::copysign(smallest, x[i])) << x[i] << " -> " << c[i];
+      continue;
+    }
+    ASSERT_TRUE(is_signed_power_of_two(c[i])) << c[i];
+    ASSERT_EQ(std::signbit(c[i]), std::signbit(x[i]));
+    int e = 0;
+    std::frexp(a, &e);
+    const float low = std::ldexp(1.0f, e - 1);
+    if (a == low) {
+      ASSERT_EQ(c[i], x[i]);
+    } else {
+      ASSERT_TRUE(std::abs(c[i]) == low || std::abs(c[i]) == 2 * low) << x[i] << " -> " << c[i];
+    }
+  }
+}
+
+TEST(NaturalCodecTest, OutputsAreTheTwoNeighbouringPowersOfTwo) {
+  auto input = [](int r) {
+    return make_vector(4000, [&](std::size_t i) {
+      if (i % 11 == 0) return std::ldexp(i % 2 ? 1.0f : -1.0f, -static_cast<int>(i % 60));
+      if (i % 13 == 0) return noise(r, i) * 0x1p-127f;  // below the window
+      return i == 3 ? 1.0f : noise(r, i) * std::ldexp(1.0f, -static_cast<int>(i % 40));
+    });
+  };
+  run_world(1, [&](Communicator& comm) {
+    auto codec = make_codec("natural");
+    for (int round = 0; round < 20; ++round) {
+      auto data = input(0);
+      codec->allreduce_mean(comm, data);
+      expect_natural_neighbours(input(0), data, 0x1p-126f);
+    }
+  });
+  run_world(3, [&](Communicator& comm) {
+    auto codec = make_codec("natural");
+    auto data = input(comm.rank());
+    std::vector<float> own(data.size());
+    codec->allreduce_mean(comm, data, {}, own);
+    expect_natural_neighbours(input(comm.rank()), own, 0x1p-126f);
+  });
+}
+
+// The reference power is the smallest power of two >= the global max:
+// 2^127 is the largest that fp32 holds (2^127 itself is kept exactly;
+// anything larger is refused on every rank); for tiny maxima the window
+// ends at 2^-149, so every non-zero subnormal is in it.
+TEST(NaturalCodecTest, ReferencePowerCoversTheWholeFp32Range) {
+  run_world(1, [](Communicator& comm) {
+    auto codec = make_codec("natural");
+    std::vector<float> largest{0x1p127f, -0x1p127f, 0x1p100f};
+    codec->allreduce_mean(comm, largest);
+    EXPECT_EQ(largest, (std::vector<float>{0x1p127f, -0x1p127f, 0x1p100f}));
+    std::vector<float> beyond{0x1.8p127f};
+    EXPECT_THAT([&] { codec->allreduce_mean(comm, beyond); },
+                ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("exceeds 2^127")));
+    for (int round = 0; round < 20; ++round) {
+      const std::vector<float> tiny{3 * 0x1p-149f, 0x1p-149f, -5 * 0x1p-149f, 0.0f};
+      auto data = tiny;
+      codec->allreduce_mean(comm, data);
+      expect_natural_neighbours(tiny, data, 0x1p-149f);
+    }
+  });
+}
+
+// Corrupt or truncated chunks are rejected with a CommError, never read out
+// of bounds; an int8 mean over more than 127 ranks is refused.
+TEST(UnbiasedCodecsTest, CorruptChunksAreRejected) {
+  const std::vector<float> x{0.5f, -1.0f, 0.25f, 0.0f, 0.75f};
+  std::vector<float> out(x.size());
+  {
+    auto reduction = make_codec("terngrad")->reduction_for(1.0, 3, 0, Algorithm::ring);
+    std::vector<std::byte> a(5), b(5, std::byte{100});
+    reduction->encode(x, 0, a);
+    EXPECT_THROW(reduction->reduce(b, a, a.size(), {0, 5, 1, 0}), CommError);
+    EXPECT_THROW(reduction->decode(std::span(a).first(4), 0, out), CommError);
+    EXPECT_THROW(make_codec("terngrad")->reduction_for(1.0, 128, 0, Algorithm::ring), InvalidArgument);
+  }
+  {
+    auto reduction = make_codec("terngrad:wire=2bit")->reduction_for(1.0, 200, 0, Algorithm::ring);
+    std::vector<std::byte> codes(2);
+    ASSERT_EQ(reduction->encode(x, 0, codes), 2u);
+    reduction->decode(codes, 0, out);  // valid
+    auto bad = codes;
+    bad[0] = (bad[0] & std::byte{0xFC}) | std::byte{0b10};
+    EXPECT_THROW(reduction->decode(bad, 0, out), CommError);
+    bad = codes;
+    bad[1] |= std::byte{0x40};  // beyond the fifth code
+    EXPECT_THROW(reduction->decode(bad, 0, out), CommError);
+    EXPECT_THROW(reduction->decode(std::span(codes).first(1), 0, out), CommError);
+  }
+  {
+    auto reduction = make_codec("natural")->reduction_for(1.0, 2, 0, Algorithm::ring);
+    std::vector<std::byte> codes(5);
+    reduction->encode(x, 0, codes);
+    reduction->decode(codes, 0, out);  // valid
+    auto bad = codes;
+    bad[3] = std::byte{0x80};  // a signed zero is never written
+    EXPECT_THROW(reduction->decode(bad, 0, out), CommError);
+    EXPECT_THROW(reduction->decode(std::span(codes).first(4), 0, out), CommError);
+    // A maximum of 2^-140 leaves a window of 10 powers, down to 2^-149.
+    auto tiny = make_codec("natural")->reduction_for(0x1p-140, 2, 0, Algorithm::ring);
+    std::vector<std::byte> beyond(5, std::byte{11});
+    EXPECT_THROW(tiny->decode(beyond, 0, out), CommError);
+    beyond.assign(5, std::byte{10});
+    tiny->decode(beyond, 0, out);
+    EXPECT_EQ(out[0], 0x1p-149f);
+  }
+}
+
+}  // namespace
+}  // namespace qccl::test
