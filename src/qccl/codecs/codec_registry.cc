@@ -6,6 +6,7 @@
 #include "qccl/codecs/global_qsgd.h"
 #include "qccl/codecs/intsgd.h"
 #include "qccl/codecs/qsgd.h"
+#include "qccl/codecs/topk.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -47,6 +48,11 @@ constexpr CatalogEntry kCatalog[] = {
      "IntDIANA (integer rounding of gradient differences with per-rank shifts; needs step "
      "feedback); params round=random|deterministic, wire=int8|int32|int64, beta=0, eps=1e-8",
      make_intdiana_codec},
+    {"topk",
+     "Top-k sparsification (the max(1, ceil(ratio*d)) largest |x| of each tensor as (index, "
+     "value) pairs, allgathered and summed in rank order); params ratio=0.01 in (0,1], "
+     "ef=on|off (error feedback, default on)",
+     make_topk_codec},
     {"ef",
      "error feedback around any codec, ef(SPEC): compresses input + residual, keeps the residual "
      "per tensor (EF-SGD); allreduce and reduce-scatter means",
