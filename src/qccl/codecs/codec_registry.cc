@@ -6,6 +6,7 @@
 #include "qccl/codecs/global_qsgd.h"
 #include "qccl/codecs/intsgd.h"
 #include "qccl/codecs/qsgd.h"
+#include "qccl/codecs/randk.h"
 #include "qccl/codecs/topk.h"
 #include "qccl/common/errors.h"
 
@@ -53,6 +54,11 @@ constexpr CatalogEntry kCatalog[] = {
      "value) pairs, allgathered and summed in rank order); params ratio=0.01 in (0,1], "
      "ef=on|off (error feedback, default on)",
      make_topk_codec},
+    {"randk",
+     "Rand-k sparsification on positions drawn from the shared seed (values only, summed in "
+     "transit); params ratio=0.01 in (0,1], scale=none|unbiased (times d/k), ef=on|off "
+     "(default scale=none,ef=on as in Stich et al. 2018; scale=unbiased needs ef=off)",
+     make_randk_codec},
     {"ef",
      "error feedback around any codec, ef(SPEC): compresses input + residual, keeps the residual "
      "per tensor (EF-SGD); allreduce and reduce-scatter means",
