@@ -1,6 +1,7 @@
 #include "qccl/codecs/codec_registry.h"
 
 #include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/dgc.h"
 #include "qccl/codecs/error_feedback.h"
 #include "qccl/codecs/float_codecs.h"
 #include "qccl/codecs/global_qsgd.h"
@@ -59,6 +60,12 @@ constexpr CatalogEntry kCatalog[] = {
      "transit); params ratio=0.01 in (0,1], scale=none|unbiased (times d/k), ef=on|off "
      "(default scale=none,ef=on as in Stich et al. 2018; scale=unbiased needs ef=off)",
      make_randk_codec},
+    {"dgc",
+     "Deep Gradient Compression (momentum correction and factor masking, sampled threshold, "
+     "pairs allgathered); the codec applies the momentum: run the optimizer WITHOUT momentum; "
+     "params ratio=0.01, momentum=0.9, clip=off|C (per tensor, C/sqrt(n)), warmup=0 steps, "
+     "sample=0.01",
+     make_dgc_codec},
     {"ef",
      "error feedback around any codec, ef(SPEC): compresses input + residual, keeps the residual "
      "per tensor (EF-SGD); allreduce and reduce-scatter means",
