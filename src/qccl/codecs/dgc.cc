@@ -30,14 +30,15 @@ std::string dgc_spec(const DgcConfig& c) {
          ",warmup=" + std::to_string(c.warmup) + ",sample=" + format_number(c.sample);
 }
 
-// One DGC step (Lin et al. 2018, Algorithm 1 with momentum correction),
-// tensor by tensor (the paper's layers), on this rank's gradient g:
-//   g ← g·min(1, (C/√N)/||g||₂)   local clipping (§3.3), when clip=C
-//   u ← m·u + g                    momentum correction (§3.2)
+// One DGC step (Lin et al. 2018, gradient sparsification with the paper's
+// four techniques), tensor by tensor (the paper's layers), on this rank's
+// gradient g:
+//   g ← g·min(1, (C/√N)/||g||₂)   local gradient clipping, when clip=C
+//   u ← m·u + g                    momentum correction
 //   v ← v + u                      local accumulation
 //   sent = v on the positions select_by_threshold picks (dgc_selection.h),
-//          at this step's density (warm-up, §3.4)
-//   u, v ← 0 on the sent positions momentum factor masking (§3.2)
+//          at this step's density (warm-up training)
+//   u, v ← 0 on the sent positions momentum factor masking
 // The sent values travel as (index, value) pairs by allgather
 // (SparsePairsReduction), and every rank adds the ranks' pairs in rank order
 // and divides by n: the result is the mean of the ranks' sent v, which the
@@ -51,7 +52,8 @@ std::string dgc_spec(const DgcConfig& c) {
 //
 // The clipping threshold applies to each tensor's own gradient (the codec
 // sees one bucket; a per-tensor clip does not depend on how tensors are
-// bucketed), scaled by N^-1/2 as §3.3 says for N ranks.
+// bucketed), scaled by N^-1/2 for N ranks, as the paper's local gradient
+// clipping does.
 class DgcCodec final : public Codec {
  public:
   DgcCodec(DgcConfig config, CodecSettings settings) : Codec(settings), config_(config) {}
@@ -154,7 +156,7 @@ class DgcCodec final : public Codec {
     }
   }
 
-  // §3.3: the factor that brings ||g||₂ down to C/√N, or 1.
+  // Local gradient clipping: the factor that brings ||g||₂ down to C/√N, or 1.
   float clip_factor(std::span<const float> g, int ranks) const {
     if (config_.clip <= 0) return 1.0f;
     double squares = 0;

@@ -1,8 +1,8 @@
 // Deep Gradient Compression (Lin, Han, Mao, Wang and Dally 2018, "Deep
 // Gradient Compression: reducing the communication bandwidth for distributed
-// training"), as MergeComp evaluates it (§2, §5, Table 1: sparse values
-// aggregated by allgather). The codec applies momentum itself (momentum
-// correction, §3.2): the optimizer must run plain SGD, without momentum.
+// training"), as MergeComp evaluates it (§2.1, §5; §3.1 Table 1:
+// sparse values aggregated by allgather). The codec applies momentum itself ("momentum
+// correction"): the optimizer must run plain SGD, without momentum.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,6 @@
 // Deep Gradient Compression's choice of what to send (Lin, Han, Mao, Wang
-// and Dally 2018, "Deep Gradient Compression", §3.1, §3.4 and their
-// sampled threshold): the density of each step under warm-up, and the
+// and Dally 2018, "Deep Gradient Compression": gradient sparsification,
+// warm-up training and the sampled threshold): the density of each step under warm-up, and the
 // positions of one tensor's accumulated gradient v whose |v| passes a
 // threshold estimated from a sample.
 #pragma once
@@ -14,7 +14,7 @@
 
 namespace qccl {
 
-// The fraction of elements sent at `step` (DGC §3.4, "exponentially
+// The fraction of elements sent at `step` (DGC's warm-up training, "exponentially
 // increase the gradient sparsity from a relatively small value to the final
 // value": 75%, 93.75%, 98.4375%, 99.6%, ...). Warm-up runs the densities
 // 4^-1, 4^-2, ..., 4^-J — every power of 1/4 above `ratio` — in J equal

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "qccl/codecs/error_feedback.h"
@@ -102,7 +101,7 @@ class RandkReduction final : public Reduction {
 // index, which every rank knows.
 //
 // scale=none sends C(x) = x on the positions (E[C(x)] = (k/d)·x, biased:
-// meant for error feedback, Stich et al. 2018, Algorithm 1 with rand-k);
+// meant for error feedback, Stich et al. 2018's memory SGD with rand-k);
 // scale=unbiased sends C(x) = (d_t/k_t)·x there, E[C(x)] = x.
 class RandkCodec final : public Codec {
  public:
@@ -213,8 +212,8 @@ class RandkCodec final : public Codec {
 }  // namespace
 
 // The default is scale=none with error feedback: MergeComp takes Rand-k from
-// Stich et al. 2018 (§2), whose rand-k is unscaled and runs with memory
-// (error feedback), as MergeComp runs every sparsifier (§2: "many
+// Stich et al. 2018 (§2.1), whose rand-k is unscaled and runs with memory
+// (error feedback), as MergeComp runs every sparsifier (§3.2: "many
 // compression algorithms leverage error-feedback"). The unbiased scaling
 // multiplies the variance by d/k − 1 (99 at MergeComp's 99% sparsity, §5),
 // too much to train with; it is offered for the unbiasedness analysis.
@@ -227,7 +226,7 @@ std::unique_ptr<Codec> make_randk_codec(const CodecSpec& spec, CodecSettings set
       params.choice("ef", {"on", "off"}, config.unbiased ? "off" : "on") == "on";
   params.finish();
   // Error feedback needs a contraction, E||C(x) − x||² <= (1 − δ)||x||²
-  // (Stich et al. 2018, Definition 2.1); the scaled compressor's error is
+  // (Stich et al. 2018's k-contraction); the scaled compressor's error is
   // (d/k − 1)||x||², larger than ||x||² once k < d/2, and its residual grows
   // without bound.
   if (config.unbiased && config.error_feedback) {

@@ -1,5 +1,5 @@
 // Rand-k sparsification (Stich, Cordonnier and Jaggi 2018, "Sparsified SGD
-// with memory"; MergeComp §2, §5, Table 1) with the kept positions drawn
+// with memory"; MergeComp §2.1, §3.1 Table 1, §5) with the kept positions drawn
 // from a seed every rank shares (global-qsgd.txt §2, footnote 1:
 // "synchronized random seed" makes random sparsification Allreduce
 // compatible): every rank keeps the same k positions of each tensor, so only

@@ -1,6 +1,6 @@
 // The (index, value) encoding of a sparsifier whose ranks keep different
 // elements (Top-k, DGC): MergeComp Table 1 aggregates them by allgather,
-// since pairs from different ranks cannot be summed in transit (MergeComp §2
+// since pairs from different ranks cannot be summed in transit (MergeComp §3.1:
 // "allreduce does not support sparse tensors"). Each rank's encoding of a
 // chunk [first, first + count) is
 //   [uint32 pair count p][p × uint32 index − first, increasing][p × fp32 value]

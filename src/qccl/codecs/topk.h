@@ -1,6 +1,6 @@
 // Top-k sparsification (Aji and Heafield 2017, "Sparse communication for
-// distributed gradient descent"), one of MergeComp's sparsifiers (§2, §5,
-// Table 1): each rank keeps the k largest |x| of every tensor, sends them as
+// distributed gradient descent"), one of MergeComp's sparsifiers (§2.1,
+// §3.1 Table 1, §5): each rank keeps the k largest |x| of every tensor, sends them as
 // (index, value) pairs by allgather, and every rank sums the ranks' pairs.
 // With error feedback by default (Stich, Cordonnier and Jaggi 2018,
 // "Sparsified SGD with memory"), as MergeComp runs it.
