@@ -70,8 +70,9 @@ TEST(CodecSpecTest, CanonicalSpecsNameEveryParameter) {
   for (const auto& [name, description] : codec_catalog()) names.push_back(name);
   EXPECT_EQ(names, (std::vector<std::string>{
                        "fp32", "fp16", "global-qsgd", "qsgd", "terngrad", "natural", "intsgd",
-                       "intsgd-heuristic", "intdiana", "signsgd", "signum", "scaled-sign",
-                       "ef-signsgd", "onebit-quantizer", "onebit", "powersgd", "ef"}));
+                       "intsgd-heuristic", "intdiana", "topk", "randk", "dgc", "signsgd",
+                       "signum", "scaled-sign", "ef-signsgd", "onebit-quantizer", "onebit",
+                       "powersgd", "ef"}));
   EXPECT_EQ(make_codec("qsgd")->spec(), "qsgd:bits=8,bucket=512,norm=2");
   EXPECT_EQ(make_codec("qsgd")->wire_bytes(1000), 2 * 4 + 1000u);  // 2 bucket norms + levels
   EXPECT_EQ(make_codec("qsgd:bits=4,bucket=128")->wire_bytes(1000), 8 * 4 + 500u);

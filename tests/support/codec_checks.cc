@@ -135,13 +135,16 @@ void check_codec_operation(Communicator& comm, const std::string& spec,
   // Without a bound the value checks below cannot run: only codecs known to
   // have none may lack one (error feedback's steps are checked against its
   // inner codec's in error_feedback_test.cc; adaptive IntSGD's bound is lost
-  // when its scale may clip; EF-SignSGD and OneBit are error feedback too;
-  // signSGD's and SigNUM's vote is a direction, not an approximation of the
-  // mean).
+  // when its scale may clip; EF-SignSGD, OneBit and a scheme with error
+  // feedback of its own, ef=on, are error feedback too; DGC carries past
+  // steps into the result; signSGD's and SigNUM's vote is a direction, not
+  // an approximation of the mean).
   const auto starts = [&](std::string_view prefix) { return spec.rfind(prefix, 0) == 0; };
+  const std::string canonical = codec->spec();
   EXPECT_TRUE(std::isfinite(bound) || starts("ef(") || starts("intdiana") ||
               spec == "intsgd" || starts("intsgd:") || spec == "signsgd" ||
-              starts("signum") || spec == "ef-signsgd" || spec == "onebit")
+              starts("signum") || spec == "ef-signsgd" || spec == "onebit" ||
+              canonical.find(",ef=on") != std::string::npos || canonical.rfind("dgc:", 0) == 0)
       << spec << " has no error bound here";
 
   switch (operation) {

@@ -1,6 +1,7 @@
 #include "qccl/codecs/codec_registry.h"
 
 #include "qccl/codecs/codec_spec.h"
+#include "qccl/codecs/dgc.h"
 #include "qccl/codecs/error_feedback.h"
 #include "qccl/codecs/float_codecs.h"
 #include "qccl/codecs/global_qsgd.h"
@@ -9,8 +10,10 @@
 #include "qccl/codecs/one_bit_codecs.h"
 #include "qccl/codecs/powersgd.h"
 #include "qccl/codecs/qsgd.h"
+#include "qccl/codecs/randk.h"
 #include "qccl/codecs/sign_vote.h"
 #include "qccl/codecs/terngrad.h"
+#include "qccl/codecs/topk.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -61,6 +64,22 @@ constexpr CatalogEntry kCatalog[] = {
      "IntDIANA (integer rounding of gradient differences with per-rank shifts; needs step "
      "feedback); params round=random|deterministic, wire=int8|int32|int64, beta=0, eps=1e-8",
      make_intdiana_codec},
+    {"topk",
+     "Top-k sparsification (the max(1, ceil(ratio*d)) largest |x| of each tensor as (index, "
+     "value) pairs, allgathered and summed in rank order); params ratio=0.01 in (0,1], "
+     "ef=on|off (error feedback, default on)",
+     make_topk_codec},
+    {"randk",
+     "Rand-k sparsification on positions drawn from the shared seed (values only, summed in "
+     "transit); params ratio=0.01 in (0,1], scale=none|unbiased (times d/k), ef=on|off "
+     "(default scale=none,ef=on as in Stich et al. 2018; scale=unbiased needs ef=off)",
+     make_randk_codec},
+    {"dgc",
+     "Deep Gradient Compression (momentum correction and factor masking, sampled threshold, "
+     "pairs allgathered); the codec applies the momentum: run the optimizer WITHOUT momentum; "
+     "params ratio=0.01, momentum=0.9, clip=off|C (per tensor, C/sqrt(n)), warmup=0 steps, "
+     "sample=0.01",
+     make_dgc_codec},
     {"signsgd",
      "signSGD with majority vote: one sign bit per element, the result is the vote "
      "sign(sum of signs) in {-1,0,+1} (an update direction: learning rate ~1e-4..1e-3); "

@@ -19,6 +19,7 @@ enum class RngStream : std::uint64_t {
   shuffle = 4,  // the order of training samples (data-parallel engine)
   init = 5,     // initial model parameters
   data = 6,     // generated datasets
+  sparsify = 7, // which elements a sparsifier keeps (Rand-k's shared draw, DGC's sample)
 };
 
 constexpr std::uint32_t mix32(std::uint32_t x) {
