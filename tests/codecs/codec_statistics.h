@@ -31,11 +31,11 @@ inline std::vector<std::vector<float>> collect_rounds(
     options.algorithm = algorithm;
     options.chunk_bytes = chunk_bytes;
     const auto x = input(comm.rank());
-    std::int64_t running_hash = 0;
+    std::uint64_t running_hash = 0;  // wraps around: unsigned
     for (int round = 0; round < rounds; ++round) {
       auto data = x;
       codec->allreduce_mean(comm, data, options);
-      running_hash = running_hash * 31 + bytes_hash(data);
+      running_hash = running_hash * 31 + static_cast<std::uint64_t>(bytes_hash(data));
       if (comm.rank() == 0) results.push_back(std::move(data));
     }
     std::vector<float> carrier(2);

@@ -50,6 +50,7 @@ class Reader {
     if (size > in_.size() - at_) {
       throw InvalidArgument("saved codec state is truncated (was the checkpoint damaged?)");
     }
+    if (size == 0) return;  // a zero-element tensor: nothing to copy (data may be null)
     std::memcpy(data, in_.data() + at_, size);
     at_ += size;
   }
