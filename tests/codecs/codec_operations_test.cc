@@ -26,7 +26,10 @@ const std::vector<std::string> kCodecs{
     "fp32", "fp16", "global-qsgd", "global-qsgd:bits=4", "global-qsgd:dither=exp",
     "global-qsgd:norm=2", "global-qsgd:sparse=auto", "qsgd", "qsgd:bits=4,bucket=128",
     "intsgd", "intsgd:round=deterministic,wire=int32", "intsgd-heuristic", "intdiana",
-    "ef(global-qsgd:bits=4)", "ef(fp16)"};
+    "ef(global-qsgd:bits=4)", "ef(fp16)", "terngrad", "terngrad:wire=2bit", "terngrad:clip=2.5",
+    "natural", "topk:ef=off", "topk", "randk", "randk:scale=unbiased,ef=off", "randk:ef=off",
+    "dgc", "dgc:ratio=0.05,momentum=0.8,clip=1,warmup=3,sample=0.1", "signsgd", "signum",
+    "scaled-sign", "ef-signsgd", "onebit-quantizer", "onebit"};
 
 using Param = std::tuple<std::string, CodecOperation, int>;  // codec, operation, ranks
 class CodecOperationTest : public ::testing::TestWithParam<Param> {};

@@ -1,13 +1,7 @@
-// Every sparsifier spec through its three operations — allreduce mean,
-// reduce-scatter mean, allgather — on ranks {1,2,3,4,7}, sizes
-// {0,1,10,1000,100000}, ring and halving-doubling (check_codec_operation:
-// within the bound where there is one, bitwise identical across ranks, a
-// reduce-scatter block equal to the allreduce's, unsupported operations
-// refused by name); and each resuming exactly from a checkpoint over a
-// layout of several tensors.
+// Every sparsifier spec resuming exactly from a checkpoint over a layout of
+// several tensors (their operations over ranks, sizes and algorithms are in
+// codec_operations_test.cc).
 #include <gtest/gtest.h>
-
-#include <tuple>
 
 #include "../support/codec_checks.h"
 #include "../support/test_names.h"
@@ -25,33 +19,6 @@ const std::vector<std::string> kSparsifiers{
     "randk:ratio=0.01,scale=none,ef=off",
     "dgc:ratio=0.01,momentum=0.9,clip=off,warmup=0,sample=0.01",
     "dgc:ratio=0.05,momentum=0.8,clip=1,warmup=3,sample=0.1"};
-
-using Param = std::tuple<std::string, CodecOperation, int>;  // codec, operation, ranks
-class SparseCodecOperationTest : public ::testing::TestWithParam<Param> {};
-
-TEST_P(SparseCodecOperationTest, AgreesWithTheExactResultOnEverySizeAndAlgorithm) {
-  const auto& [spec, operation, ranks] = GetParam();
-  run_world(ranks, [&](Communicator& comm) {
-    for (std::size_t count : {0, 1, 10, 1000, 100000}) {
-      for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
-        check_codec_operation(comm, spec, operation, count, algorithm);
-      }
-    }
-  });
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Sparsifiers, SparseCodecOperationTest,
-    ::testing::Combine(::testing::ValuesIn(kSparsifiers),
-                       ::testing::Values(CodecOperation::allreduce_mean,
-                                         CodecOperation::reduce_scatter_mean,
-                                         CodecOperation::allgather),
-                       ::testing::Values(1, 2, 3, 4, 7)),
-    [](const ::testing::TestParamInfo<Param>& info) {
-      return test_name(std::get<0>(info.param) + "_" +
-                       std::string(to_string(std::get<1>(info.param))) + "_n" +
-                       std::to_string(std::get<2>(info.param)));
-    });
 
 class SparseCodecResumeTest : public ::testing::TestWithParam<std::string> {};
 

@@ -78,35 +78,6 @@ TEST(UnbiasedCodecsTest, SpecsListEveryParameterAndReadBack) {
   }
 }
 
-// Every operation over sizes and algorithms (codec_checks.h).
-using OperationParam = std::tuple<std::string, CodecOperation, int>;
-class UnbiasedCodecOperationTest : public ::testing::TestWithParam<OperationParam> {};
-
-TEST_P(UnbiasedCodecOperationTest, AgreesWithTheExactResultOnEverySizeAndAlgorithm) {
-  const auto& [spec, operation, ranks] = GetParam();
-  run_world(ranks, [&](Communicator& comm) {
-    for (std::size_t count : {0, 1, 10, 1000, 100000}) {
-      for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
-        check_codec_operation(comm, spec, operation, count, algorithm);
-      }
-    }
-  });
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    Codecs, UnbiasedCodecOperationTest,
-    ::testing::Combine(::testing::Values("terngrad", "terngrad:wire=2bit", "terngrad:clip=2.5",
-                                         "natural"),
-                       ::testing::Values(CodecOperation::allreduce_mean,
-                                         CodecOperation::reduce_scatter_mean,
-                                         CodecOperation::allgather),
-                       ::testing::Values(1, 2, 3, 4, 7)),
-    [](const ::testing::TestParamInfo<OperationParam>& info) {
-      return test_name(std::get<0>(info.param) + "_" +
-                       std::string(to_string(std::get<1>(info.param))) + "_n" +
-                       std::to_string(std::get<2>(info.param)));
-    });
-
 TEST(UnbiasedCodecsTest, StatelessCodecsResumeExactly) {
   const std::vector<std::size_t> sizes{300, 701};
   const TensorLayout layout = TensorLayout::of_sizes(sizes);

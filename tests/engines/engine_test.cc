@@ -89,7 +89,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values("fp32", "fp16", "global-qsgd:bits=8", "global-qsgd:bits=4",
                       "global-qsgd:bits=8,dither=exp", "global-qsgd:bits=8,norm=2", "qsgd",
                       "intsgd", "intsgd:wire=int32,round=deterministic", "intsgd-heuristic",
-                      "intdiana", "ef(global-qsgd:bits=4)", "ef(intsgd)"),
+                      "intdiana", "ef(global-qsgd:bits=4)", "ef(intsgd)", "terngrad",
+                      "natural", "topk", "randk", "randk:scale=unbiased,ef=off", "dgc",
+                      "signsgd", "signum", "ef-signsgd", "onebit", "powersgd"),
     [](const auto& info) {
       std::string name;
       for (char ch : std::string(info.param)) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
@@ -185,6 +187,13 @@ TEST(Resume, CosineScheduleWithWarmupAndIntSgd) {
 TEST(Resume, ErrorFeedbackResidualsAcrossAnEpoch) {
   expect_resume_is_exact("ef(global-qsgd:bits=4)", "sgd", 7);
 }
+
+// Codec state of the baselines: PowerSGD's Q and residuals, DGC's momentum
+// and accumulation, SigNUM's momentum, Top-k's residuals.
+TEST(Resume, PowerSgdWarmStartAndResiduals) { expect_resume_is_exact("powersgd", "sgd", 3); }
+TEST(Resume, DgcMomentumAndAccumulation) { expect_resume_is_exact("dgc:warmup=4", "sgd", 6); }
+TEST(Resume, SignumMomentumWithAdam) { expect_resume_is_exact("signum", "adam", 4); }
+TEST(Resume, TopkResidualsAcrossAnEpoch) { expect_resume_is_exact("topk", "sgd", 7); }
 
 TEST(Resume, RefusesAnotherRankCountAndMissingCheckpoint) {
   auto config = short_run("fp32");
