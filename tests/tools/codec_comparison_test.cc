@@ -29,7 +29,7 @@ class CodecComparisonTest : public ::testing::Test {
     std::ofstream(dir_ / name) << text;
   }
   static std::string summary(double accuracy, double steps_per_second, double sent, int steps) {
-    return "[{\"accuracy\": " + std::to_string(accuracy) +
+    return "[{\"accuracy\": " + std::to_string(accuracy) + ", \"test_loss\": 0.5" +
            ", \"steps_per_second\": " + std::to_string(steps_per_second) +
            ", \"sent_bytes_per_step\": " + std::to_string(sent) +
            ", \"steps\": " + std::to_string(steps) + "}]";
@@ -53,11 +53,11 @@ TEST_F(CodecComparisonTest, SetsEveryCodecAgainstFp32OfItsModelAndRate) {
   EXPECT_EQ(runs[2].steps, 30u);
   const std::string md = comparison_markdown(runs);
   // topk: 2.5 points below fp32, twice its speed.
-  EXPECT_NE(md.find("| topk | --lr 0.05 | 468 | 85.00% | -2.50 | 25.0 | 2.00× | 32.0 KiB |"), std::string::npos)
+  EXPECT_NE(md.find("| topk | --lr 0.05 | 468 | 85.00% | -2.50 | 0.5000 | 25.0 | 2.00× | 32.0 KiB |"), std::string::npos)
       << md;
   EXPECT_NE(md.find("### recommender, 100mbit"), std::string::npos);
   // No fp32 on that model and link: nothing to compare with.
-  EXPECT_NE(md.find("| fp16 | --optimizer adam | 30 | 60.00% | - | 1000.0 | - | 70.0 MiB |"),
+  EXPECT_NE(md.find("| fp16 | --optimizer adam | 30 | 60.00% | - | 0.5000 | 1000.0 | - | 70.0 MiB |"),
             std::string::npos)
       << md;
   const auto files = write_comparison_report(runs, dir_.string());

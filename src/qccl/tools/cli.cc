@@ -123,8 +123,12 @@ int run_codec_bench_command(CodecBenchCommand& command) {
   try {
     command.config.bytes = parse_bytes(command.size);
     if (command.config.codecs.empty()) {
-      command.config.codecs = {"fp32", "fp16", "global-qsgd:bits=8,dither=linear",
-                               "global-qsgd:bits=4", "global-qsgd:bits=8,dither=exp", "qsgd"};
+      command.config.codecs = {"fp32",      "fp16",       "global-qsgd:bits=8,dither=linear",
+                               "global-qsgd:bits=4", "global-qsgd:bits=8,dither=exp",
+                               "qsgd",      "terngrad",   "natural",
+                               "topk:ef=off", "randk:ef=off", "dgc",
+                               "signsgd",   "scaled-sign", "onebit-quantizer",
+                               "powersgd"};
     }
     const auto rows = run_codec_bench(command.config);
     if (command.json) {

@@ -36,6 +36,7 @@ ComparisonRun read_run(const std::string& directory, const std::vector<std::stri
     }
     const auto& s = summaries[0];
     run.accuracy = s.at("accuracy").get<double>();
+    run.test_loss = s.at("test_loss").get<double>();
     run.ms_per_step = 1000.0 / s.at("steps_per_second").get<double>();
     run.sent_bytes_per_step = s.at("sent_bytes_per_step").get<double>();
     run.steps = s.at("steps").get<std::size_t>();
@@ -85,11 +86,11 @@ std::string size_text(double bytes) {
 
 std::string comparison_csv(const std::vector<ComparisonRun>& runs) {
   std::ostringstream csv;
-  csv << "model,rate,codec,settings,steps,accuracy,ms_per_step,sent_bytes_per_step\n";
+  csv << "model,rate,codec,settings,steps,accuracy,test_loss,ms_per_step,sent_bytes_per_step\n";
   for (const auto& r : runs) {
     csv << r.model << "," << r.rate << ",\"" << r.codec << "\",\"" << r.settings << "\","
-        << r.steps << "," << r.accuracy << "," << r.ms_per_step << "," << r.sent_bytes_per_step
-        << "\n";
+        << r.steps << "," << r.accuracy << "," << r.test_loss << "," << r.ms_per_step << ","
+        << r.sent_bytes_per_step << "\n";
   }
   return csv.str();
 }
@@ -134,14 +135,15 @@ std::string comparison_markdown(const std::vector<ComparisonRun>& runs) {
   for (const auto& group : groups_of(runs)) {
     const ComparisonRun* base = group.fp32();
     md << "### " << group.model << ", " << group.rate << "\n\n"
-       << "| codec | settings | steps | test accuracy | vs fp32 (points) | ms/step | speed-up "
-          "over fp32 | sent per step |\n"
-       << "| --- | --- | --- | --- | --- | --- | --- | --- |\n";
+       << "| codec | settings | steps | test accuracy | vs fp32 (points) | test loss | ms/step "
+          "| speed-up over fp32 | sent per step |\n"
+       << "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
     for (const auto* r : group.runs) {
       const bool compared = base != nullptr && r != base;
       md << "| " << r->codec << " | " << r->settings << " | " << r->steps << " | "
          << fixed(100 * r->accuracy, 2) << "% | "
          << (compared ? fixed(100 * (r->accuracy - base->accuracy), 2) : "-") << " | "
+         << fixed(r->test_loss, 4) << " | "
          << fixed(r->ms_per_step, 1) << " | "
          << (base != nullptr ? fixed(base->ms_per_step / r->ms_per_step, 2) + "×" : "-") << " | "
          << size_text(r->sent_bytes_per_step) << " |\n";

@@ -14,6 +14,7 @@ struct ComparisonRun {
   std::string model, rate, codec;
   std::string settings;  // the training options this codec ran with (lr, momentum, ...)
   double accuracy = 0;           // final test accuracy, 0..1
+  double test_loss = 0;          // final test loss (moves before accuracy on short runs)
   double ms_per_step = 0;        // mean wall time of a training step (evaluation excluded)
   double sent_bytes_per_step = 0;  // bytes rank 0 sent per step
   std::size_t steps = 0;
@@ -25,8 +26,8 @@ struct ComparisonRun {
 std::vector<ComparisonRun> load_comparison(const std::string& directory);
 
 // The report as Markdown: per (model, rate), one table of every codec with
-// its accuracy, the change against fp32 in points, ms/step, the speed-up
-// over fp32 and the bytes sent per step.
+// its accuracy, the change against fp32 in points, its test loss, ms/step,
+// the speed-up over fp32 and the bytes sent per step.
 std::string comparison_markdown(const std::vector<ComparisonRun>& runs);
 
 // Writes comparison.md, comparison.csv and comparison.svg (accuracy against
