@@ -43,9 +43,10 @@ constexpr CatalogEntry kCatalog[] = {
      "bucket=128..4096 (512), norm=2|inf",
      make_qsgd_codec},
     {"terngrad",
-     "TernGrad (ternary s·sign(x)·Bernoulli(|x|/s) on the shared global max s, unbiased unless "
-     "clipped); params clip=off|2.5 (clip to 2.5 standard deviations per tensor: biased), "
-     "wire=int8|2bit (int8 partial sums in transit, up to 127 ranks | 2-bit codes gathered)",
+     "TernGrad (ternary s_t·sign(x)·Bernoulli(|x|/s_t), s_t the max |x| of each tensor over "
+     "all ranks, unbiased unless clipped); params clip=off|2.5 (clip to 2.5 standard deviations "
+     "per tensor: biased), wire=int8|2bit (int8 partial sums in transit, up to 127 ranks | 2-bit "
+     "codes gathered)",
      make_terngrad_codec},
     {"natural",
      "natural compression C_nat (stochastic rounding to a power of two, sign and 7-bit exponent "

@@ -1,20 +1,17 @@
 #include "qccl/codecs/terngrad.h"
 
+#include <bit>
 #include <cmath>
 #include <vector>
 
-#include "qccl/codecs/linear_dither.h"
+#include "qccl/codecs/kernels.h"
 #include "qccl/codecs/ternary_codes.h"
+#include "qccl/collectives/small_allreduce.h"
 #include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
 namespace {
-
-enum class TernaryWire {
-  int8_sums,  // partial sums of levels in transit, one int8 per element per hop
-  codes,      // 2-bit codes gathered, levels summed after decoding
-};
 
 struct TernGradConfig {
   bool clip = false;
@@ -23,18 +20,17 @@ struct TernGradConfig {
 
 // Wen et al. 2017 (TernGrad, gradient clipping): c = 2.5 standard deviations.
 constexpr double kClipFactor = 2.5;
-// The largest sum of ±1 levels over ranks an int8 holds.
-constexpr int kMaxInt8Ranks = 127;
+constexpr int kMaxInt8Ranks = kTernaryInt8MaxRanks;
 
 // TernGrad's gradient clipping (Wen et al. 2017, "gradient clipping"):
 // each tensor's elements clamped to ±c·σ, σ the standard deviation of that
 // tensor's elements (the paper clips layer by layer), which shrinks the
-// shared scale s and with it the variance s·|x| − x² of ternarizing. It
-// changes the values, so the codec is biased with it. σ is computed in
-// double, in element order (the same bits on every call). A tensor with
-// σ = 0 (constant, e.g. a scalar) is left as it is: clamping it to 0 would
-// erase it; so is one with non-finite σ, whose NaN or Inf the step's norm
-// exchange then reports.
+// tensor's shared scale s_t and with it the variance s_t·|x| − x² of
+// ternarizing. It changes the values, so the codec is biased with it. σ is
+// computed in double, in element order (the same bits on every call). A
+// tensor with σ = 0 (constant, e.g. a scalar) is left as it is: clamping it
+// to 0 would erase it; so is one with non-finite σ, whose NaN or Inf the
+// step's norm exchange then reports.
 void clip_to_deviation(std::span<float> x, double factor) {
   if (x.empty()) return;
   const auto count = static_cast<double>(x.size());
@@ -48,13 +44,19 @@ void clip_to_deviation(std::span<float> x, double factor) {
   for (float& v : x) v = std::min(std::max(v, -bound), bound);
 }
 
-// TernGrad (Wen et al. 2017, the ternarizing rule) with the shared scale of
-// its "scalar sharing": s = max over ranks of ‖g_i‖_∞, which the step's
-// norm exchange already provides, so every rank's ternary values are levels
-// q ∈ {−1, 0, +1} of the same s and their sum over ranks is an integer —
-// the compressed-domain sum of Global-QSGD's linear dithering with one
-// level per rank (linear_dither.h; Global-QSGD §4.2), which rounds up with
-// probability |x|/s exactly as TernGrad's Bernoulli b does. Two wires:
+// TernGrad (Wen et al. 2017, §3): each tensor t (layer) is ternarized on
+// its own scale ("layer-wise ternarizing"), shared by all ranks ("scalar
+// sharing"): s_t = max over ranks of ‖g_t‖_∞, so every rank's ternary
+// values of tensor t are levels q ∈ {−1, 0, +1} of the same s_t and their
+// sum over ranks is an integer — the compressed-domain sum of
+// Global-QSGD's linear dithering with one level per rank (linear_dither.h;
+// Global-QSGD §4.2), which rounds up with probability |x|/s_t exactly as
+// TernGrad's Bernoulli b does. A small tensor thus keeps its own
+// resolution instead of being rounded on the largest tensor's scale.
+// Tensors: those of the layout for the means, each rank's shard for an
+// allgather. With one tensor, s_t is the global ∞-norm the step's exchange
+// already gave; with more, one more small exchange inside the step's call
+// gives every s_t (exchange_scales). Two wires:
 // - int8 (compressed domain): int8 partial sums hop by hop on ring or
 //   halving-doubling, |Σq| <= n <= 127; one byte per element per hop, so an
 //   allreduce sends 2(n−1)/n · d bytes per rank on the ring.
@@ -64,7 +66,7 @@ void clip_to_deviation(std::span<float> x, double factor) {
 //   always 4x smaller than int8; allgather, d/4 per shard) and summed as
 //   exact integers on every rank, for any number of ranks.
 // Both wires compute the same levels from the same random numbers and give
-// the mean as (Σq) · fl(s/n): bitwise the same results. The wire is a
+// the mean as (Σq) · fl(s_t/n): bitwise the same results. The wire is a
 // parameter, not chosen per step from n, because wire_bytes() and
 // aggregation() must describe the codec whatever n is.
 class TernGradCodec final : public Codec {
@@ -87,10 +89,11 @@ class TernGradCodec final : public Codec {
   bool supports(CodecOperation) const override { return true; }
   std::size_t granularity() const override { return int8_wire() ? 1 : 4; }
 
-  // Each rank's value is 0 or s with the sign of x (clipping keeps signs and
-  // s <= the inputs' ∞-norm M), so it errs by at most M per element, and
-  // so does the mean; decoding k · fl(s/n) in fp32 adds at most 2^-22 · s
-  // (plus n · 2^-149 should s/n be subnormal).
+  // Each rank's value is 0 or s_t with the sign of x, where |x| <= s_t <= M,
+  // the inputs' ∞-norm (clipping keeps signs and only shrinks magnitudes),
+  // so it errs by at most max(|x|, s_t − |x|) <= M per element, and so does
+  // the mean; decoding k · fl(s_t/n) in fp32 adds at most 2^-22 · s_t
+  // (plus n · 2^-149 should s_t/n be subnormal).
   double max_abs_error(double norm, int ranks, Algorithm) const override {
     return norm * (1 + 0x1p-22) + ranks * 0x1p-149;
   }
@@ -104,32 +107,64 @@ class TernGradCodec final : public Codec {
 
   void check_step(const StepSetup& setup) const override {
     if (int8_wire() && setup.summed > kMaxInt8Ranks) throw_too_many_ranks(setup.summed);
+    if (per_layer(setup)) layout().check(setup.input.size(), step_name());
+  }
+  // The scales' exchange has one entry per tensor of the layout: ranks
+  // with different layouts fail the call check instead.
+  std::string state_digest(const StepSetup& setup) const override {
+    if (!per_layer(setup)) return {};
+    return " tensors#" + std::to_string(layout().fingerprint());
   }
 
-  // A zero scale means every rank's input is zero: nothing moves.
+  // On the global ∞-norm for every tensor, which is s_t itself when there
+  // is one tensor; move_data sets the per-tensor scales otherwise. A zero
+  // norm means every rank's input is zero: nothing moves.
   std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
     if (norm == 0.0) return nullptr;
+    if (int8_wire() && setup.summed > kMaxInt8Ranks) throw_too_many_ranks(setup.summed);
     const CounterRng rng(settings().seed, setup.step, settings().bucket,
                          static_cast<std::uint64_t>(setup.rank), RngStream::quantize);
-    if (int8_wire()) {
-      if (setup.summed > kMaxInt8Ranks) throw_too_many_ranks(setup.summed);
-      return make_linear_sum_reduction(spec(), norm, 1, setup.summed, rng);
+    TernarySetup ternary;
+    ternary.name = spec();
+    ternary.wire = config_.wire;
+    ternary.summed = setup.summed;
+    ternary.integer_levels = setup.operation != CodecOperation::allgather;
+    ternary.scales = TernaryScales::uniform(norm);
+    return make_ternary_reduction(std::move(ternary), rng);
+  }
+
+  void move_data(Communicator& comm, int tag, const StepSetup& setup, Reduction& reduction,
+                 const Operation& operation, const CollectiveOptions& options) override {
+    const bool shards = setup.operation == CodecOperation::allgather && setup.pieces.size() > 1;
+    if (per_layer(setup) || shards) {
+      static_cast<TernaryReduction&>(reduction).set_scales(
+          exchange_scales(comm, tag, setup, operation, options));
     }
-    const bool shards = setup.operation == CodecOperation::allgather;
-    return make_ternary_codes_reduction(spec(), norm, shards ? static_cast<float>(norm) : 1.0f, rng);
+    Codec::move_data(comm, tag, setup, reduction, operation, options);
   }
 
   // 2bit means: the gathered levels were summed exactly (integers below
-  // 2^24 in fp32); scaled once by fl(s/n), as the int8 decode does.
+  // 2^24 in fp32); scaled once per tensor by fl(s_t/n), as the int8 decode
+  // does.
   void complete_step(const StepSetup& setup, Reduction* reduction,
                      const Operation& operation) override {
     if (int8_wire() || reduction == nullptr || setup.operation == CodecOperation::allgather) return;
-    const auto step = static_cast<float>(setup.norm / (1.0 * setup.summed));
-    for (float& x : operation.output) x = x * step;
+    const std::size_t first = setup.operation == CodecOperation::reduce_scatter_mean
+                                  ? setup.pieces[static_cast<std::size_t>(setup.rank)].first
+                                  : 0;
+    scale_level_sums(static_cast<TernaryReduction*>(reduction)->scales(), first, operation.output,
+                     setup.summed);
   }
 
  private:
   bool int8_wire() const { return config_.wire == TernaryWire::int8_sums; }
+  // A mean over a vector of several tensors: one scale per tensor.
+  bool per_layer(const StepSetup& setup) const {
+    return setup.operation != CodecOperation::allgather && layout().tensor_count() > 1;
+  }
+
+  TernaryScales exchange_scales(Communicator& comm, int tag, const StepSetup& setup,
+                                const Operation& operation, const CollectiveOptions& options) const;
 
   [[noreturn]] void throw_too_many_ranks(int ranks) const {
     throw InvalidArgument(spec() + ": a mean over " + std::to_string(ranks) +
@@ -140,10 +175,52 @@ class TernGradCodec final : public Codec {
   TernGradConfig config_;
 };
 
+// TernGrad's scalar sharing (Wen et al. 2017, §3) per tensor: each rank's
+// max|x| of every tensor (of its own shard, for an allgather: the others'
+// entries 0), as the bits of a non-negative float, which order as the
+// floats do; one MAX allreduce of those integers on the step's tag gives
+// every rank the same exact s_t. Their largest must be the global norm of
+// the step's exchange, computed from the same (clipped) input.
+TernaryScales TernGradCodec::exchange_scales(Communicator& comm, int tag, const StepSetup& setup,
+                                             const Operation& operation,
+                                             const CollectiveOptions& options) const {
+  const std::span<const float> input = operation.input;
+  TernaryScales scales{{}, {}};
+  std::vector<std::int64_t> largest;
+  if (setup.operation == CodecOperation::allgather) {
+    for (const Range& shard : setup.pieces) scales.bounds.push_back(shard.first);
+    scales.bounds.push_back(setup.pieces.back().end());
+    largest.assign(setup.pieces.size(), 0);
+    largest[static_cast<std::size_t>(setup.rank)] =
+        kernels::max_abs_bits(input.data(), input.size());
+  } else {
+    for (const TensorSlice& t : layout().tensors(input.size())) {
+      scales.bounds.push_back(t.offset);
+      largest.push_back(kernels::max_abs_bits(input.data() + t.offset, t.elements));
+    }
+    scales.bounds.push_back(input.size());
+  }
+  small_allreduce(comm, tag, largest, ReduceOp::max, comm.timeout(options.timeout),
+                  spec() + " tensor scales");
+  bool valid = true;
+  double norm = 0;
+  for (std::int64_t bits : largest) {
+    valid = valid && bits >= 0 && bits < 0x7F800000;  // a finite magnitude
+    const auto s = std::bit_cast<float>(static_cast<std::uint32_t>(bits));
+    scales.scales.push_back(valid ? s : 0.0);
+    norm = std::max(norm, static_cast<double>(scales.scales.back()));
+  }
+  if (!valid || norm != setup.norm) {
+    throw CommError(step_name() + ": the tensors' scales exchanged do not match the global norm " +
+                    std::to_string(setup.norm) + " (corrupt message?)");
+  }
+  return scales;
+}
+
 // Clipping (clip=2.5): on a copy of the input, per tensor of the layout for
 // the means (the whole vector when it has no layout), per shard for an
-// allgather; the step then runs on the clipped values, its norm exchange
-// included, so s is the largest clipped magnitude.
+// allgather; the step then runs on the clipped values, its exchanges
+// included, so each s_t is the largest clipped magnitude of tensor t.
 void TernGradCodec::run_operation(Communicator& comm, const Operation& operation,
                                   const CollectiveOptions& options) {
   if (!config_.clip) {
@@ -165,20 +242,25 @@ void TernGradCodec::run_operation(Communicator& comm, const Operation& operation
 }
 
 // E‖result − mean‖² for any inputs x_1..x_n (N = n·d elements over all
-// ranks, S = Σ_i ‖x_i‖², s = max |x| <= √S). Per element the ternary value
-// c ∈ {0, ±s} has variance |x|(s − |x|), independent across ranks, so in
-// exact arithmetic E‖mean − x̄‖² = (1/n²) Σ |x|(s − |x|). (Wen et al. 2017
-// bound the second moment per rank by s‖x‖₁, i.e. this sum by s‖x‖₁ − ‖x‖²,
-// which needs s and ‖x‖₁.) Over the N − 1 elements other than the largest,
-// Σ|x| <= √((N−1)Q) with Q their squared sum, so with q = √Q / s:
-// Σ|x|(s − |x|)/S <= (√(N−1) q − q²)/(1 + q²), whose largest value over q
-// is (√N − 1)/2, reached by N − 1 equal elements; so, tight:
+// ranks, S = Σ_i ‖x_i‖²). Per element of tensor t the ternary value
+// c ∈ {0, ±s_t} has variance |x|(s_t − |x|), independent across ranks, so
+// in exact arithmetic E‖mean − x̄‖² = (1/n²) Σ_t Σ_{x in t} |x|(s_t − |x|).
+// (Wen et al. 2017 bound the second moment per rank by s‖x‖₁, i.e. this
+// sum by s‖x‖₁ − ‖x‖², which needs s and ‖x‖₁.) Take one tensor, with
+// N_t elements over all ranks, squared sum S_t and s_t its largest |x|:
+// over its N_t − 1 other elements Σ|x| <= √((N_t−1)Q), Q their squared
+// sum, so with q = √Q / s_t, Σ|x|(s_t − |x|)/S_t <= (√(N_t−1) q − q²)/(1 + q²),
+// whose largest value over q is (√N_t − 1)/2, reached by N_t − 1 equal
+// elements. Summed over tensors with N_t <= N (so per-tensor scales never
+// exceed the bound of one scale for the whole vector, which they reach
+// with one tensor):
 //   E‖mean − x̄‖² <= S (√N − 1) / (2 n²).
 // fp32 adds two terms, so that the bound holds for any input: the round-up
-// probability is |x|·fl(1/s) rounded up to a multiple of 2^-24, off by at
-// most ε = 2^-21 (a per-element bias <= s·ε, variance <= s²ε more); and
-// decoding k · fl(s/n) errs by <= 2^-22 s + n·2^-149 (Minkowski adds the
-// two in the root). Clipped, the result is biased: no bound in these terms.
+// probability is |x|·fl(1/s_t) rounded up to a multiple of 2^-24, off by at
+// most ε = 2^-21 (a per-element bias <= s_t·ε, variance <= s_t²ε more, with
+// s_t² <= S); and decoding k · fl(s_t/n) errs by <= 2^-22 s_t + n·2^-149
+// (Minkowski adds the two in the root). Clipped, the result is biased: no
+// bound in these terms.
 std::optional<double> TernGradCodec::variance_bound(double squared_norm, std::size_t d, int ranks,
                                                     Algorithm) const {
   if (config_.clip) return std::nullopt;
