@@ -22,16 +22,19 @@ SignLevels scaled_sign_levels(std::span<const float> p) {
 
 // 1-bit SGD's reconstruction values (Seide et al. 2014): the mean of the
 // non-negative and of the negative elements (0 for a side that has none).
+// Without branches: signs are random, and a branch would mispredict half of
+// the time. Each side adds w·x, w ∈ {0, 1}; the other side's x·0 is ±0,
+// which leaves the sum's bits as the branching loop has them (the input is
+// finite: the step checked it).
 SignLevels two_mean_levels(std::span<const float> p) {
   double positive = 0, negative = 0;
   std::size_t positives = 0;
   for (float v : p) {
-    if (v >= 0.0f) {
-      positive += v;
-      ++positives;
-    } else {
-      negative += v;
-    }
+    const bool non_negative = v >= 0.0f;
+    const double x = v, w = static_cast<double>(static_cast<int>(non_negative));
+    positive += w * x;
+    negative += (1.0 - w) * x;
+    positives += non_negative;
   }
   const std::size_t negatives = p.size() - positives;
   return {positives ? static_cast<float>(positive / static_cast<double>(positives)) : 0.0f,
