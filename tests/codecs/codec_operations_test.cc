@@ -7,6 +7,7 @@
 // codecs' reduce-scatter and allgather at 5σ.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include "../support/world.h"
 #include "codec_statistics.h"
 #include "qccl/codecs/codec_registry.h"
+#include "qccl/common/errors.h"
 
 namespace qccl::test {
 namespace {
@@ -57,6 +59,50 @@ INSTANTIATE_TEST_SUITE_P(
                        std::string(to_string(std::get<1>(info.param))) + "_n" +
                        std::to_string(std::get<2>(info.param)));
     });
+
+// Algorithm native runs only what MPI can sum. With a layout of several
+// tensors, every other codec refuses it by name on every rank before
+// anything moves (its reduction, which may slice the step's input by
+// tensor, is never built for the question); the others run it.
+TEST(CodecNativeTest, OnlyCodecsMpiCanSumRunNative) {
+  const std::vector<std::string> names{"w", "b"};
+  const std::vector<std::vector<std::int64_t>> shapes{{3, 4}, {5}};
+  std::vector<std::string> specs = kCodecs;
+  specs.push_back("powersgd:min_rate=0");
+  for (const auto& spec : specs) {
+    run_world(2, [&](Communicator& comm) {
+      auto codec = make_codec(spec);
+      codec->set_layout(TensorLayout::of_shapes(names, shapes));
+      auto data = make_vector(17, [&](std::size_t i) { return noise(comm.rank(), i); });
+      CollectiveOptions options;
+      options.algorithm = Algorithm::native;
+      if (codec->has_native_equivalent()) {
+        codec->allreduce_mean(comm, data, options);
+        for (float x : data) EXPECT_TRUE(std::isfinite(x)) << spec;
+      } else {
+        EXPECT_THROW(codec->allreduce_mean(comm, data, options), InvalidArgument) << spec;
+      }
+    });
+  }
+}
+
+// Codecs whose selection, positions or levels follow the tensors: ranks that
+// disagree on the tensors fail the call check on every rank, rather than
+// combine encodings of different tensors.
+TEST(CodecLayoutTest, RanksWithDifferentTensorsFailTheCallCheck) {
+  for (const std::string spec : {"topk", "topk:ef=off", "randk", "randk:scale=unbiased,ef=off",
+                                 "dgc", "ef-signsgd", "onebit", "scaled-sign", "terngrad",
+                                 "powersgd:min_rate=0"}) {
+    expect_throw_on_every_rank<MismatchError>(3, [&](Communicator& comm) {
+      const std::vector<std::size_t> mine =
+          comm.rank() == 0 ? std::vector<std::size_t>{10, 20} : std::vector<std::size_t>{20, 10};
+      auto codec = make_codec(spec);
+      codec->set_layout(TensorLayout::of_sizes(mine));
+      auto data = make_vector(30, [&](std::size_t i) { return noise(comm.rank(), i); });
+      codec->allreduce_mean(comm, data);
+    });
+  }
+}
 
 class Fp32OperationsTest : public ::testing::TestWithParam<int> {};
 

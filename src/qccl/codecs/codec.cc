@@ -46,6 +46,9 @@ StepSetup Codec::step_setup(CodecOperation operation, Algorithm algorithm, int r
 }
 
 bool Codec::has_native_equivalent() const {
+  // MPI can only sum: a codec that gathers and decodes has no equivalent
+  // (and its reduction may need this step's input to be built at all).
+  if (aggregation() != Aggregation::compressed_domain) return false;
   const auto reduction = reduction_for(1.0, 2, 0, Algorithm::native);
   return reduction && reduction->native_equivalent().has_value();
 }
@@ -53,6 +56,11 @@ bool Codec::has_native_equivalent() const {
 double Codec::error_bound(double inf_norm, int ranks, Algorithm algorithm,
                           CodecOperation operation) const {
   return max_abs_error(inf_norm, operation == CodecOperation::allgather ? 1 : ranks, algorithm);
+}
+
+std::string Codec::layout_digest(const StepSetup& setup) const {
+  if (setup.operation == CodecOperation::allgather || layout_.unnamed()) return {};
+  return " tensors#" + std::to_string(layout_.fingerprint());
 }
 
 std::string Codec::step_name() const {
@@ -141,7 +149,13 @@ void Codec::run_operation(Communicator& comm, const Operation& operation,
                                                                            : operation.input.size();
   CollectiveCall call = begin_step(comm, setup, local_norm_statistic(operation.input, norm_kind()),
                                    elements, options);
-  const auto reduction = step_reduction(setup, setup.norm);
+  // Building the reduction is where codecs select or scale from the whole
+  // input (Top-k, DGC, the per-tensor levels): it counts as encoding.
+  std::unique_ptr<Reduction> reduction;
+  {
+    PhaseScope timed(options.phases, &PhaseTimes::encode);
+    reduction = step_reduction(setup, setup.norm);
+  }
   if (reduction) {
     call.move([&](int tag) { move_data(comm, tag, setup, *reduction, operation, options); });
   } else {  // every rank's input is zero, and every rank knows it

@@ -255,6 +255,12 @@ class Codec {
 
   // "global-qsgd:... step 3 bucket 1", for messages.
   std::string step_name() const;
+  // For state_digest() of codecs whose selection or scales follow the
+  // tensors (Top-k, Rand-k, DGC, the per-tensor levels): a hash of the
+  // layout's names and shapes for the means, empty for an allgather (one
+  // tensor per shard) or an unnamed layout. Ranks with different layouts
+  // then fail the call check instead of combining mismatched encodings.
+  std::string layout_digest(const StepSetup& setup) const;
   // The setup of this step of `operation` on rank `rank` of `ranks`
   // (without input, pieces or norm).
   StepSetup step_setup(CodecOperation operation, Algorithm algorithm, int ranks, int rank) const;

@@ -85,8 +85,9 @@ class DgcCodec final : public Codec {
   // Every rank reserves room for the most any rank sends at the step's
   // density, so under warm-up the ranks must agree on it.
   std::string state_digest(const StepSetup& setup) const override {
-    if (config_.warmup == 0) return {};
-    return " density " + format_number(dgc_density(config_.ratio, config_.warmup, setup.step));
+    if (config_.warmup == 0) return layout_digest(setup);
+    return " density " + format_number(dgc_density(config_.ratio, config_.warmup, setup.step)) +
+           layout_digest(setup);
   }
 
   // Never null: v can be non-zero when every rank's gradient is zero.

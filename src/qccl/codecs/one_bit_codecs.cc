@@ -84,8 +84,7 @@ class SignLevelsCodec final : public Codec {
   // A decoder reads as many headers as the chunk overlaps tensors of its
   // own layout: ranks with different layouts fail the call check instead.
   std::string state_digest(const StepSetup& setup) const override {
-    if (setup.operation == CodecOperation::allgather || layout().unnamed()) return {};
-    return " tensors#" + std::to_string(layout().fingerprint());
+    return layout_digest(setup);
   }
 
   // The levels of each tensor from the whole input (an allgather: of this

@@ -164,7 +164,7 @@ class RandkCodec final : public Codec {
   // The positions follow the step: ranks whose step counters differ would
   // add values of different positions, so the call check compares them.
   std::string state_digest(const StepSetup& setup) const override {
-    return " step " + std::to_string(setup.step);
+    return " step " + std::to_string(setup.step) + layout_digest(setup);
   }
 
   std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {

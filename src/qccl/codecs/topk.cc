@@ -49,6 +49,11 @@ class TopkCodec final : public Codec {
   }
 
  protected:
+  // The selection follows the tensors: ranks must agree on them.
+  std::string state_digest(const StepSetup& setup) const override {
+    return layout_digest(setup);
+  }
+
   void check_step(const StepSetup& setup) const override {
     if (setup.operation != CodecOperation::allgather) {
       layout().check(setup.input.size(), step_name());
