@@ -77,7 +77,22 @@ TEST(CodecBenchTest, ReportsEveryCodec) {
     EXPECT_GT(r.encode_gbps, 0);
     EXPECT_GT(r.decode_gbps, 0);
     EXPECT_GT(r.reduce_gbps, 0);
+    EXPECT_GT(r.step_gbps, 0);
   }
+}
+
+// The vector is one matrix (128 × 128 here): PowerSGD's wire bytes are its
+// rank-2 factors', and its whole step is timed; Top-k selects in it.
+TEST(CodecBenchTest, TimesWholeStepsOverOneMatrix) {
+  CodecBenchConfig config;
+  config.codecs = {"powersgd", "topk:ef=off"};
+  config.bytes = 1 << 16;
+  config.iterations = 2;
+  const auto rows = run_codec_bench(config);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].wire_bytes, 4u * 2 * (128 + 128));
+  EXPECT_EQ(rows[1].wire_bytes, 4u + 8 * 164);  // ⌈0.01 · 16384⌉ pairs
+  for (const auto& r : rows) EXPECT_GT(r.step_gbps, 0) << r.spec;
 }
 
 class SimulateTest : public ::testing::Test {

@@ -1,5 +1,6 @@
 // `qccl bench codec`: single-thread encode, decode and hop-reduce throughput
-// of codecs, each next to memcpy of the same bytes timed in the same loop.
+// of codecs, each next to memcpy of the same bytes timed in the same loop,
+// and one rank's whole step.
 #pragma once
 
 #include <ostream>
@@ -25,6 +26,9 @@ struct CodecBenchRow {
   double reduce_gbps = 0;      // one hop: combine two encodings (0: none, allgather codec)
   // memcpy time / (encode + decode time): 1.0 means as fast as a copy.
   double encode_decode_vs_memcpy = 0;
+  // One rank's whole allreduce-mean step (selection, encode, decode, state
+  // updates, its exchange with itself) over the vector as one matrix.
+  double step_gbps = 0;
 };
 
 std::vector<CodecBenchRow> run_codec_bench(const CodecBenchConfig& config);
