@@ -17,16 +17,38 @@
 
 namespace qccl::test {
 
+// The ranks' inputs as the variance bounds see them: ||x||²_{2,2} = the sum
+// over ranks of ||x_r||², and the exact mean (the reference of the errors).
+struct RankInputs {
+  double squared_norm = 0;
+  std::vector<double> mean;
+};
+inline RankInputs rank_inputs(int ranks, std::size_t d,
+                              const std::function<std::vector<float>(int)>& input) {
+  RankInputs inputs{0, std::vector<double>(d, 0.0)};
+  for (int r = 0; r < ranks; ++r) {
+    const auto x = input(r);
+    for (std::size_t i = 0; i < d; ++i) {
+      inputs.squared_norm += static_cast<double>(x[i]) * x[i];
+      inputs.mean[i] += x[i] / static_cast<double>(ranks);
+    }
+  }
+  return inputs;
+}
+
 // Rank 0's results of `rounds` successive allreduce_mean calls (one codec
-// instance per rank, so the step advances), each on input(rank); expects
-// bitwise identical results on every rank in every round.
+// instance per rank, so the step advances, laid out as `layout`), each on
+// input(rank); expects bitwise identical results on every rank in every
+// round.
 inline std::vector<std::vector<float>> collect_rounds(
     const std::string& spec, int ranks, Algorithm algorithm,
     const std::function<std::vector<float>(int)>& input, int rounds,
-    std::size_t chunk_bytes = std::size_t{1} << 20, CodecSettings settings = {.seed = 77, .bucket = 1}) {
+    std::size_t chunk_bytes = std::size_t{1} << 20, CodecSettings settings = {.seed = 77, .bucket = 1},
+    const TensorLayout& layout = {}) {
   std::vector<std::vector<float>> results;
   run_world(ranks, [&](Communicator& comm) {
     auto codec = make_codec(spec, settings);
+    codec->set_layout(layout);
     CollectiveOptions options;
     options.algorithm = algorithm;
     options.chunk_bytes = chunk_bytes;

@@ -122,15 +122,20 @@ TEST(RandkCodecTest, RanksAtDifferentStepsAreRefused) {
   EXPECT_THAT(message, ::testing::HasSubstr("step"));
 }
 
-// One rank's encoding of the whole vector is 4 bytes per kept element.
-TEST(RandkCodecTest, AnEncodingHoldsOnlyTheValues) {
-  auto codec = make_codec("randk:ratio=0.02,scale=none,ef=off");
-  const auto input = dense_input(0, 5000);
+// The reduction rank 0 of 2 encodes `input` with, on a unit norm.
+std::unique_ptr<Reduction> two_rank_reduction(const Codec& codec, std::span<const float> input) {
   StepSetup setup;
   setup.ranks = 2;
   setup.summed = 2;
   setup.input = input;
-  const auto reduction = codec->reduction_for(setup, 1.0);
+  return codec.reduction_for(setup, 1.0);
+}
+
+// One rank's encoding of the whole vector is 4 bytes per kept element.
+TEST(RandkCodecTest, AnEncodingHoldsOnlyTheValues) {
+  auto codec = make_codec("randk:ratio=0.02,scale=none,ef=off");
+  const auto input = dense_input(0, 5000);
+  const auto reduction = two_rank_reduction(*codec, input);
   std::vector<std::byte> bytes(reduction->max_encoded_bytes(input.size()));
   EXPECT_EQ(reduction->encode(input, 0, bytes), 4u * 100);
 }
@@ -138,11 +143,7 @@ TEST(RandkCodecTest, AnEncodingHoldsOnlyTheValues) {
 TEST(RandkCodecTest, CorruptChunksAreRefusedWithCommError) {
   auto codec = make_codec("randk:ratio=0.1,scale=none,ef=off");
   const auto input = dense_input(0, 100);
-  StepSetup setup;
-  setup.ranks = 2;
-  setup.summed = 2;
-  setup.input = input;
-  const auto reduction = codec->reduction_for(setup, 1.0);
+  const auto reduction = two_rank_reduction(*codec, input);
   std::vector<std::byte> bytes(reduction->max_encoded_bytes(100)), other(bytes.size());
   const std::size_t size = reduction->encode(input, 0, bytes);
   ASSERT_EQ(size, 40u);

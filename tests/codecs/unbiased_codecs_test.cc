@@ -187,14 +187,11 @@ TEST_P(UnbiasedVarianceTest, MeasuredErrorMatchesTheClosedFormWithinTheBound) {
   constexpr int kRounds = 300;
   auto input = [&](int r) { return variance_input(spec, worst, n, r, kD); };
   const double s = global_max(n, input);
-  double squared_norm = 0, closed_form = 0;
-  std::vector<double> mean(kD, 0.0);
+  const auto [squared_norm, mean] = rank_inputs(n, kD, input);
+  double closed_form = 0;
   for (int r = 0; r < n; ++r) {
-    const auto x = input(r);
-    for (std::size_t i = 0; i < kD; ++i) {
-      squared_norm += static_cast<double>(x[i]) * x[i];
-      mean[i] += x[i] / static_cast<double>(n);
-      closed_form += (spec == "natural" ? natural_variance(x[i]) : ternary_variance(x[i], s)) /
+    for (float x : input(r)) {
+      closed_form += (spec == "natural" ? natural_variance(x) : ternary_variance(x, s)) /
                      (static_cast<double>(n) * n);
     }
   }
@@ -426,25 +423,8 @@ TEST_P(TernGradLayersTest, UnbiasedWithThePerTensorVariance) {
       one_scale += ternary_variance(x[i], largest) / n2;
     }
   }
-  std::vector<std::vector<float>> rounds;
-  run_world(n, [&](Communicator& comm) {
-    auto codec = make_codec(spec, {.seed = 21, .bucket = 3});
-    codec->set_layout(TensorLayout::of_sizes(sizes));
-    CollectiveOptions options;
-    options.algorithm = algorithm;
-    options.chunk_bytes = 32;
-    const auto x = input(comm.rank());
-    std::uint64_t running_hash = 0;  // wraps around: unsigned
-    for (int round = 0; round < kRounds; ++round) {
-      auto data = x;
-      codec->allreduce_mean(comm, data, options);
-      running_hash = running_hash * 31 + static_cast<std::uint64_t>(bytes_hash(data));
-      if (comm.rank() == 0) rounds.push_back(std::move(data));
-    }
-    std::vector<float> carrier(2);
-    std::memcpy(carrier.data(), &running_hash, sizeof running_hash);
-    expect_identical_across_ranks(comm, carrier);
-  });
+  const auto rounds = collect_rounds(spec, n, algorithm, input, kRounds, 32,
+                                     {.seed = 21, .bucket = 3}, TensorLayout::of_sizes(sizes));
   expect_unbiased(spec + " with a layout", rounds, exact);
   const SampleMean error = sample_mean(squared_errors(rounds, exact));
   EXPECT_LT(per_tensor, one_scale);

@@ -24,15 +24,7 @@ TEST_P(VarianceBoundTest, MeasuredErrorWithinThePublishedBound) {
   auto input = [&](int r) {
     return make_vector(kD, [&](std::size_t i) { return noise(r, i) * (1.0f + 0.25f * r); });
   };
-  double squared_norm = 0;
-  std::vector<double> mean(kD, 0.0);
-  for (int r = 0; r < n; ++r) {
-    const auto x = input(r);
-    for (std::size_t i = 0; i < kD; ++i) {
-      squared_norm += static_cast<double>(x[i]) * x[i];
-      mean[i] += x[i] / static_cast<double>(n);
-    }
-  }
+  const auto [squared_norm, mean] = rank_inputs(n, kD, input);
   const auto bound = make_codec(spec)->variance_bound(squared_norm, kD, n, algorithm);
   ASSERT_TRUE(bound.has_value()) << spec;
   const SampleMean error = sample_mean(squared_errors(

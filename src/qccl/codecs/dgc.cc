@@ -72,7 +72,6 @@ class DgcCodec final : public Codec {
   bool supports(CodecOperation operation) const override {
     return operation != CodecOperation::allgather;  // the momentum is of a mean's input
   }
-  bool has_native_equivalent() const override { return false; }
   // The result carries the accumulated past, not this step's input.
   double max_abs_error(double, int, Algorithm) const override {
     return std::numeric_limits<double>::infinity();

@@ -112,8 +112,7 @@ class TernGradCodec final : public Codec {
   // The scales' exchange has one entry per tensor of the layout: ranks
   // with different layouts fail the call check instead.
   std::string state_digest(const StepSetup& setup) const override {
-    if (!per_layer(setup)) return {};
-    return " tensors#" + std::to_string(layout().fingerprint());
+    return per_layer(setup) ? layout_digest(setup) : std::string();
   }
 
   // On the global ∞-norm for every tensor, which is s_t itself when there

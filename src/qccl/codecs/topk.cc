@@ -39,7 +39,6 @@ class TopkCodec final : public Codec {
     return sparse_pairs_bytes(kept(count));
   }
   bool supports(CodecOperation) const override { return true; }
-  bool has_native_equivalent() const override { return false; }
   // Every rank's kept values are exact, and what it drops is at most the
   // ∞-norm, so the mean errs by at most the ∞-norm (all ranks dropping an
   // element: the result is 0), plus fp32's rounding of the sum of n values
