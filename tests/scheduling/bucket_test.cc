@@ -72,6 +72,7 @@ TEST(BucketReducerTest, InOrderLaunchGivesExactIdenticalResults) {
       marker.join();
       reducer.finish(kTestTimeout);
       EXPECT_EQ(reducer.durations().size(), sizes.size());
+      EXPECT_EQ(reducer.minor_faults().size(), sizes.size());
       for (std::size_t b = 0; b < sizes.size(); ++b) {
         auto expected = make_vector(sizes[b], [&](std::size_t i) { return pattern_sum(n, i + b); });
         for (std::size_t i = 0; i < sizes[b]; ++i) {

@@ -4,6 +4,7 @@
 
 #include "qccl/common/duration.h"
 #include "qccl/common/errors.h"
+#include "qccl/common/page_faults.h"
 
 namespace qccl {
 
@@ -27,6 +28,7 @@ void BucketReducer::begin(std::vector<BucketWork> buckets) {
   works_.assign(buckets_.size(), Work());
   durations_.assign(buckets_.size(), 0.0);
   phases_.assign(buckets_.size(), PhaseTimes{});
+  faults_.assign(buckets_.size(), 0);
   next_ = 0;
   failed_.reset();
   active_ = true;
@@ -71,6 +73,7 @@ void BucketReducer::reduce(Communicator& comm, std::size_t bucket, const BucketW
   PhaseTimes phases;
   CollectiveOptions options = options_;
   options.phases = &phases;
+  const auto faults_before = thread_minor_faults();
   const auto start = Clock::now();
   try {
     work.codec->allreduce_mean(comm, work.data, options);
@@ -80,9 +83,11 @@ void BucketReducer::reduce(Communicator& comm, std::size_t bucket, const BucketW
     throw;
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const auto faults = thread_minor_faults() - faults_before;
   std::lock_guard lock(mutex_);
   durations_[bucket] = seconds;
   phases_[bucket] = phases;
+  faults_[bucket] = faults;
 }
 
 Work BucketReducer::work(std::size_t bucket) const {
@@ -177,6 +182,11 @@ std::optional<std::size_t> BucketReducer::failed_bucket() const {
 std::vector<PhaseTimes> BucketReducer::phase_times() const {
   std::lock_guard lock(mutex_);
   return phases_;
+}
+
+std::vector<std::uint64_t> BucketReducer::minor_faults() const {
+  std::lock_guard lock(mutex_);
+  return faults_;
 }
 
 }  // namespace qccl

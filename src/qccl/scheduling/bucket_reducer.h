@@ -12,6 +12,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -67,6 +68,10 @@ class BucketReducer {
   std::optional<std::size_t> failed_bucket() const;
   // Of those, the seconds each bucket spent encoding and decoding.
   std::vector<PhaseTimes> phase_times() const;
+  // Minor page faults the stream's thread took reducing each bucket of the
+  // last step (0 in a steady state: the codecs and collectives reuse their
+  // buffers).
+  std::vector<std::uint64_t> minor_faults() const;
   // Data bytes the reducer's stream has sent so far.
   std::uint64_t data_bytes_sent() const { return stream_.data_bytes_sent(); }
 
@@ -83,6 +88,7 @@ class BucketReducer {
   std::vector<Work> works_;
   std::vector<double> durations_;
   std::vector<PhaseTimes> phases_;
+  std::vector<std::uint64_t> faults_;
   std::size_t next_ = 0;
   bool active_ = false;
   std::optional<std::size_t> failed_;
