@@ -149,13 +149,17 @@ class GlobalQsgdCodec final : public Codec {
     const std::span<float> data = operation.output;
     const std::size_t d = input.size();
     if (d > std::numeric_limits<std::uint32_t>::max()) return false;  // same on every rank
-    std::vector<std::byte> codes(d);
+    // Every buffer is the codec's, kept from step to step.
+    SparseBuffers& b = sparse_buffers_;
+    std::vector<std::byte>& codes = b.codes;
+    codes.resize(d);
     if (d > 0) {
       PhaseScope timed(options.phases, &PhaseTimes::encode);
       reduction.encode(input, 0, codes);
       if (!operation.own.empty()) reduction.decode_contribution(codes, 0, operation.own);
     }
-    std::vector<std::uint32_t> index;
+    std::vector<std::uint32_t>& index = b.index;
+    index.clear();
     for (std::size_t i = 0; i < d; ++i) {
       if (codes[i] != std::byte{0}) index.push_back(static_cast<std::uint32_t>(i));
     }
@@ -167,20 +171,24 @@ class GlobalQsgdCodec final : public Codec {
     if (total * kEntryBytes >= 2 * d) return false;
 
     const std::size_t nnz = index.size();
-    std::vector<std::byte> mine(nnz * kEntryBytes);
+    std::vector<std::byte>& mine = b.mine;
+    mine.resize(nnz * kEntryBytes);
     std::memcpy(mine.data(), index.data(), nnz * 4);
     for (std::size_t k = 0; k < nnz; ++k) mine[nnz * 4 + k] = codes[index[k]];
     std::vector<std::size_t> byte_counts(n);
     for (std::size_t r = 0; r < n; ++r) byte_counts[r] = counts[r] * kEntryBytes;
-    std::vector<std::byte> all(total * kEntryBytes);
+    std::vector<std::byte>& all = b.all;
+    all.resize(total * kEntryBytes);
     allgatherv_bytes_body(comm, tag, mine, byte_counts, all, options);
 
     const int ranks = setup.ranks;
     const bool linear = config_.dither == Dither::linear;
     const int levels = linear ? linear_levels_per_rank(8, ranks) : 0;
     const int c = linear ? 0 : exp_dither::headroom(ranks, setup.algorithm == Algorithm::ring);
-    std::vector<std::int32_t> level_sum(linear ? d : 0, 0);
-    std::vector<double> value_sum(linear ? 0 : d, 0.0);
+    std::vector<std::int32_t>& level_sum = b.level_sum;
+    std::vector<double>& value_sum = b.value_sum;
+    level_sum.assign(linear ? d : 0, 0);
+    value_sum.assign(linear ? 0 : d, 0.0);
     PhaseScope timed(options.phases, &PhaseTimes::decode);
     std::size_t offset = 0;
     for (std::size_t r = 0; r < n; ++r) {
@@ -218,6 +226,15 @@ class GlobalQsgdCodec final : public Codec {
   }
 
   GlobalQsgdConfig config_;
+  // The sparse path's codes, non-zero positions, outgoing and gathered
+  // entries and sums: allocated by the first steps, reused by the next.
+  struct SparseBuffers {
+    std::vector<std::byte> codes, mine, all;
+    std::vector<std::uint32_t> index;
+    std::vector<std::int32_t> level_sum;
+    std::vector<double> value_sum;
+  };
+  mutable SparseBuffers sparse_buffers_;
 };
 
 }  // namespace

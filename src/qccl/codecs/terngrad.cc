@@ -172,6 +172,7 @@ class TernGradCodec final : public Codec {
   }
 
   TernGradConfig config_;
+  std::vector<float> clipped_;  // clip=2.5: the clipped input, reused by every step
 };
 
 // TernGrad's scalar sharing (Wen et al. 2017, §3) per tensor: each rank's
@@ -216,7 +217,7 @@ TernaryScales TernGradCodec::exchange_scales(Communicator& comm, int tag, const 
   return scales;
 }
 
-// Clipping (clip=2.5): on a copy of the input, per tensor of the layout for
+// Clipping (clip=2.5): on a copy of the input (a buffer of the codec's), per tensor of the layout for
 // the means (the whole vector when it has no layout), per shard for an
 // allgather; the step then runs on the clipped values, its exchanges
 // included, so each s_t is the largest clipped magnitude of tensor t.
@@ -226,7 +227,8 @@ void TernGradCodec::run_operation(Communicator& comm, const Operation& operation
     Codec::run_operation(comm, operation, options);
     return;
   }
-  std::vector<float> clipped(operation.input.begin(), operation.input.end());
+  std::vector<float>& clipped = clipped_;
+  clipped.assign(operation.input.begin(), operation.input.end());
   if (operation.kind == CodecOperation::allgather) {
     clip_to_deviation(clipped, kClipFactor);
   } else {
