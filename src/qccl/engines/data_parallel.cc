@@ -169,6 +169,7 @@ ReduceTimes DataParallelEngine::finish_step() {
   times.waiting = std::chrono::duration<double>(Clock::now() - start).count();
   const auto durations = reducer_.durations();
   const auto phases = reducer_.phase_times();
+  for (const auto faults : reducer_.minor_faults()) times.communication_faults += faults;
   for (std::size_t b = 0; b < durations.size(); ++b) {
     times.encode += phases[b].encode;
     times.decode += phases[b].decode;
@@ -240,6 +241,7 @@ void DataParallelEngine::compute_gradients(const std::function<torch::Tensor()>&
     result.encode += times.encode;
     result.communicate += times.communicate;
     result.decode += times.decode;
+    result.communication_faults += times.communication_faults;
   } catch (...) {
     result.waiting += std::chrono::duration<double>(Clock::now() - wait_start).count();
     throw;

@@ -52,6 +52,7 @@ struct ReduceTimes {
   double encode = 0;       // summed over buckets, communication thread
   double communicate = 0;
   double decode = 0;
+  std::uint64_t communication_faults = 0;  // minor page faults, communication thread
 };
 
 using NamedTensor = std::pair<std::string, torch::Tensor>;

@@ -26,6 +26,9 @@ struct OracleResult {
   double encode = 0;       // the exchange's encoding, summed over buckets
   double communicate = 0;  // the exchange's transfers and in-transit reductions
   double decode = 0;
+  // Minor page faults the exchange's communication thread took (the
+  // training thread's are counted around the whole step by its caller).
+  std::uint64_t communication_faults = 0;
 };
 
 class Engine {

@@ -29,6 +29,7 @@ struct StepContext {
 struct StepOutcome {
   OracleResult oracle;   // summed over the step's oracles; loss of the first
   double optimizer = 0;  // seconds of updates and codec feedback
+  std::uint64_t optimizer_faults = 0;  // minor page faults meanwhile
 };
 
 class StepAlgorithm {

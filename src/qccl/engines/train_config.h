@@ -61,6 +61,18 @@ struct TrainConfig {
 struct StepSplit {
   double data = 0, compute = 0, waiting = 0, optimizer = 0;
   double encode = 0, communicate = 0, decode = 0;
+  // Minor page faults per step (medians too): the training thread's over
+  // the whole step, the part of them in the optimizer step, and the
+  // communication thread's. A steady-state step takes (near) none: every
+  // buffer it needs was allocated by the first steps and is reused.
+  double faults = 0, optimizer_faults = 0, communication_faults = 0;
+};
+
+// Minor page faults per step, both threads, over the second half of the
+// steps run (the first steps allocate what every later step reuses).
+struct SteadyFaults {
+  std::size_t steps = 0;
+  double mean = 0, max = 0;
 };
 
 struct EpochResult {
@@ -81,6 +93,7 @@ struct TrainSummary {
   std::size_t skipped_steps = 0;
   double steps_per_second = 0, samples_per_second = 0;
   StepSplit split;
+  SteadyFaults steady_faults;
   std::size_t parameters = 0, buckets = 0;
   double payload_bytes_per_step = 0;  // one rank's encoded gradient
   // Bytes rank 0 sent per step, counted by the transport (mean over steps);

@@ -20,10 +20,12 @@
 #include "qccl/codecs/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
+#include "qccl/common/page_faults.h"
 #include "qccl/data/epoch_order.h"
 #include "qccl/engines/checkpoint.h"
 #include "qccl/engines/data_parallel.h"
 #include "qccl/engines/lr_schedule.h"
+#include "qccl/engines/optimizers.h"
 #include "qccl/engines/rank_sum.h"
 #include "qccl/engines/step_algorithm.h"
 #include "qccl/engines/tasks.h"
@@ -39,21 +41,6 @@ using Json = nlohmann::json;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
-                                                        std::vector<torch::Tensor> params) {
-  namespace optim = torch::optim;
-  if (c.optimizer == "adam") {
-    return std::make_unique<optim::Adam>(
-        params, optim::AdamOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.eps).weight_decay(c.weight_decay));
-  }
-  if (c.optimizer == "adamw") {
-    return std::make_unique<optim::AdamW>(
-        params, optim::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.eps).weight_decay(c.weight_decay));
-  }
-  return std::make_unique<optim::SGD>(
-      params, optim::SGDOptions(c.lr).momentum(c.momentum).weight_decay(c.weight_decay));
 }
 
 std::string optimizer_text(const TrainConfig& c) {
@@ -114,12 +101,25 @@ StepSplit median_split(const std::vector<StepSplit>& steps) {
     return values[values.size() / 2];
   };
   StepSplit m;
-  for (double StepSplit::*field : {&StepSplit::data, &StepSplit::compute, &StepSplit::waiting,
-                                   &StepSplit::optimizer, &StepSplit::encode,
-                                   &StepSplit::communicate, &StepSplit::decode}) {
+  for (double StepSplit::*field :
+       {&StepSplit::data, &StepSplit::compute, &StepSplit::waiting, &StepSplit::optimizer,
+        &StepSplit::encode, &StepSplit::communicate, &StepSplit::decode, &StepSplit::faults,
+        &StepSplit::optimizer_faults, &StepSplit::communication_faults}) {
     m.*field = median(field);
   }
   return m;
+}
+
+SteadyFaults steady_faults(const std::vector<StepSplit>& steps) {
+  SteadyFaults steady;
+  for (std::size_t i = steps.size() / 2; i < steps.size(); ++i) {
+    const double faults = steps[i].faults + steps[i].communication_faults;
+    steady.mean += faults;
+    steady.max = std::max(steady.max, faults);
+    ++steady.steps;
+  }
+  if (steady.steps > 0) steady.mean /= static_cast<double>(steady.steps);
+  return steady;
 }
 
 // One invocation of train(): the task, optimizer and engine it sets up, the
@@ -250,6 +250,7 @@ void TrainingRun::run() {
 void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::uint32_t> order) {
   StepSplit split;
   const auto step_start = Clock::now();
+  const auto faults_before = thread_minor_faults();
   const std::size_t first = static_cast<std::size_t>(s) * global_batch_ +
                             static_cast<std::size_t>(comm_.rank()) * config_.batch;
   const auto batch = task_->batch(order.subspan(first, config_.batch), false);
@@ -281,6 +282,8 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
   split.communicate = outcome.oracle.communicate;
   split.decode = outcome.oracle.decode;
   split.optimizer = outcome.optimizer;
+  split.optimizer_faults = static_cast<double>(outcome.optimizer_faults);
+  split.communication_faults = static_cast<double>(outcome.oracle.communication_faults);
   const auto sent = engine_->bytes_sent() - sent_before;
   sent_bytes_ += static_cast<double>(sent);
   if (!skipped && std::isfinite(loss_value)) {
@@ -291,6 +294,7 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
   at_.step_in_epoch = s + 1;
   ++summary_.steps;
   const double seconds = seconds_since(step_start);
+  split.faults = static_cast<double>(thread_minor_faults() - faults_before);
   splits_.push_back(split);
   training_seconds_ += seconds;
   if (root_) {
@@ -315,7 +319,10 @@ void TrainingRun::log_step(std::int64_t epoch, double loss, double lr, double se
             {"data", split.data},       {"compute", split.compute},
             {"waiting", split.waiting}, {"optimizer", split.optimizer},
             {"encode", split.encode},   {"communicate", split.communicate},
-            {"decode", split.decode},   {"payload_bytes", summary_.payload_bytes_per_step},
+            {"decode", split.decode},   {"page_faults", split.faults},
+            {"optimizer_page_faults", split.optimizer_faults},
+            {"communication_page_faults", split.communication_faults},
+            {"payload_bytes", summary_.payload_bytes_per_step},
             {"sent_bytes", sent},       {"skipped", skipped}};
   if (const auto stats = engine_->exchange_stats(); stats.integer) {  // IntSGD's counters
     line["largest_integer_sent"] = stats.largest_sent;
@@ -358,6 +365,7 @@ TrainSummary TrainingRun::result() {
   }
   if (summary.steps > 0) {
     summary.split = median_split(splits_);
+    summary.steady_faults = steady_faults(splits_);
     if (config_.algorithm != Algorithm::native) {
       summary.sent_bytes_per_step = sent_bytes_ / static_cast<double>(summary.steps);
     }
@@ -380,6 +388,11 @@ TrainSummary TrainingRun::result() {
                {"split", {{"data", s.data}, {"compute", s.compute}, {"waiting", s.waiting},
                           {"optimizer", s.optimizer}, {"encode", s.encode},
                           {"communicate", s.communicate}, {"decode", s.decode}}},
+               {"page_faults_per_step", {{"training", s.faults}, {"optimizer", s.optimizer_faults},
+                                         {"communication", s.communication_faults}}},
+               {"steady_page_faults", {{"steps", summary.steady_faults.steps},
+                                       {"mean", summary.steady_faults.mean},
+                                       {"max", summary.steady_faults.max}}},
                {"payload_bytes_per_step", summary.payload_bytes_per_step},
                {"sent_bytes_per_step", summary.sent_bytes_per_step
                                            ? Json(*summary.sent_bytes_per_step) : Json(nullptr)},

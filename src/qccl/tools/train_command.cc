@@ -218,6 +218,12 @@ nlohmann::json to_json(const engines::TrainSummary& s) {
            {{"data", s.split.data}, {"compute", s.split.compute}, {"waiting", s.split.waiting},
             {"optimizer", s.split.optimizer}, {"encode", s.split.encode},
             {"communicate", s.split.communicate}, {"decode", s.split.decode}}},
+          {"page_faults_per_step",
+           {{"training", s.split.faults}, {"optimizer", s.split.optimizer_faults},
+            {"communication", s.split.communication_faults}}},
+          {"steady_page_faults",
+           {{"steps", s.steady_faults.steps}, {"mean", s.steady_faults.mean},
+            {"max", s.steady_faults.max}}},
           {"parameters", s.parameters},
           {"buckets", s.buckets},
           {"payload_bytes_per_step", s.payload_bytes_per_step},
@@ -251,7 +257,7 @@ void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSu
       << "compute" << std::setw(8) << "wait" << std::setw(7) << "optim" << "  | comm thread: "
       << std::setw(7) << "encode" << std::setw(8) << "comm" << std::setw(8) << "decode"
       << "  | " << std::setw(11) << "payload" << std::setw(11) << "sent" << std::setw(7)
-      << "ratio" << "\n";
+      << "ratio" << std::setw(9) << "faults" << "\n";
   for (const auto& r : runs) {
     const auto ms = [](double s) { return s * 1e3; };
     out << std::left << std::setw(static_cast<int>(width)) << r.codec << std::right << std::fixed
@@ -265,12 +271,14 @@ void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSu
         << format_bytes(r.payload_bytes_per_step) << std::setw(11)
         << (r.sent_bytes_per_step ? format_bytes(*r.sent_bytes_per_step) : std::string("(MPI)"))
         << std::setprecision(1) << std::setw(6)
-        << r.compression_ratio << "x" << std::defaultfloat << "\n";
+        << r.compression_ratio << "x" << std::setprecision(0) << std::setw(9)
+        << r.split.faults + r.split.communication_faults << std::defaultfloat << "\n";
     if (r.skipped_steps > 0) out << "  (" << r.skipped_steps << " steps skipped: NaN/Inf)\n";
   }
   out << "ms/step: the training thread (data + compute + wait + optim = one step); comm "
          "thread: time spent per step encoding,\ncommunicating and decoding buckets, overlapping "
-         "compute. payload: one rank's encoded gradient per step; sent: bytes rank 0 sent per step.\n";
+         "compute. payload: one rank's encoded gradient per step; sent: bytes rank 0 sent per step;\n"
+         "faults: minor page faults per step on rank 0, both threads (0 once every buffer is reused).\n";
 }
 
 int run_train_command(TrainCommand& command, int argc, char** argv) {
