@@ -6,10 +6,13 @@
 
 #include <cstdio>
 
+#include "qccl/common/allocator_settings.h"
 #include "qccl/engines/data_parallel.h"
+#include "qccl/engines/optimizers.h"
 #include "qccl/transport/mpi_transport.h"
 
 int main(int argc, char** argv) {
+  qccl::keep_freed_memory_for_reuse();  // before anything allocates: steps reuse freed blocks
   qccl::MpiRuntime mpi(&argc, &argv);
   auto transport = mpi.world_transport();
   qccl::Communicator comm(*transport);
@@ -24,7 +27,8 @@ int main(int argc, char** argv) {
   qccl::engines::DataParallelEngine engine(comm, parameters, options);
   engine.broadcast_from_root();  // every replica starts from rank 0's parameters
 
-  torch::optim::SGD sgd(model->parameters(), torch::optim::SGDOptions(0.1));
+  // libtorch's SGD to the bit, without per-step temporaries (optimizers.h).
+  qccl::engines::InPlaceSGD sgd(model->parameters(), torch::optim::SGDOptions(0.1));
   // This rank's data: a slice of [-1, 1] of its own.
   const auto x = torch::linspace(-1, 1, 64).view({4, 16}).select(0, comm.rank() % 4).view({16, 1});
   const auto y = 3 * x - 1;
