@@ -22,31 +22,46 @@ void touch_pages(volatile char* data, std::size_t bytes) {
   for (std::size_t i = 0; i < bytes; i += kPage) data[i] = 1;
 }
 
-// A fresh anonymous mapping in small pages: one fault per page touched.
+// A fresh anonymous mapping in small pages, never touched: one fault per
+// page on first touch.
+class FreshRegion {
+ public:
+  static constexpr std::size_t kBytes = 4 << 20;
+  static constexpr std::size_t kPages = kBytes / kPage;
+  FreshRegion()
+      : data_(mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) {
+    if (data_ != MAP_FAILED) madvise(data_, kBytes, MADV_NOHUGEPAGE);
+  }
+  ~FreshRegion() {
+    if (data_ != MAP_FAILED) munmap(data_, kBytes);
+  }
+  FreshRegion(const FreshRegion&) = delete;
+  FreshRegion& operator=(const FreshRegion&) = delete;
+  bool mapped() const { return data_ != MAP_FAILED; }
+  void touch() { touch_pages(static_cast<char*>(data_), kBytes); }
+
+ private:
+  void* data_;
+};
+
 TEST(PageFaultsTest, CountsEveryFirstTouchOfThisThread) {
-  constexpr std::size_t kBytes = 4 << 20;
-  void* region = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(region, MAP_FAILED);
-  madvise(region, kBytes, MADV_NOHUGEPAGE);
+  FreshRegion region;
+  ASSERT_TRUE(region.mapped());
   const auto thread_before = thread_minor_faults();
   const auto process_before = process_minor_faults();
-  touch_pages(static_cast<char*>(region), kBytes);
-  EXPECT_GE(thread_minor_faults() - thread_before, kBytes / kPage);
-  EXPECT_GE(process_minor_faults() - process_before, kBytes / kPage);
-  munmap(region, kBytes);
+  region.touch();
+  EXPECT_GE(thread_minor_faults() - thread_before, FreshRegion::kPages);
+  EXPECT_GE(process_minor_faults() - process_before, FreshRegion::kPages);
 }
 
 TEST(PageFaultsTest, AnotherThreadsFaultsCountForTheProcessOnly) {
-  constexpr std::size_t kBytes = 4 << 20;
-  void* region = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(region, MAP_FAILED);
-  madvise(region, kBytes, MADV_NOHUGEPAGE);
+  FreshRegion region;
+  ASSERT_TRUE(region.mapped());
   const auto thread_before = thread_minor_faults();
   const auto process_before = process_minor_faults();
-  std::thread([&] { touch_pages(static_cast<char*>(region), kBytes); }).join();
-  EXPECT_LT(thread_minor_faults() - thread_before, kBytes / kPage / 4);
-  EXPECT_GE(process_minor_faults() - process_before, kBytes / kPage);
-  munmap(region, kBytes);
+  std::thread([&] { region.touch(); }).join();
+  EXPECT_LT(thread_minor_faults() - thread_before, FreshRegion::kPages / 4);
+  EXPECT_GE(process_minor_faults() - process_before, FreshRegion::kPages);
 }
 
 // Faults taken touching a block of `bytes` allocated again after the same

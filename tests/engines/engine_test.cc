@@ -229,12 +229,19 @@ TEST(Files, ExistingLogAndCheckpointAreKeptUnlessForced) {
   std::string line, last;
   std::size_t steps = 0;
   while (std::getline(log, line)) {
-    steps += line.find("\"event\":\"step\"") != std::string::npos;
     last = line;
+    if (line.find("\"event\":\"step\"") == std::string::npos) continue;
+    ++steps;
+    // Every step's page faults, so a regression shows in the log.
+    for (const char* key : {"\"page_faults\"", "\"optimizer_page_faults\"",
+                            "\"communication_page_faults\""}) {
+      EXPECT_NE(line.find(key), std::string::npos) << key << " missing from " << line;
+    }
   }
   EXPECT_EQ(steps, 4u);
   EXPECT_NE(last.find("\"event\":\"summary\""), std::string::npos);
   EXPECT_NE(last.find("\"compression_ratio\""), std::string::npos);
+  EXPECT_NE(last.find("\"steady_page_faults\":{\"max\""), std::string::npos) << last;
 }
 
 TEST(Errors, NonFiniteGradientsNameTheStepAndBucketOrAreSkipped) {

@@ -99,76 +99,72 @@ torch::Tensor StepScratch::slot(const torch::Tensor& like, int slot) {
 
 // libtorch's SGD: d = g + λp; b ← μb + (1−τ)d (b = d at the first step);
 // d = d + μb with Nesterov, else b; p ← p − lr·d.
-torch::Tensor InPlaceSGD::step(LossClosure closure) {
-  torch::NoGradGuard no_grad;
-  auto loss = evaluate(closure);
-  for (auto& group : param_groups_) {
-    const auto& options = static_cast<const torch::optim::SGDOptions&>(group.options());
-    for (auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      torch::Tensor d_p = dense_gradient(p, "SGD");
-      if (options.weight_decay() != 0) {
-        d_p = add_into(scratch_.slot(p, 0), d_p, p, options.weight_decay());
-      }
-      if (options.momentum() != 0) {
-        auto key = state_key(p);
-        auto found = state_.find(key);
-        torch::Tensor buffer;
-        if (found == state_.end()) {
-          buffer = torch::clone(d_p).detach();  // the state, allocated once
-          auto state = std::make_unique<torch::optim::SGDParamState>();
-          state->momentum_buffer(buffer);
-          state_.emplace(std::move(key), std::move(state));
-        } else {
-          buffer = static_cast<torch::optim::SGDParamState&>(*found->second).momentum_buffer();
-          buffer.mul_(options.momentum()).add_(d_p, 1 - options.dampening());
-        }
-        d_p = options.nesterov()
-                  ? add_into(scratch_.slot(p, 1), d_p, buffer, options.momentum())
-                  : buffer;
-      }
-      p.add_(d_p, -1 * options.lr());
-    }
+template <>
+void InPlaceSGD::update(torch::Tensor& p, const torch::optim::OptimizerOptions& given) {
+  const auto& options = static_cast<const torch::optim::SGDOptions&>(given);
+  torch::Tensor d_p = dense_gradient(p, "SGD");
+  if (options.weight_decay() != 0) {
+    d_p = add_into(scratch_.slot(p, 0), d_p, p, options.weight_decay());
   }
-  return loss;
+  if (options.momentum() != 0) {
+    auto key = state_key(p);
+    auto found = state_.find(key);
+    torch::Tensor buffer;
+    if (found == state_.end()) {
+      buffer = torch::clone(d_p).detach();  // the state, allocated once
+      auto state = std::make_unique<torch::optim::SGDParamState>();
+      state->momentum_buffer(buffer);
+      state_.emplace(std::move(key), std::move(state));
+    } else {
+      buffer = static_cast<torch::optim::SGDParamState&>(*found->second).momentum_buffer();
+      buffer.mul_(options.momentum()).add_(d_p, 1 - options.dampening());
+    }
+    d_p = options.nesterov() ? add_into(scratch_.slot(p, 1), d_p, buffer, options.momentum())
+                             : buffer;
+  }
+  p.add_(d_p, -1 * options.lr());
 }
 
 // Adam with L2 weight decay: the decay goes into the gradient (slot 1).
-torch::Tensor InPlaceAdam::step(LossClosure closure) {
-  torch::NoGradGuard no_grad;
-  auto loss = evaluate(closure);
-  for (auto& group : param_groups_) {
-    const auto& options = static_cast<const torch::optim::AdamOptions&>(group.options());
-    for (auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      torch::Tensor gradient = dense_gradient(p, "Adam");
-      auto& state = adam_state<torch::optim::AdamParamState>(state_, p, options);
-      if (options.weight_decay() != 0) {
-        gradient = add_into(scratch_.slot(p, 1), gradient, p, options.weight_decay());
-      }
-      adam_update(p, gradient, state, options, scratch_);
-    }
+template <>
+void InPlaceAdam::update(torch::Tensor& p, const torch::optim::OptimizerOptions& given) {
+  const auto& options = static_cast<const torch::optim::AdamOptions&>(given);
+  torch::Tensor gradient = dense_gradient(p, "Adam");
+  auto& state = adam_state<torch::optim::AdamParamState>(state_, p, options);
+  if (options.weight_decay() != 0) {
+    gradient = add_into(scratch_.slot(p, 1), gradient, p, options.weight_decay());
   }
-  return loss;
+  adam_update(p, gradient, state, options, scratch_);
 }
 
 // AdamW (Loshchilov & Hutter): the decay shrinks the parameter first,
 // p ← p·(1 − lr·λ), decoupled from the gradient.
-torch::Tensor InPlaceAdamW::step(LossClosure closure) {
+template <>
+void InPlaceAdamW::update(torch::Tensor& p, const torch::optim::OptimizerOptions& given) {
+  const auto& options = static_cast<const torch::optim::AdamWOptions&>(given);
+  const torch::Tensor& gradient = dense_gradient(p, "AdamW");
+  auto& state = adam_state<torch::optim::AdamWParamState>(state_, p, options);
+  if (options.weight_decay() != 0) p.mul_(1 - options.lr() * options.weight_decay());
+  adam_update(p, gradient, state, options, scratch_);
+}
+
+// libtorch's loop: the closure with gradients on, then every parameter of
+// every group that has a gradient, with its group's options.
+template <class Libtorch>
+torch::Tensor InPlace<Libtorch>::step(torch::optim::Optimizer::LossClosure closure) {
   torch::NoGradGuard no_grad;
   auto loss = evaluate(closure);
-  for (auto& group : param_groups_) {
-    const auto& options = static_cast<const torch::optim::AdamWOptions&>(group.options());
+  for (auto& group : this->param_groups_) {
     for (auto& p : group.params()) {
-      if (!p.grad().defined()) continue;
-      const torch::Tensor& gradient = dense_gradient(p, "AdamW");
-      auto& state = adam_state<torch::optim::AdamWParamState>(state_, p, options);
-      if (options.weight_decay() != 0) p.mul_(1 - options.lr() * options.weight_decay());
-      adam_update(p, gradient, state, options, scratch_);
+      if (p.grad().defined()) update(p, group.options());
     }
   }
   return loss;
 }
+
+template class InPlace<torch::optim::SGD>;
+template class InPlace<torch::optim::Adam>;
+template class InPlace<torch::optim::AdamW>;
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
                                                         std::vector<torch::Tensor> parameters) {

@@ -40,35 +40,34 @@ class StepScratch {
   std::int64_t per_slot_ = 0;
 };
 
-class InPlaceSGD final : public torch::optim::SGD {
+// libtorch's optimizer `Libtorch` (SGD, Adam or AdamW: its options, state
+// and checkpoints) with its step computed in place, as above.
+template <class Libtorch>
+class InPlace final : public Libtorch {
  public:
-  using torch::optim::SGD::SGD;
-  torch::Tensor step(LossClosure closure = nullptr) override;
-  const StepScratch& scratch() const { return scratch_; }
+  using Libtorch::Libtorch;
+  torch::Tensor step(torch::optim::Optimizer::LossClosure closure = nullptr) override;
 
  private:
+  // One parameter's update from its (defined) gradient.
+  void update(torch::Tensor& p, const torch::optim::OptimizerOptions& options);
+
   StepScratch scratch_;
 };
 
-class InPlaceAdam final : public torch::optim::Adam {
- public:
-  using torch::optim::Adam::Adam;
-  torch::Tensor step(LossClosure closure = nullptr) override;
-  const StepScratch& scratch() const { return scratch_; }
-
- private:
-  StepScratch scratch_;
-};
-
-class InPlaceAdamW final : public torch::optim::AdamW {
- public:
-  using torch::optim::AdamW::AdamW;
-  torch::Tensor step(LossClosure closure = nullptr) override;
-  const StepScratch& scratch() const { return scratch_; }
-
- private:
-  StepScratch scratch_;
-};
+using InPlaceSGD = InPlace<torch::optim::SGD>;
+using InPlaceAdam = InPlace<torch::optim::Adam>;
+using InPlaceAdamW = InPlace<torch::optim::AdamW>;
+// Each optimizer's own update (optimizers.cc).
+template <>
+void InPlaceSGD::update(torch::Tensor& p, const torch::optim::OptimizerOptions& options);
+template <>
+void InPlaceAdam::update(torch::Tensor& p, const torch::optim::OptimizerOptions& options);
+template <>
+void InPlaceAdamW::update(torch::Tensor& p, const torch::optim::OptimizerOptions& options);
+extern template class InPlace<torch::optim::SGD>;
+extern template class InPlace<torch::optim::Adam>;
+extern template class InPlace<torch::optim::AdamW>;
 
 // The optimizer `config` names (sgd, adam, adamw) with its settings.
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config,
