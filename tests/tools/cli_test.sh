@@ -37,6 +37,14 @@ expect "unknown algorithm lists the valid ones" 2 'valid algorithms: ring, halvi
 expect "broadcast has no halving-doubling" 2 "algorithm 'halving-doubling' is not available" -- \
   "$qccl" bench broadcast --algo tree --ranks 2
 expect "bad size" 2 'is not a size' -- "$qccl" bench allreduce --max-bytes 12Q --ranks 2
+expect "a size beyond the machine's memory is refused up front" 2 '--max-bytes 1024G .*need about .* GiB available' -- \
+  "$qccl" bench allreduce --max-bytes 1024G --ranks 2
+expect "--ranks 0 is a value, refused" 2 '1 to 1024, not 0' -- "$qccl" bench allreduce --ranks 0
+expect "--ranks beyond the in-process limit names it" 2 '1 to 1024, not 100000; more ranks run as processes under mpirun' -- \
+  "$qccl" train --ranks 100000
+expect "ranks launched with different sizes fail at once, naming the option" 1 "disagree on 'sizes'.*--max-bytes 131072" -- \
+  "${mpirun[@]}" -np 1 "$qccl" bench allreduce --max-bytes 64K --iters 1 --warmup 0 --timeout 20000 : \
+  -np 1 "$qccl" bench allreduce --max-bytes 128K --iters 1 --warmup 0 --timeout 20000
 expect "in-process allreduce" 0 'Out of bounds values : 0 OK' -- \
   "$qccl" bench allreduce --ranks 3 --max-bytes 16K --iters 2 --warmup 0
 expect "in-process allgather json" 0 '"wrong": 0' -- \
@@ -84,6 +92,11 @@ expect "simulate rejects a bad file" 2 'not a non-zero multiple' -- \
   "$qccl" simulate allreduce --ranks 3 --codec fp16 --input "$simdir/bad.f32" --output "$simdir/x.f32"
 expect "simulate needs an input" 2 'give --input FILE' -- \
   "$qccl" simulate allreduce --ranks 3 --codec fp16 --output "$simdir/x.f32"
+cp "$simdir/in.f32" "$simdir/keep.f32"
+expect "simulate refuses to overwrite its input" 2 'is the --input file' -- \
+  "$qccl" simulate allreduce --ranks 3 --codec fp16 --input "$simdir/keep.f32" \
+  --output "$simdir/../$(basename "$simdir")/keep.f32"
+cmp -s "$simdir/in.f32" "$simdir/keep.f32" || { echo "FAIL: simulate changed its input"; failures=$((failures + 1)); }
 expect "simulate on synthetic data reports the bound" 0 'published bound' -- \
   "$qccl" simulate allreduce --ranks 4 --codec global-qsgd:dither=exp --synthetic 5000 --rounds 2 \
   --output "$simdir/s.f32"
@@ -159,6 +172,9 @@ expect "train: native runs only what MPI can sum" 2 "'intsgd:round=random.*' run
   "$qccl" train --algo native --codec intsgd --ranks 2
 expect "train: --resume without a checkpoint dir" 2 'needs --checkpoint-dir' -- \
   "$qccl" train --resume --ranks 2
+printf 'model = "mlp"\nlearning-rate = 0.1\n' >"$traindir/unknown.toml"
+expect "train: a config file's unknown key, with file and line" 2 'unknown.toml., line 2: unknown option .learning-rate.' -- \
+  "$qccl" train --config "$traindir/unknown.toml" --ranks 2
 expect "train in process, with a log" 0 'mlp on fashion-mnist, 2 ranks' -- \
   "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 5 --quiet --log "$traindir/log.jsonl"
 [ "$(grep -c '"event":"step"' "$traindir/log.jsonl")" = 5 ] ||
@@ -169,6 +185,9 @@ printf 'model = "mlp"\nmax-steps-per-epoch = 3\nbatch = 8\nquiet = true\n' >"$tr
 expect "train from a config file" 0 'mlp on fashion-mnist, 2 ranks' -- \
   "$qccl" train --config "$traindir/train.toml" --ranks 2 --summary-json "$traindir/s.json"
 grep -q '"steps": 3' "$traindir/s.json" || { echo "FAIL: config file's steps"; failures=$((failures + 1)); }
+expect "train: a rank with another --stop-after fails at once, naming it" 1 "disagree on 'run control'.*--stop-after 2" -- \
+  "${mpirun[@]}" -np 1 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet --stop-after 2 \
+  --timeout 20000 : -np 1 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet --timeout 20000
 expect "train compares codecs under mpirun" 0 'global-qsgd:bits=8,dither=exp.* 4\.0x' -- \
   "${mpirun[@]}" -np 2 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet \
   --codec fp32 --codec global-qsgd:bits=8,dither=exp

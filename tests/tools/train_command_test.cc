@@ -48,6 +48,30 @@ TEST(TrainConfigFile, BadLinesAndMissingFilesNameTheProblem) {
   EXPECT_THROW(expand_train_config({"train", "--config"}), InvalidArgument);
 }
 
+// Each mistake is named with its file and line, never silently applied.
+TEST(TrainConfigFile, UnknownAndRepeatedKeysAndDirectoriesAreRefused) {
+  const std::vector<std::string> known{"model", "lr", "codec"};
+  const auto expect_refused = [&](const std::string& path, const std::string& words) {
+    try {
+      expand_train_config({"train", "--config", path}, known);
+      FAIL() << "accepted " << path;
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  expect_refused(write_config("qccl-train-d.toml", "model = mlp\nlearning_rate = 0.1\n"),
+                 "line 2: unknown option 'learning_rate'");
+  expect_refused(write_config("qccl-train-e.toml", "lr = 0.1\nmodel = mlp\nlr = 0.2\n"),
+                 "line 3: 'lr' is set again (first on line 1)");
+  expect_refused(std::filesystem::temp_directory_path().string(), "is a directory");
+  // Known keys, each once, pass; without a list of options any key passes.
+  EXPECT_NO_THROW(expand_train_config(
+      {"train", "--config", write_config("qccl-train-f.toml", "lr = 0.1\ncodec = [\"fp32\"]\n")},
+      known));
+  EXPECT_NO_THROW(expand_train_config(
+      {"train", "--config", write_config("qccl-train-g.toml", "anything = 1\n")}));
+}
+
 TEST(TrainPaths, OneCodecKeepsThePathSeveralGetTheirNames) {
   EXPECT_EQ(path_for_codec("out/train.jsonl", "fp32", 1), "out/train.jsonl");
   EXPECT_EQ(path_for_codec("out/train.jsonl", "global-qsgd:bits=8,dither=exp", 2),

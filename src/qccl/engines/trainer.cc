@@ -63,8 +63,16 @@ void check_settings_agree(Communicator& comm, const TrainConfig& c, std::int64_t
       .add_text("schedule", "batch " + std::to_string(c.batch) + " per rank, " +
                                 std::to_string(c.epochs) + " epochs, at most " +
                                 std::to_string(c.max_steps_per_epoch) + " steps each (0: all)")
-      .add("seed", static_cast<std::int64_t>(c.seed))
-      .add("resumed step", resume_step);
+      .add_text("seed and resume", "--seed " + std::to_string(c.seed) + ", resumed at step " +
+                                       std::to_string(resume_step) + " (-1: a fresh run)")
+      // These decide collective calls (a checkpoint's barrier, the step a
+      // run stops at, a skipped step): a rank without them would hang the
+      // others at that call.
+      .add_text("run control",
+                "--stop-after " + std::to_string(c.stop_after_steps) + ", --checkpoint-every " +
+                    std::to_string(c.checkpoint_every) + ", --checkpoint-dir " +
+                    (c.checkpoint_dir.empty() ? "unset" : "set") + ", --skip-nonfinite " +
+                    (c.skip_nonfinite ? "on" : "off"));
   comm.run(fingerprint, comm.timeout(std::nullopt), [](int) {});
 }
 

@@ -77,8 +77,7 @@ void add_bench_operation(CLI::App& bench, BenchOperation op, std::string descrip
   sub->add_flag("--in-place", command.config.in_place, "run in place (allreduce, allgather)");
   sub->add_option("--chunk-bytes", command.chunk_bytes, "pipeline chunk size (default 1M)");
   sub->add_option("--window", command.config.window, "receives in flight (default 4)");
-  sub->add_option("--ranks", command.ranks,
-                  "run N ranks as threads of this process instead of under mpirun");
+  add_ranks_option(*sub, command.ranks);
   sub->add_option("--link-rate", command.link_rate,
                   "each rank's link rate, e.g. 1gbit (scripts/cluster --rate): adds the fraction "
                   "of the wire bound reached");
@@ -155,7 +154,7 @@ void add_simulate(CLI::App& app, SimulateCommand& command) {
   auto* sub = simulate->add_subcommand(
       "allreduce", "R compressed mean-allreduces of N dumped vectors on N in-process ranks");
   sub->footer(codec_list());
-  sub->add_option("--ranks", command.config.ranks, "number of ranks N")->required();
+  add_ranks_option(*sub, command.config.ranks, "number of ranks N (threads of this process)")->required();
   sub->add_option("--codec", command.config.codec, "codec spec")->required();
   sub->add_option("--input", command.config.input, "N·d little-endian fp32 values, rank-major");
   sub->add_option("--synthetic", command.config.synthetic,
@@ -213,8 +212,7 @@ void add_experiment(CLI::App& app, ExperimentCommand& command) {
   sub->add_option("--seed", c.seed, "random seed (default 0)");
   sub->add_option("--algo", command.algorithm, "ring or halving-doubling (default ring)");
   sub->add_option("--output", c.output, "directory for intsgd-logreg.{csv,svg,json}");
-  sub->add_option("--ranks", command.ranks,
-                  "run N ranks as threads of this process instead of under mpirun");
+  add_ranks_option(*sub, command.ranks);
   sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
 }
 
@@ -347,6 +345,13 @@ int run_bench(BenchCommand& command, int argc, char** argv) {
                             "with mpirun (drop one of the two)");
     }
     validate(config);
+    // Each rank holds its input and output and the collective's scratch:
+    // about three vectors of --max-bytes.
+    const int ranks_here = std::max(command.ranks, 1);
+    check_fits_in_memory(3.0 * static_cast<double>(config.max_bytes) * ranks_here,
+                         "--max-bytes " + command.max_bytes +
+                             (command.ranks > 0 ? " with --ranks " + std::to_string(command.ranks)
+                                                : std::string()));
   } catch (const InvalidArgument& e) {
     std::cerr << "qccl: " << e.what() << "\n";
     return kExitUsage;
@@ -435,7 +440,7 @@ int run_cli(int argc, char** argv) {
     // `train --config FILE` becomes the options FILE sets (CLI11 parses
     // arguments in reverse order from a vector).
     std::vector<std::string> args(argv + 1, argv + argc);
-    args = expand_train_config(args);
+    args = expand_train_config(args, train_option_names(app));
     std::reverse(args.begin(), args.end());
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {

@@ -11,6 +11,7 @@
 #include "qccl/collectives/broadcast.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/collectives/reduce_scatter.h"
+#include "qccl/collectives/fingerprint.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::tools {
@@ -322,8 +323,43 @@ double median(const std::vector<double>& sorted) {
 
 }  // namespace
 
+namespace {
+
+// Every option that shapes the calls, compared across ranks before any data
+// moves: a rank launched with another size or codec fails every rank at
+// once with a MismatchError naming the option, instead of hanging in a
+// collective until the timeout.
+void check_settings_agree(Communicator& comm, const BenchConfig& c) {
+  std::string algorithms;
+  for (const Algorithm a : c.algorithms) algorithms += std::string(to_string(a)) + " ";
+  // Grouped (a fingerprint holds at most 8 fields); each text names its options.
+  const auto text = [](std::initializer_list<std::pair<const char*, std::string>> options) {
+    std::string joined;
+    for (const auto& [name, value] : options) {
+      joined += (joined.empty() ? "" : ", ") + std::string(name) + " " + value;
+    }
+    return joined;
+  };
+  Fingerprint fingerprint("bench settings");
+  fingerprint.add_text("operation and --algo", std::string(to_string(c.operation)) + " " + algorithms)
+      .add_text("sizes", text({{"--min-bytes", std::to_string(c.min_bytes)},
+                               {"--max-bytes", std::to_string(c.max_bytes)},
+                               {"--step-factor", std::to_string(c.step_factor)}}))
+      .add_text("repetitions", text({{"--iters", std::to_string(c.iterations)},
+                                     {"--warmup", std::to_string(c.warmup)}}))
+      .add_text("transfers", text({{"--in-place", c.in_place ? "on" : "off"},
+                                   {"--chunk-bytes", std::to_string(c.chunk_bytes)},
+                                   {"--window", std::to_string(c.window)}}))
+      .add_text("codec", text({{"--codec", c.codec.empty() ? "(none)" : c.codec},
+                               {"--native-codec", c.native_codec ? "on" : "off"}}));
+  comm.run(fingerprint, comm.timeout(std::nullopt), [](int) {});
+}
+
+}  // namespace
+
 std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig& config) {
   validate(config);
+  check_settings_agree(comm, config);
   Transport& transport = comm.transport();
   const Timeout timeout = comm.options().timeout;
   std::vector<BenchRow> rows;

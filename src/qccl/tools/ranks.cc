@@ -1,6 +1,11 @@
 #include "qccl/tools/ranks.h"
 
+#include <charconv>
 #include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <sstream>
+#include <string>
 #include <iostream>
 
 #include "qccl/common/errors.h"
@@ -9,6 +14,51 @@
 #include "qccl/transport/mpi_transport.h"
 
 namespace qccl::tools {
+
+CLI::Option* add_ranks_option(CLI::App& command, int& ranks, const std::string& description) {
+  const CLI::Validator in_process_count(
+      [](std::string& value) -> std::string {
+        int n = 0;
+        const auto end = value.data() + value.size();
+        const auto [at, error] = std::from_chars(value.data(), end, n);
+        if (error == std::errc() && at == end && n >= 1 && n <= kMaxInProcessRanks) return {};
+        return "in-process ranks are threads of this process: 1 to " +
+               std::to_string(kMaxInProcessRanks) + ", not " + value +
+               "; more ranks run as processes under mpirun (leave --ranks out)";
+      },
+      "1.." + std::to_string(kMaxInProcessRanks));
+  return command.add_option("--ranks", ranks, description)->check(in_process_count);
+}
+
+namespace {
+
+// MemAvailable from /proc/meminfo, in bytes; 0 when unknown.
+double available_memory_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024.0;
+  }
+  return 0;
+}
+
+std::string gib(double bytes) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1) << bytes / double(1 << 30) << " GiB";
+  return text.str();
+}
+
+}  // namespace
+
+void check_fits_in_memory(double bytes, const std::string& options) {
+  const double available = available_memory_bytes();
+  if (available > 0 && bytes > available) {
+    throw InvalidArgument(options + " need about " + gib(bytes) + " of memory in this process, " +
+                          "and this machine has " + gib(available) + " available: lower them");
+  }
+}
 
 int exit_code_of(const std::function<void()>& command) {
   try {

@@ -1,11 +1,30 @@
 // Running a command's body on every rank, and mapping failures to exit codes.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include <functional>
 
 #include "qccl/collectives/communicator.h"
 
 namespace qccl::tools {
+
+// Ranks run as threads of one process (--ranks) hold a copy of the work
+// each; beyond this many the command is refused up front, naming the limit
+// (more ranks run as processes under mpirun).
+inline constexpr int kMaxInProcessRanks = 1024;
+
+// Adds `--ranks N` to `command`: N ranks as threads of this process, 1 to
+// kMaxInProcessRanks. 0 is a value like any other, and refused — not read
+// as "run under MPI", which is what leaving the option out means.
+CLI::Option* add_ranks_option(CLI::App& command, int& ranks, const std::string& description =
+                                  "run N ranks as threads of this process instead of under mpirun");
+
+// Refuses, before anything is allocated, a run whose buffers (`bytes` in
+// this process) exceed the memory the kernel reports available
+// (MemAvailable), naming `options` — the settings that set the size — and
+// both amounts. Does nothing where /proc/meminfo cannot be read.
+void check_fits_in_memory(double bytes, const std::string& options);
 
 // Runs `command` and maps its failures to exit codes: a bad argument is a
 // usage error, anything else a runtime error; both are printed once.

@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <vector>
@@ -63,6 +64,14 @@ SimulateSummary run_simulation(const SimulateConfig& config) {
   }
   if (config.synthetic == 0 && config.input.empty()) {
     throw InvalidArgument("simulate: give --input FILE (ranks·d fp32) or --synthetic D");
+  }
+  // The output replaces its file whole: never the input it reads (a link
+  // or another spelling of the same path included).
+  std::error_code same_error;
+  if (!config.input.empty() && std::filesystem::exists(config.output) &&
+      std::filesystem::equivalent(config.input, config.output, same_error)) {
+    throw InvalidArgument("simulate: --output '" + config.output + "' is the --input file; "
+                          "writing it would destroy the input: choose another --output");
   }
   const auto all = config.synthetic > 0 ? synthetic_input(config.ranks, config.synthetic, config.seed)
                                         : read_input(config.input, config.ranks);

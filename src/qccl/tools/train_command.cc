@@ -2,7 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -76,8 +78,7 @@ void add_train(CLI::App& app, TrainCommand& command) {
   sub->add_option("--values-per-field", c.values_per_field,
                   "recommender: rows of each embedding table (100000)");
   sub->add_option("--click-samples", c.click_samples, "recommender: training samples (200000)");
-  sub->add_option("--ranks", command.ranks,
-                  "run N ranks as threads of this process instead of under mpirun");
+  add_ranks_option(*sub, command.ranks);
   sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
 }
 
@@ -120,10 +121,15 @@ std::vector<std::string> options_of_line(const std::string& key, const std::stri
   return {option, unquoted(value)};
 }
 
-std::vector<std::string> read_train_config(const std::string& path) {
+std::vector<std::string> read_train_config(const std::string& path,
+                                           const std::vector<std::string>& known) {
+  if (std::filesystem::is_directory(path)) {
+    throw InvalidArgument("the config file '" + path + "' is a directory; pass a file");
+  }
   std::ifstream in(path);
   if (!in) throw InvalidArgument("cannot read the config file '" + path + "'");
   std::vector<std::string> options;
+  std::map<std::string, int> first_line;  // key -> the line that set it
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     bool quoted = false;
@@ -144,6 +150,16 @@ std::vector<std::string> read_train_config(const std::string& path) {
       throw InvalidArgument("config file '" + path + "', line " + std::to_string(number) +
                             ": expected `option = value`, got `" + line + "`");
     }
+    const std::string where = "config file '" + path + "', line " + std::to_string(number);
+    if (!known.empty() && std::find(known.begin(), known.end(), key) == known.end()) {
+      throw InvalidArgument(where + ": unknown option '" + key +
+                            "'; `qccl train --help` lists the valid ones");
+    }
+    if (const auto [it, added] = first_line.emplace(key, number); !added) {
+      throw InvalidArgument(where + ": '" + key + "' is set again (first on line " +
+                            std::to_string(it->second) +
+                            "); set it once, with [\"a\", \"b\"] for an option that repeats");
+    }
     const auto more = options_of_line(key, value);
     options.insert(options.end(), more.begin(), more.end());
   }
@@ -152,7 +168,17 @@ std::vector<std::string> read_train_config(const std::string& path) {
 
 }  // namespace
 
-std::vector<std::string> expand_train_config(const std::vector<std::string>& args) {
+std::vector<std::string> train_option_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  const auto* train = app.get_subcommand("train");
+  for (const auto* option : train->get_options()) {
+    for (const auto& name : option->get_lnames()) names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<std::string> expand_train_config(const std::vector<std::string>& args,
+                                             const std::vector<std::string>& options) {
   std::vector<std::string> out;
   std::vector<std::string> from_file;
   bool in_train = false;
@@ -172,7 +198,7 @@ std::vector<std::string> expand_train_config(const std::vector<std::string>& arg
       } else {
         path = args[i].substr(9);
       }
-      from_file = read_train_config(path);
+      from_file = read_train_config(path, options);
       continue;
     }
     out.push_back(args[i]);

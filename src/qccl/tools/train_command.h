@@ -32,8 +32,13 @@ void add_train(CLI::App& app, TrainCommand& command);
 // `key = value` (keys are option names without dashes; strings may be
 // quoted; true/false for flags; ["a", "b"] for repeated options such as
 // codec); `#` starts a comment and a `[train]` header is allowed. Throws
-// InvalidArgument naming the file and line on anything else.
-std::vector<std::string> expand_train_config(const std::vector<std::string>& args);
+// InvalidArgument naming the file and line on anything else: a key that is
+// not one of `options` (train's long option names without dashes; empty:
+// not checked), a key given twice, a file that is a directory.
+std::vector<std::string> expand_train_config(const std::vector<std::string>& args,
+                                             const std::vector<std::string>& options = {});
+// train's long option names without dashes, for expand_train_config.
+std::vector<std::string> train_option_names(const CLI::App& app);
 int run_train_command(TrainCommand& command, int argc, char** argv);
 
 // One row per run: metric, time, step-time split, payload and ratio.

@@ -8,6 +8,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -520,26 +521,38 @@ void run_in_process(int ranks, const std::function<void(Transport&)>& body) {
   LocalWorld world(ranks);
   std::mutex first_mutex;
   std::exception_ptr first_error;
+  const auto fail = [&](int rank, const std::string& why) {
+    {
+      std::lock_guard lock(first_mutex);
+      if (!first_error) first_error = std::current_exception();
+    }
+    world.abort("rank " + std::to_string(rank) + " failed" + why);
+  };
+  const auto run_rank = [&](int rank, const std::shared_ptr<Transport>& transport) {
+    try {
+      body(*transport);
+    } catch (const std::exception& e) {
+      fail(rank, std::string(": ") + e.what());
+    } catch (...) {
+      fail(rank, " with a non-standard exception");
+    }
+  };
   std::vector<std::thread> threads;
   threads.reserve(static_cast<std::size_t>(ranks));
   for (int r = 0; r < ranks; ++r) {
-    threads.emplace_back([&, r, transport = world.transport(r)]() mutable {
-      try {
-        body(*transport);
-      } catch (const std::exception& e) {
-        {
-          std::lock_guard lock(first_mutex);
-          if (!first_error) first_error = std::current_exception();
-        }
-        world.abort("rank " + std::to_string(r) + " failed: " + e.what());
-      } catch (...) {
-        {
-          std::lock_guard lock(first_mutex);
-          if (!first_error) first_error = std::current_exception();
-        }
-        world.abort("rank " + std::to_string(r) + " failed with a non-standard exception");
-      }
-    });
+    try {
+      threads.emplace_back(run_rank, r, std::shared_ptr<Transport>(world.transport(r)));
+    } catch (const std::system_error& e) {
+      // The machine's thread or memory limit: the ranks already running
+      // leave their waits (the world is aborted) and are joined first.
+      world.abort("the thread of rank " + std::to_string(r) + " could not start");
+      for (auto& t : threads) t.join();
+      throw InvalidArgument("in-process world: the thread of rank " + std::to_string(r) + " of " +
+                            std::to_string(ranks) + " could not start (" + e.what() +
+                            "): the machine's thread limit (ulimit -u, "
+                            "/proc/sys/kernel/threads-max) or memory is reached; run fewer "
+                            "ranks, or run them as processes under mpirun");
+    }
   }
   for (auto& t : threads) t.join();
   if (first_error) std::rethrow_exception(first_error);
