@@ -185,6 +185,9 @@ printf 'model = "mlp"\nmax-steps-per-epoch = 3\nbatch = 8\nquiet = true\n' >"$tr
 expect "train from a config file" 0 'mlp on fashion-mnist, 2 ranks' -- \
   "$qccl" train --config "$traindir/train.toml" --ranks 2 --summary-json "$traindir/s.json"
 grep -q '"steps": 3' "$traindir/s.json" || { echo "FAIL: config file's steps"; failures=$((failures + 1)); }
+expect "experiment: a rank with another --passes fails at once, naming it" 1 "disagree on 'budget'.*--passes 3" -- \
+  "${mpirun[@]}" -np 1 "$qccl" experiment intsgd-logreg --passes 3 --timeout 20000 : \
+  -np 1 "$qccl" experiment intsgd-logreg --passes 2 --timeout 20000
 expect "train: a rank with another --stop-after fails at once, naming it" 1 "disagree on 'run control'.*--stop-after 2" -- \
   "${mpirun[@]}" -np 1 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet --stop-after 2 \
   --timeout 20000 : -np 1 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet --timeout 20000

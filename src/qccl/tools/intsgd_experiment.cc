@@ -275,8 +275,39 @@ double bits_for(std::uint64_t largest) {
   return std::log2(2.0 * static_cast<double>(largest) + 1.0);
 }
 
+namespace {
+
+// Every option that shapes the calls, compared across ranks before the data
+// is loaded: a rank launched with other settings fails every rank at once,
+// naming them, instead of hanging in a collective.
+void check_settings_agree(Communicator& comm, const LogregConfig& c) {
+  std::string methods;
+  for (const auto& m : c.methods) methods += (methods.empty() ? "" : ",") + m;
+  const auto number = [](double v) {
+    std::ostringstream text;
+    text << std::setprecision(17) << v;
+    return text.str();
+  };
+  Fingerprint fingerprint("experiment settings");
+  fingerprint
+      .add_text("data", "--data " + c.data + ", --normalize " + c.normalization +
+                            ", --label-column " + std::to_string(c.label_column))
+      .add_text("methods", "--methods " + methods + ", --wire " + c.wire + ", --algo " +
+                               std::string(to_string(c.algorithm)))
+      .add_text("budget", "--passes " + number(c.passes) + ", --max-iterations " +
+                              std::to_string(c.max_iterations))
+      .add_text("step", "--lambda " + number(c.lambda) + ", --eps " + number(c.epsilon) +
+                            ", --beta " + number(c.beta) + ", --batch-fraction " +
+                            number(c.batch_fraction) + ", --step " + number(c.step))
+      .add_text("seed", "--seed " + std::to_string(c.seed));
+  comm.run(fingerprint, comm.timeout(std::nullopt), [](int) {});
+}
+
+}  // namespace
+
 LogregReport run_logreg_experiment(Communicator& comm, const LogregConfig& config) {
   validate(config);
+  check_settings_agree(comm, config);
   LogregReport report;
   Dataset data = load(config, report.dataset);
   const int n = comm.size();
