@@ -45,7 +45,9 @@
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/options.h"
 #include "qccl/collectives/reduction.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 enum class CodecOperation { allreduce_mean, reduce_scatter_mean, allgather };
@@ -283,3 +285,4 @@ class Codec {
 void feed_sgd_step(Codec& codec, std::span<const float> result, double step_size = 1.0);
 
 }  // namespace qccl
+QCCL_API_END

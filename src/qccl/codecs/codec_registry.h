@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "qccl/codecs/codec.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 // Builds a codec from its spec; an unknown name or parameter, or a bad value,
@@ -22,3 +24,4 @@ std::unique_ptr<Codec> make_codec(std::string_view spec, CodecSettings settings 
 std::vector<std::pair<std::string, std::string>> codec_catalog();
 
 }  // namespace qccl
+QCCL_API_END

@@ -8,7 +8,9 @@
 #include <string_view>
 
 #include "qccl/collectives/call_check.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 enum class NormKind {
@@ -36,3 +38,4 @@ CallStatistics norm_statistics(double statistic, NormKind kind);
 double global_norm(const GatheredStatistics& gathered, NormKind kind, std::string_view what);
 
 }  // namespace qccl
+QCCL_API_END

@@ -11,6 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "qccl/common/export.h"
+
+QCCL_API_BEGIN
 namespace qccl {
 
 struct TensorSlice {
@@ -53,3 +56,4 @@ class TensorLayout {
 };
 
 }  // namespace qccl
+QCCL_API_END

@@ -15,6 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "qccl/common/export.h"
+
+QCCL_API_BEGIN
 namespace qccl {
 
 class TensorStateStore {
@@ -40,3 +43,4 @@ class TensorStateStore {
 };
 
 }  // namespace qccl
+QCCL_API_END

@@ -8,7 +8,9 @@
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/options.h"
 #include "qccl/collectives/reduction.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 // Every rank contributes input (same length everywhere); output holds the
@@ -56,3 +58,4 @@ void allgather_body(Communicator& comm, int tag, std::span<const float> shard,
                     const CollectiveOptions& options, std::span<float> own = {});
 
 }  // namespace qccl
+QCCL_API_END

@@ -6,7 +6,9 @@
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
 #include "qccl/collectives/reduction.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 // Reduces `input` across ranks into `output` (same length on every rank; pass
@@ -36,3 +38,4 @@ void allreduce_body(Communicator& comm, int tag, std::span<const float> input,
                     const CollectiveOptions& options, std::span<float> own = {});
 
 }  // namespace qccl
+QCCL_API_END

@@ -5,7 +5,9 @@
 
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 // Copies the root's `data` into `data` on every rank (same length everywhere).
@@ -15,3 +17,4 @@ void broadcast_bytes(Communicator& comm, std::span<std::byte> data, int root,
                      const CollectiveOptions& options = {});
 
 }  // namespace qccl
+QCCL_API_END

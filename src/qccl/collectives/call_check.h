@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "qccl/collectives/fingerprint.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 // This rank's statistics for one call.
@@ -56,3 +58,4 @@ bool fingerprints_agree(std::span<const std::int64_t> exchanged);
 GatheredStatistics gathered_statistics(std::span<const std::int64_t> exchanged, int ranks);
 
 }  // namespace qccl
+QCCL_API_END

@@ -26,8 +26,10 @@
 #include "qccl/collectives/call_check.h"
 #include "qccl/collectives/fingerprint.h"
 #include "qccl/common/duration.h"
+#include "qccl/common/export.h"
 #include "qccl/transport/transport.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 struct CommunicatorOptions {
@@ -164,3 +166,4 @@ class CollectiveCall {
 };
 
 }  // namespace qccl
+QCCL_API_END

@@ -10,6 +10,9 @@
 #include <string>
 #include <string_view>
 
+#include "qccl/common/export.h"
+
+QCCL_API_BEGIN
 namespace qccl {
 
 class Fingerprint {
@@ -42,3 +45,4 @@ std::int64_t hash62(std::string_view text);
 std::int64_t hash62(std::span<const std::size_t> values);
 
 }  // namespace qccl
+QCCL_API_END

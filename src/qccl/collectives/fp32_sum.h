@@ -5,7 +5,9 @@
 #pragma once
 
 #include "qccl/collectives/reduction.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 class Fp32Sum final : public Reduction {
@@ -28,3 +30,4 @@ class Fp32Sum final : public Reduction {
 };
 
 }  // namespace qccl
+QCCL_API_END

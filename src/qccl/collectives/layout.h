@@ -7,6 +7,9 @@
 #include <span>
 #include <vector>
 
+#include "qccl/common/export.h"
+
+QCCL_API_BEGIN
 namespace qccl {
 
 class Reduction;
@@ -73,3 +76,4 @@ class SlotLayout {
 std::size_t chunks_for(std::span<const Range> segments, std::size_t chunk_bytes);
 
 }  // namespace qccl
+QCCL_API_END

@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "qccl/common/duration.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 enum class Algorithm {
@@ -66,3 +68,4 @@ class PhaseScope {
 };
 
 }  // namespace qccl
+QCCL_API_END

@@ -9,7 +9,9 @@
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/options.h"
 #include "qccl/collectives/reduction.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 // The default blocks: `count` elements split into `ranks` ranges as equal as
@@ -41,3 +43,4 @@ void reduce_scatter_body(Communicator& comm, int tag, std::span<const float> inp
                          std::span<float> own = {});
 
 }  // namespace qccl
+QCCL_API_END

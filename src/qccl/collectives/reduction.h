@@ -32,8 +32,10 @@
 #include <span>
 #include <string>
 
+#include "qccl/common/export.h"
 #include "qccl/transport/transport.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 struct ReduceContext {
@@ -80,3 +82,4 @@ class Reduction {
 };
 
 }  // namespace qccl
+QCCL_API_END

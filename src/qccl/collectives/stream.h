@@ -26,7 +26,9 @@
 
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/work.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 class Stream {
@@ -73,3 +75,4 @@ class Stream {
 };
 
 }  // namespace qccl
+QCCL_API_END

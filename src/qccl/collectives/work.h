@@ -9,7 +9,9 @@
 #include <string>
 
 #include "qccl/common/duration.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 class Communicator;
@@ -67,3 +69,4 @@ void complete_work(const std::shared_ptr<WorkState>& state, std::exception_ptr f
 
 }  // namespace detail
 }  // namespace qccl
+QCCL_API_END

@@ -8,6 +8,9 @@
 // Adam, 25 000 minor faults and 80 ms a step.
 #pragma once
 
+#include "qccl/common/export.h"
+
+QCCL_API_BEGIN
 namespace qccl {
 
 // Keeps freed memory in the process for the next step: blocks up to 1 GiB
@@ -25,3 +28,4 @@ bool keep_freed_memory_for_reuse();
 bool allocator_set_by_environment();
 
 }  // namespace qccl
+QCCL_API_END

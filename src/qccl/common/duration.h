@@ -5,6 +5,9 @@
 #include <chrono>
 #include <string>
 
+#include "qccl/common/export.h"
+
+QCCL_API_BEGIN
 namespace qccl {
 
 using Clock = std::chrono::steady_clock;
@@ -22,3 +25,4 @@ inline Clock::time_point deadline_after(Timeout timeout) {
 inline std::string to_string(Timeout t) { return std::to_string(t.count()) + " ms"; }
 
 }  // namespace qccl
+QCCL_API_END

@@ -6,6 +6,9 @@
 #include <string>
 #include <string_view>
 
+#include "qccl/common/export.h"
+
+QCCL_API_BEGIN
 namespace qccl {
 
 // Base of every qccl exception.
@@ -58,3 +61,4 @@ class CommError : public Error {
 [[noreturn]] void rethrow_with_context(std::string_view context);
 
 }  // namespace qccl
+QCCL_API_END

@@ -32,10 +32,12 @@
 #include "qccl/codecs/codec.h"
 #include "qccl/codecs/tensor_state.h"
 #include "qccl/collectives/communicator.h"
+#include "qccl/common/export.h"
 #include "qccl/engines/engine.h"
 #include "qccl/scheduling/bucket_plan.h"
 #include "qccl/scheduling/bucket_reducer.h"
 
+QCCL_API_BEGIN
 namespace qccl::engines {
 
 struct EngineOptions {
@@ -136,3 +138,4 @@ class DataParallelEngine final : public Engine {
 };
 
 }  // namespace qccl::engines
+QCCL_API_END

@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "qccl/codecs/codec.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl::engines {
 
 // One gradient oracle's outcome and times, in seconds.
@@ -80,3 +82,4 @@ class Engine {
 };
 
 }  // namespace qccl::engines
+QCCL_API_END

@@ -20,8 +20,10 @@
 #include <memory>
 #include <vector>
 
+#include "qccl/common/export.h"
 #include "qccl/engines/train_config.h"
 
+QCCL_API_BEGIN
 namespace qccl::engines {
 
 // Parameter-sized temporaries of an optimizer step: `slots` of them per
@@ -74,3 +76,4 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& confi
                                                         std::vector<torch::Tensor> parameters);
 
 }  // namespace qccl::engines
+QCCL_API_END

@@ -13,8 +13,10 @@
 #include <string>
 #include <string_view>
 
+#include "qccl/common/export.h"
 #include "qccl/engines/engine.h"
 
+QCCL_API_BEGIN
 namespace qccl::engines {
 
 struct StepContext {
@@ -58,3 +60,4 @@ class GradientStep final : public StepAlgorithm {
 std::unique_ptr<StepAlgorithm> make_step_algorithm(std::string_view name);
 
 }  // namespace qccl::engines
+QCCL_API_END

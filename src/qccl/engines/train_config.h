@@ -11,7 +11,9 @@
 
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl::engines {
 
 struct TrainConfig {
@@ -121,3 +123,4 @@ void validate(const TrainConfig& config);
 TrainSummary train(Communicator& comm, const TrainConfig& config);
 
 }  // namespace qccl::engines
+QCCL_API_END

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "qccl/common/export.h"
+
+QCCL_API_BEGIN
 namespace qccl {
 
 struct BucketPlan {
@@ -54,3 +57,4 @@ class SizeCappedPolicy final : public BucketPolicy {
 };
 
 }  // namespace qccl
+QCCL_API_END

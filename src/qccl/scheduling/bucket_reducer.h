@@ -26,7 +26,9 @@
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
 #include "qccl/collectives/stream.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 struct BucketWork {
@@ -96,3 +98,4 @@ class BucketReducer {
 };
 
 }  // namespace qccl
+QCCL_API_END

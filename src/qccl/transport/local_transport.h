@@ -7,8 +7,10 @@
 #include <functional>
 #include <memory>
 
+#include "qccl/common/export.h"
 #include "qccl/transport/transport.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 namespace detail {
@@ -40,3 +42,4 @@ class LocalWorld {
 void run_in_process(int ranks, const std::function<void(Transport&)>& body);
 
 }  // namespace qccl
+QCCL_API_END

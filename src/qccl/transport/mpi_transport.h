@@ -19,8 +19,10 @@
 #include <memory>
 #include <mutex>
 
+#include "qccl/common/export.h"
 #include "qccl/transport/transport.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 // Owns MPI's lifetime in a process: MPI_Init_thread in the constructor,
@@ -46,3 +48,4 @@ class MpiRuntime {
 };
 
 }  // namespace qccl
+QCCL_API_END

@@ -27,7 +27,9 @@
 #include <string_view>
 
 #include "qccl/common/duration.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 // Completion handle of one isend or irecv.
@@ -189,3 +191,4 @@ void check_allgather_arguments(std::size_t input, std::size_t output,
                                std::string_view unit = "bytes");
 
 }  // namespace qccl
+QCCL_API_END
