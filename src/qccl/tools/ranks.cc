@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
+#include <iostream>
 #include <sstream>
 #include <string>
-#include <iostream>
 
 #include "qccl/common/errors.h"
 #include "qccl/tools/exit_codes.h"
@@ -35,11 +35,12 @@ namespace {
 // MemAvailable from /proc/meminfo, in bytes; 0 when unknown.
 double available_memory_bytes() {
   std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  double kib = 0;
-  std::string unit;
-  while (meminfo >> key >> kib >> unit) {
-    if (key == "MemAvailable:") return kib * 1024.0;
+  std::string line;
+  while (std::getline(meminfo, line)) {  // "MemAvailable:   20971520 kB"
+    std::istringstream fields(line);
+    std::string key;
+    double kib = 0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024.0;
   }
   return 0;
 }
