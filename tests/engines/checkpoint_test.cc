@@ -17,7 +17,6 @@
 #include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
-#include "qccl/engines/replica_check.h"
 #include "support/file_size_limit.h"
 #include "support/world.h"
 
@@ -175,17 +174,20 @@ TEST(Checkpoint, ReplicasThatDivergeLaterAreFoundAtTheNextCheck) {
             std::string::npos) << message;
 }
 
-TEST(ReplicaCheck, NamesTheStepAndWhichRanksDiffer) {
-  const auto message = test::expect_throw_on_every_rank<MismatchError>(3, [](Communicator& comm) {
-    const auto w = torch::full({5}, comm.rank() == 2 ? 1.5f : 1.0f);
-    verify_replicas(comm, {torch::zeros({2}), w}, 7, "test");
-  });
-  EXPECT_NE(message.find("step 7 (test)"), std::string::npos) << message;
-  EXPECT_NE(message.find("ranks {0,1}"), std::string::npos) << message;
-  EXPECT_NE(message.find("ranks {2}"), std::string::npos) << message;
-  test::run_world(3, [](Communicator& comm) {
-    verify_replicas(comm, {torch::ones({5})}, 7, "test");  // equal: no error
-  });
+// A replica check or a skip limit is a decision every rank must take
+// alike: a rank with another --verify-every would leave the others waiting
+// at the check, one with another limit would stop alone.
+TEST(ReplicaCheck, RanksWithOtherChecksOrLimitsFailBeforeAnyStep) {
+  for (const auto& change : {+[](TrainConfig& c) { c.verify_every = 2; },
+                             +[](TrainConfig& c) { c.max_skipped_total = 20; }}) {
+    const auto message = test::expect_throw_on_every_rank<MismatchError>(2, [&](Communicator& comm) {
+      auto config = short_run("fp32");
+      if (comm.rank() == 1) change(config);
+      train(comm, config);
+    });
+    EXPECT_NE(message.find("disagree on 'run control'"), std::string::npos) << message;
+    EXPECT_NE(message.find("--verify-every 100"), std::string::npos) << message;
+  }
 }
 
 // Every setting that changes what the resumed steps compute is compared

@@ -1,11 +1,11 @@
 #include "qccl/engines/replica_check.h"
 
-#include <cstdio>
 #include <algorithm>
-#include <utility>
+#include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
 #include "qccl/engines/rank_agreement.h"
 
@@ -20,19 +20,9 @@ std::string hex(std::uint64_t value) {
 
 }  // namespace
 
-std::uint64_t parameters_checksum(const std::vector<torch::Tensor>& parameters) {
-  std::uint64_t h = kChecksumSeed;
-  for (const auto& p : parameters) {
-    const auto flat = p.detach().contiguous();
-    const auto* data = static_cast<const std::byte*>(flat.data_ptr());
-    h = checksum64(std::span(data, static_cast<std::size_t>(flat.nbytes())), h);
-  }
-  return h;
-}
-
-void verify_replicas(Communicator& comm, const std::vector<torch::Tensor>& parameters,
-                     std::int64_t step, std::string_view when) {
-  const auto mine = static_cast<std::int64_t>(parameters_checksum(parameters));
+void verify_replicas(Communicator& comm, std::uint64_t checksum, std::int64_t step,
+                     std::string_view when) {
+  const auto mine = static_cast<std::int64_t>(checksum);
   const auto all = rows_of_ranks(comm, std::span(&mine, 1), "replica check");
   // Groups of ranks with equal checksums, in the order of their first rank.
   std::vector<std::pair<std::int64_t, std::string>> groups;

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "qccl/codecs/codec_registry.h"
+#include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
 #include "qccl/common/page_faults.h"
@@ -40,6 +41,17 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
+
+// checksum64 over the parameters' bytes, in order (replica_check.h).
+std::uint64_t parameters_checksum(const std::vector<torch::Tensor>& parameters) {
+  std::uint64_t h = kChecksumSeed;
+  for (const auto& p : parameters) {
+    const auto flat = p.detach().contiguous();
+    const auto* data = static_cast<const std::byte*>(flat.data_ptr());
+    h = checksum64(std::span(data, static_cast<std::size_t>(flat.nbytes())), h);
+  }
+  return h;
+}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -68,13 +80,16 @@ void check_settings_agree(Communicator& comm, const TrainConfig& c, std::int64_t
       .add_text("seed and resume", "--seed " + std::to_string(c.seed) + ", resumed at step " +
                                        std::to_string(resume_step) + " (-1: a fresh run)")
       // These decide collective calls (a checkpoint's barrier, the step a
-      // run stops at, a skipped step): a rank without them would hang the
-      // others at that call.
+      // run stops at, a skipped step, a replica check): a rank without them
+      // would hang the others at that call.
       .add_text("run control",
                 "--stop-after " + std::to_string(c.stop_after_steps) + ", --checkpoint-every " +
                     std::to_string(c.checkpoint_every) + ", --checkpoint-dir " +
                     (c.checkpoint_dir.empty() ? "unset" : "set") + ", --skip-nonfinite " +
-                    (c.skip_nonfinite ? "on" : "off"));
+                    (c.skip_nonfinite ? "on" : "off") + " (at most " +
+                    std::to_string(c.max_skipped_consecutive) + " in a row, " +
+                    std::to_string(c.max_skipped_total) + " in all), --verify-every " +
+                    std::to_string(c.verify_every));
   comm.run(fingerprint, comm.timeout(std::nullopt), [](int) {});
 }
 
@@ -147,7 +162,8 @@ class TrainingRun {
                 const StepSplit& split, std::uint64_t sent, bool skipped);
   void skip(const NonFiniteError& error);
   void verify(std::string_view when) {
-    verify_replicas(comm_, task_->model().parameters(), at_.global_step, when);
+    verify_replicas(comm_, parameters_checksum(task_->model().parameters()), at_.global_step,
+                    when);
   }
   void save() {
     verify("at a checkpoint");
