@@ -105,10 +105,7 @@ void damage(const fs::path& file, Damage what) {
 void rewrite_checksum(const fs::path& dir, int rank, const fs::path& file) {
   Json manifest = Json::parse(read_bytes(dir / "latest.json"));
   const auto bytes = read_bytes(file);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx",
-                static_cast<unsigned long long>(checksum64(std::as_bytes(std::span(bytes)))));
-  manifest["files"][rank]["checksum"] = hex;
+  manifest["files"][rank]["checksum"] = checksum_text(checksum64(std::as_bytes(std::span(bytes))));
   write_bytes(dir / "latest.json", manifest.dump(2));
 }
 

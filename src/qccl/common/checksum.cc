@@ -1,6 +1,7 @@
 #include "qccl/common/checksum.h"
 
 #include <bit>
+#include <cstdio>
 #include <cstring>
 
 namespace qccl {
@@ -40,6 +41,12 @@ std::uint64_t checksum64(std::span<const std::byte> bytes, std::uint64_t seed) {
   h *= 0xc4ce'b9fe'1a85'ec53ULL;
   h ^= h >> 33;
   return h;
+}
+
+std::string checksum_text(std::uint64_t checksum) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(checksum));
+  return text;
 }
 
 }  // namespace qccl

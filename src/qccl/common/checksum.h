@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "qccl/common/export.h"
 
@@ -19,6 +20,9 @@ inline constexpr std::uint64_t kChecksumSeed = 0x51cc'1c4e'cc5a'0001ULL;
 // The checksum of `bytes`, continuing from `seed` (pass a previous result
 // to checksum several buffers as one stream of buffers).
 std::uint64_t checksum64(std::span<const std::byte> bytes, std::uint64_t seed = kChecksumSeed);
+
+// A checksum as 16 lower-case hex digits, as files and messages show it.
+std::string checksum_text(std::uint64_t checksum);
 
 }  // namespace qccl
 QCCL_API_END

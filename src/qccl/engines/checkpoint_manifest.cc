@@ -2,11 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "qccl/codecs/codec_registry.h"
+#include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::engines {
@@ -15,12 +15,6 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr int kFormat = 2;  // 2: checksums and settings
-
-std::string hex(std::uint64_t value) {
-  char text[19];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
 
 std::string model_text(const TrainConfig& c) {
   std::ostringstream text;
@@ -85,7 +79,7 @@ std::string manifest_text(const Manifest& m) {
     files.push_back({{"rank", r},
                      {"file", "step-" + std::to_string(m.step) + "/rank-" + std::to_string(r) + ".pt"},
                      {"bytes", m.files[r].bytes},
-                     {"checksum", hex(m.files[r].checksum)}});
+                     {"checksum", checksum_text(m.files[r].checksum)}});
   }
   const Json manifest{{"format", kFormat}, {"step", m.step},         {"epoch", m.epoch},
                       {"ranks", m.ranks},  {"metric", m.metric},     {"settings", settings},

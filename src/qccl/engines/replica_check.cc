@@ -1,24 +1,15 @@
 #include "qccl/engines/replica_check.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
 #include "qccl/engines/rank_agreement.h"
 
 namespace qccl::engines {
-namespace {
-
-std::string hex(std::uint64_t value) {
-  char text[19];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
-}  // namespace
 
 void verify_replicas(Communicator& comm, std::uint64_t checksum, std::int64_t step,
                      std::string_view when) {
@@ -34,9 +25,9 @@ void verify_replicas(Communicator& comm, std::uint64_t checksum, std::int64_t st
   }
   if (groups.size() == 1) return;
   std::string text;
-  for (const auto& [checksum, ranks] : groups) {
+  for (const auto& [value, ranks] : groups) {
     text += (text.empty() ? "" : "; ") +
-            ("ranks {" + ranks + "} hold checksum " + hex(static_cast<std::uint64_t>(checksum)));
+            ("ranks {" + ranks + "} hold checksum " + checksum_text(static_cast<std::uint64_t>(value)));
   }
   throw MismatchError("step " + std::to_string(step) + " (" + std::string(when) +
                       "): the replicas' parameters differ: " + text +
