@@ -1,6 +1,7 @@
 // Writing files: a failed write is an error naming the file, never a torn or
 // silently short file; a path that cannot be written is found before a run.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -68,6 +69,15 @@ TEST(Files, AtomicWriteThatFailsPartWayKeepsThePreviousFile) {
   EXPECT_NE(message.find(path), std::string::npos) << message;
   EXPECT_EQ(contents(path), "the good one\n");
   EXPECT_FALSE(fs::exists(path + ".partial"));
+}
+
+// A pipe (or a device: /dev/null as root) is not replaced by a regular file.
+TEST(Files, AtomicWriteRefusesToReplaceWhatIsNotARegularFile) {
+  const auto fifo = scratch_dir() / "pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THROW(write_file_atomically(fifo.string(), "x"), InvalidArgument);
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_FALSE(fs::exists(fifo.string() + ".partial"));
 }
 
 TEST(Files, AtomicWriteIntoAMissingDirectoryIsABadPath) {

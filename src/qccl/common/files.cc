@@ -90,6 +90,13 @@ class Descriptor {
 }  // namespace
 
 void write_file_atomically(const std::string& path, std::string_view bytes) {
+  // The rename would replace a directory's entry, a device or a pipe with a
+  // regular file: as root, `--output /dev/null` would replace /dev/null.
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode)) {
+    throw InvalidArgument("cannot write '" + path + "': it exists and is not a regular file "
+                          "(a directory, device or pipe), which would be replaced");
+  }
   const std::string partial = path + ".partial";
   Descriptor file(::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (file.get() < 0) fail_to_open(path, errno, "");

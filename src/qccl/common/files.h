@@ -26,7 +26,8 @@ namespace qccl {
 // file flushed to the device (fsync) before the rename, and the directory
 // after it, so that after a crash `path` holds either its old or its new
 // contents, whole. On failure `path.partial` is removed and `path` is left
-// as it was.
+// as it was. A `path` that exists and is not a regular file (a device, a
+// pipe, a directory) is refused, never replaced.
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
 // The whole contents of `path`; InvalidArgument naming it when it cannot be
