@@ -30,6 +30,7 @@ TEST(ErrorsTest, ContextKeepsTheErrorType) {
   expect_kept<MismatchError>([] { throw MismatchError("cause"); });
   expect_kept<TimeoutError>([] { throw TimeoutError("cause"); });
   expect_kept<CommError>([] { throw CommError("cause"); });
+  expect_kept<IoError>([] { throw IoError("cause"); });
   expect_kept<InvalidArgument>([] { throw InvalidArgument("cause"); });
   // A NonFiniteError is an InvalidArgument too; it must not become a plain one.
   try {

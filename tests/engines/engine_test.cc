@@ -20,6 +20,7 @@
 #include "qccl/engines/step_algorithm.h"
 #include "qccl/engines/tasks.h"
 #include "qccl/engines/train_config.h"
+#include "engines/train_helpers.h"
 #include "support/world.h"
 
 namespace qccl::engines {
@@ -27,46 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using test::run_world;
-
-// A fresh directory per test and process (ctest runs tests in parallel).
-fs::path scratch_dir(const std::string& name) {
-  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  const auto dir = fs::temp_directory_path() /
-                   ("qccl-engine-test-" + std::string(test->name()) + "-" + name + "-" +
-                    std::to_string(::getpid()));
-  fs::remove_all(dir);
-  return dir;
-}
-
-// A few MLP steps on Fashion-MNIST with small buckets, so that every run
-// has several buckets reduced while backward continues.
-TrainConfig short_run(const std::string& codec) {
-  TrainConfig c;
-  c.model = "mlp";
-  c.data = "fashion-mnist";
-  c.codec = codec;
-  c.batch = 16;
-  c.lr = 0.05;
-  c.max_steps_per_epoch = 4;
-  c.bucket_cap_bytes = 256 << 10;
-  c.first_bucket_bytes = 64 << 10;
-  c.progress = false;
-  c.return_parameters = true;
-  return c;
-}
-
-// Runs `config` on `ranks` in-process ranks; returns every rank's summary.
-std::vector<TrainSummary> train_on(int ranks, const TrainConfig& config) {
-  std::vector<TrainSummary> out(static_cast<std::size_t>(ranks));
-  run_world(ranks, [&](Communicator& comm) {
-    out[static_cast<std::size_t>(comm.rank())] = train(comm, config);
-  });
-  return out;
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using namespace test_support;
 
 class EveryCodec : public ::testing::TestWithParam<const char*> {};
 

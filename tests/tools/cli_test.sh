@@ -205,6 +205,41 @@ expect "train resumes with the same ranks only" 2 'written by 2 ranks' -- \
   --checkpoint-dir "$traindir/ckpt" --resume
 expect "train refuses to overwrite a checkpoint" 2 'holds a checkpoint' -- \
   "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 3 --quiet --checkpoint-dir "$traindir/ckpt"
+expect "train resume refuses another batch, naming both" 2 "written with batch '64'; this run has batch '32'" -- \
+  "$qccl" train --model mlp --ranks 2 --epochs 2 --max-steps-per-epoch 3 --quiet \
+  --checkpoint-dir "$traindir/ckpt" --resume --batch 32
+expect "train resume refuses another codec" 2 "written with codec 'fp32'; this run has codec 'fp16'" -- \
+  "$qccl" train --model mlp --ranks 2 --epochs 2 --max-steps-per-epoch 3 --quiet \
+  --checkpoint-dir "$traindir/ckpt" --resume --codec fp16
+cp -r "$traindir/ckpt" "$traindir/damaged"
+rank1="$traindir/damaged/step-6/rank-1.pt"
+printf '\x5a' | dd of="$rank1" bs=1 seek=$(($(stat -c %s "$rank1") / 2)) conv=notrunc status=none
+expect "train refuses a damaged checkpoint file" 2 "rank-1.pt' is damaged" -- \
+  "$qccl" train --model mlp --ranks 2 --epochs 3 --max-steps-per-epoch 3 --quiet \
+  --checkpoint-dir "$traindir/damaged" --resume
+# A file-size limit of 256 KiB (ulimit -f) makes the checkpoint's writes fail
+# as a full disk would; SIGXFSZ is ignored so the write returns the error.
+limited() { local blocks=$1; shift; bash -c 'trap "" XFSZ; ulimit -f "$0"; exec "$@"' "$blocks" "$@"; }
+expect "train stops when a checkpoint cannot be written, naming the file" 1 \
+  'checkpoint of step 2 not saved: rank 0: could not write .*/full/step-2/rank-0.pt' -- \
+  limited 256 "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 3 --quiet \
+  --checkpoint-dir "$traindir/full" --checkpoint-every 2
+[ ! -e "$traindir/full/latest.json" ] && [ ! -e "$traindir/full/step-2" ] ||
+  { echo "FAIL: a checkpoint that could not be written left files"; failures=$((failures + 1)); }
+# 1 KiB: the table on stdout and the error fit, the summary (1.3 KiB) does not.
+expect "train stops when the summary cannot be written" 1 "could not write '$traindir/s2.json'" -- \
+  limited 1 "$qccl" train --model mlp --ranks 2 --epochs 3 --max-steps-per-epoch 2 --quiet \
+  --summary-json "$traindir/s2.json"
+[ ! -e "$traindir/s2.json" ] && [ ! -e "$traindir/s2.json.partial" ] ||
+  { echo "FAIL: a summary that could not be written left a file"; failures=$((failures + 1)); }
+expect "train stops when the log's disk is full" 1 "could not write to '/dev/full': .*disk full\?" -- \
+  "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 2 --quiet --log /dev/full
+expect "train refuses a summary path it cannot write, before training" 2 \
+  "--summary-json '$traindir'.*not a regular file" -- \
+  "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 2 --quiet --summary-json "$traindir" \
+  --log "$traindir/refused.jsonl"
+[ ! -e "$traindir/refused.jsonl" ] ||
+  { echo "FAIL: training started although the summary path was refused"; failures=$((failures + 1)); }
 echo '{"step": 6, "ranks": 2' >"$traindir/ckpt/latest.json"
 expect "train reports a corrupt checkpoint manifest" 2 'is corrupt' -- \
   "$qccl" train --model mlp --ranks 2 --epochs 2 --max-steps-per-epoch 3 --quiet \
@@ -212,7 +247,10 @@ expect "train reports a corrupt checkpoint manifest" 2 'is corrupt' -- \
 expect "train stops on NaN gradients under mpirun, naming step and bucket" 1 'step 1, bucket 0 \(fc3.bias .. fc1.weight\).*rank\(s\) 0, 1' -- \
   "${mpirun[@]}" -np 2 "$qccl" train --model mlp --lr 1e30 --max-steps-per-epoch 5 --quiet
 expect "train skips NaN steps when asked" 0 '4 steps skipped' -- \
-  "$qccl" train --model mlp --lr 1e30 --max-steps-per-epoch 5 --quiet --skip-nonfinite --ranks 2
+  "$qccl" train --model mlp --lr 1e30 --max-steps-per-epoch 5 --quiet --skip-nonfinite --ranks 2 \
+  --max-skipped-consecutive 4
+expect "train stops skipping a run that diverged" 1 'more than --max-skipped-consecutive 3' -- \
+  "$qccl" train --model mlp --lr 1e30 --max-steps-per-epoch 30 --quiet --skip-nonfinite --ranks 2
 rm -rf "$traindir"
 
 if [ "$failures" -ne 0 ]; then

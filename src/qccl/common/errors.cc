@@ -16,6 +16,8 @@ void rethrow_with_context(std::string_view context) {
     throw TimeoutError(prefix + e.what());
   } catch (const CommError& e) {
     throw CommError(prefix + e.what());
+  } catch (const IoError& e) {
+    throw IoError(prefix + e.what());
   } catch (const Error& e) {
     throw Error(prefix + e.what());
   }

@@ -54,6 +54,13 @@ class CommError : public Error {
   using Error::Error;
 };
 
+// A file could not be written (or read back) part-way through: disk full,
+// an I/O error, a file-size limit. The message names the file.
+class IoError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Rethrows the exception being handled (call it inside a catch block) as an
 // error of the same type — so a MismatchError stays one, with its exit code
 // — whose message is `context` followed by the original message. Exceptions

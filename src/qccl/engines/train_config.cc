@@ -64,6 +64,8 @@ void validate(const TrainConfig& c) {
   require(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
   require(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(),
           "--checkpoint-every needs --checkpoint-dir");
+  require(c.max_skipped_consecutive >= 1 && c.max_skipped_total >= 1,
+          "--max-skipped-consecutive and --max-skipped-total must be at least 1");
   require(c.sequence_length >= 2 && c.sequence_length <= 4096, "--sequence-length must be in 2..4096");
   require(c.hidden >= 1 && c.hidden <= 8192, "--hidden must be in 1..8192");
   require(c.fields >= 1 && c.fields <= 64, "--fields must be in 1..64");

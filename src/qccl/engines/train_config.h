@@ -41,6 +41,14 @@ struct TrainConfig {
   bool force = false;                     // replace an existing log / checkpoints
   std::string log_path;                   // JSON lines; empty: none
   bool skip_nonfinite = false;            // skip steps with NaN/Inf gradients
+  // With skip_nonfinite: the run stops with a NonFiniteError when more
+  // steps than these are skipped in a row, or over the whole run (a run
+  // that diverged, not a rare spike).
+  std::size_t max_skipped_consecutive = 3;
+  std::size_t max_skipped_total = 10;
+  // Compare the replicas' parameters across ranks every K steps (and after
+  // every resume, before every checkpoint and at the end); 0: only then.
+  std::size_t verify_every = 100;
   bool progress = true;                   // rank 0 draws a progress bar on stderr
   int threads = 1;                        // libtorch intra-op threads per rank
   // Sizes of the models that have them.
@@ -116,6 +124,22 @@ std::vector<std::string> optimizer_names();
 // Checks the settings on this rank alone (names, ranges, model/data pairs,
 // codec spec); throws InvalidArgument naming the setting and what is valid.
 void validate(const TrainConfig& config);
+
+// A file or directory a run writes: the log and the summary (rank 0), the
+// checkpoint directory (every rank).
+struct OutputPath {
+  enum class Kind { replaced, appended, directory };
+  std::string path, what;  // what: "the log", "--checkpoint-dir", ...
+  Kind kind = Kind::replaced;
+  bool every_rank = false;
+};
+// The log and checkpoint directory of `config` (those set).
+std::vector<OutputPath> outputs_of(const TrainConfig& config);
+// Refuses, before any step, outputs that cannot be written: each rank checks
+// those it writes, and when any check failed every rank throws
+// InvalidArgument naming the path. Leaves no file behind (a checkpoint
+// directory is created).
+void check_outputs(Communicator& comm, const std::vector<OutputPath>& outputs);
 
 // Trains on every rank of `comm` (all ranks call it with the same settings;
 // differing settings give a MismatchError on every rank before any step).

@@ -9,6 +9,9 @@
 #include <sstream>
 
 #include "qccl/common/errors.h"
+#include "qccl/common/files.h"
+#include "qccl/engines/rank_agreement.h"
+#include "qccl/engines/train_config.h"
 
 namespace qccl::engines {
 
@@ -36,16 +39,55 @@ void Progress::end_line() {
 
 MetricLog::MetricLog(const std::string& path, bool resume, bool force) {
   if (path.empty()) return;
-  if (!resume && !force && std::filesystem::exists(path)) {
+  std::error_code error;
+  if (!resume && !force && std::filesystem::is_regular_file(path, error)) {
     throw InvalidArgument("log '" + path + "' exists; pass --resume to append to it, --force "
                           "to replace it, or choose another --log");
   }
-  out_.open(path, resume ? std::ios::app : std::ios::trunc);
-  if (!out_) throw InvalidArgument("cannot write the log '" + path + "'");
+  file_ = std::make_unique<LineFile>(path, !resume);
 }
 
 void MetricLog::write(const nlohmann::json& line) {
-  if (out_.is_open()) out_ << line.dump() << "\n" << std::flush;
+  if (file_) file_->append(line.dump());
+}
+
+void MetricLog::sync() {
+  if (file_) file_->sync();
+}
+
+std::vector<OutputPath> outputs_of(const TrainConfig& config) {
+  std::vector<OutputPath> outputs;
+  if (!config.log_path.empty()) {
+    outputs.push_back({config.log_path, "the log", OutputPath::Kind::appended, false});
+  }
+  if (!config.checkpoint_dir.empty()) {
+    outputs.push_back({config.checkpoint_dir, "--checkpoint-dir", OutputPath::Kind::directory, true});
+  }
+  return outputs;
+}
+
+void check_outputs(Communicator& comm, const std::vector<OutputPath>& outputs) {
+  std::string failure;
+  try {
+    for (const auto& output : outputs) {
+      if (!output.every_rank && comm.rank() != 0) continue;
+      switch (output.kind) {
+        case OutputPath::Kind::replaced: check_can_replace(output.path, output.what); break;
+        case OutputPath::Kind::appended: check_can_append(output.path, output.what); break;
+        case OutputPath::Kind::directory:
+          check_can_write_into(output.path, output.what,
+                               ".write-test-rank-" + std::to_string(comm.rank()) + "-" +
+                                   std::to_string(::getpid()));
+          break;
+      }
+    }
+  } catch (const InvalidArgument& e) {
+    failure = e.what();
+  }
+  if (const auto failures = failures_of_ranks(comm, "output paths checked", failure);
+      !failures.empty()) {
+    throw InvalidArgument("train: " + failures + " (checked before training)");
+  }
 }
 
 }  // namespace qccl::engines

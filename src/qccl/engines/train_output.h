@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
-#include <fstream>
+#include <memory>
 #include <string>
+
+#include "qccl/common/files.h"
 
 namespace qccl::engines {
 
@@ -23,16 +25,21 @@ class Progress {
   bool enabled_, terminal_;
 };
 
-// JSON lines, flushed line by line so a crash loses at most the line being
-// written. An empty path writes nothing. Opened for appending when resuming;
-// an existing file is replaced only with `force` (InvalidArgument otherwise).
+// JSON lines, each written whole in one write, so a crash loses at most the
+// line being written, and a full disk never leaves half a line: the write
+// fails, the file is cut back to its last whole line, and IoError names the
+// file. An empty path writes nothing. Opened for appending when resuming; an
+// existing regular file is replaced only with `force` (InvalidArgument
+// otherwise). A device or pipe (/dev/stdout) is written as it is.
 class MetricLog {
  public:
   MetricLog(const std::string& path, bool resume, bool force);
   void write(const nlohmann::json& line);
+  // Flushes the log to the disk at the end of a run; IoError on failure.
+  void sync();
 
  private:
-  std::ofstream out_;
+  std::unique_ptr<LineFile> file_;
 };
 
 }  // namespace qccl::engines

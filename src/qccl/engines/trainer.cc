@@ -18,15 +18,18 @@
 #include <sstream>
 
 #include "qccl/codecs/codec_registry.h"
+#include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
 #include "qccl/common/page_faults.h"
 #include "qccl/data/epoch_order.h"
 #include "qccl/engines/checkpoint.h"
+#include "qccl/engines/checkpoint_manifest.h"
 #include "qccl/engines/data_parallel.h"
 #include "qccl/engines/lr_schedule.h"
 #include "qccl/engines/optimizers.h"
 #include "qccl/engines/rank_sum.h"
+#include "qccl/engines/replica_check.h"
 #include "qccl/engines/step_algorithm.h"
 #include "qccl/engines/tasks.h"
 #include "qccl/engines/train_config.h"
@@ -38,6 +41,17 @@ namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
+
+// checksum64 over the parameters' bytes, in order (replica_check.h).
+std::uint64_t parameters_checksum(const std::vector<torch::Tensor>& parameters) {
+  std::uint64_t h = kChecksumSeed;
+  for (const auto& p : parameters) {
+    const auto flat = p.detach().contiguous();
+    const auto* data = static_cast<const std::byte*>(flat.data_ptr());
+    h = checksum64(std::span(data, static_cast<std::size_t>(flat.nbytes())), h);
+  }
+  return h;
+}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -66,13 +80,16 @@ void check_settings_agree(Communicator& comm, const TrainConfig& c, std::int64_t
       .add_text("seed and resume", "--seed " + std::to_string(c.seed) + ", resumed at step " +
                                        std::to_string(resume_step) + " (-1: a fresh run)")
       // These decide collective calls (a checkpoint's barrier, the step a
-      // run stops at, a skipped step): a rank without them would hang the
-      // others at that call.
+      // run stops at, a skipped step, a replica check): a rank without them
+      // would hang the others at that call.
       .add_text("run control",
                 "--stop-after " + std::to_string(c.stop_after_steps) + ", --checkpoint-every " +
                     std::to_string(c.checkpoint_every) + ", --checkpoint-dir " +
                     (c.checkpoint_dir.empty() ? "unset" : "set") + ", --skip-nonfinite " +
-                    (c.skip_nonfinite ? "on" : "off"));
+                    (c.skip_nonfinite ? "on" : "off") + " (at most " +
+                    std::to_string(c.max_skipped_consecutive) + " in a row, " +
+                    std::to_string(c.max_skipped_total) + " in all), --verify-every " +
+                    std::to_string(c.verify_every));
   comm.run(fingerprint, comm.timeout(std::nullopt), [](int) {});
 }
 
@@ -143,7 +160,13 @@ class TrainingRun {
   void end_epoch(std::int64_t epoch, Clock::time_point epoch_start);
   void log_step(std::int64_t epoch, double loss, double lr, double seconds,
                 const StepSplit& split, std::uint64_t sent, bool skipped);
+  void skip(const NonFiniteError& error);
+  void verify(std::string_view when) {
+    verify_replicas(comm_, parameters_checksum(task_->model().parameters()), at_.global_step,
+                    when);
+  }
   void save() {
+    verify("at a checkpoint");
     save_checkpoint(comm_, config_.checkpoint_dir, task_->metric_name(), task_->model(),
                     *optimizer_, *engine_, at_, config_);
   }
@@ -176,13 +199,20 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
   task_->initialize(config.seed);
   std::vector<NamedTensor> named;
   for (const auto& item : task_->model().named_parameters()) named.emplace_back(item.key(), item.value());
-  if (config.resume) resume_step_ = latest_checkpoint_step(config.checkpoint_dir, comm.size());
+  Manifest manifest;
+  if (config.resume) {
+    manifest = read_manifest(config.checkpoint_dir);
+    resume_step_ = manifest.step;
+  }
   if (!config.resume && !config.force && !config.checkpoint_dir.empty() &&
       fs::exists(config.checkpoint_dir + "/latest.json")) {
     throw InvalidArgument("'" + config.checkpoint_dir + "' holds a checkpoint; pass --resume to "
                           "continue it, --force to overwrite it, or choose another directory");
   }
   check_settings_agree(comm, config, resume_step_);
+  if (config.resume) {
+    check_resume_settings(manifest, resume_settings(config, comm.size()), config.checkpoint_dir);
+  }
 
   EngineOptions options;
   options.codec = config.codec;
@@ -194,9 +224,10 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
   optimizer_ = make_optimizer(config, engine_->optimizer_parameters());
   engine_->broadcast_from_root();
   if (config.resume) {
-    at_ = load_checkpoint(comm, config.checkpoint_dir, resume_step_, task_->model(), *optimizer_,
+    at_ = load_checkpoint(comm, config.checkpoint_dir, manifest, task_->model(), *optimizer_,
                           *engine_);
     engine_->set_steps_begun(static_cast<std::uint64_t>(at_.global_step));
+    verify("after resuming");
   }
   log_ = std::make_unique<MetricLog>(root_ ? config.log_path : std::string(), config.resume,
                                      config.force);
@@ -251,6 +282,7 @@ void TrainingRun::run() {
     end_epoch(epoch, epoch_start);
   }
   if (!config_.checkpoint_dir.empty()) save();
+  else verify("at the end of the run");
 }
 
 // One step: this rank's batch, forward and backward (the engine reduces
@@ -278,10 +310,10 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
                            std::to_string(outcome.oracle.loss) +
                            "; pass --skip-nonfinite to skip such steps)");
     }
+    skip(e);
     skipped = true;
-    ++at_.skipped;
-    log_->write({{"event", "skipped"}, {"step", at_.global_step}, {"reason", e.what()}});
   }
+  if (!skipped) at_.skipped_in_a_row = 0;
   const double loss_value = outcome.oracle.loss;
   const double lr = context.lr;
   split.compute = outcome.oracle.compute;
@@ -313,10 +345,31 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
                      static_cast<double>(global_batch_) * static_cast<double>(summary_.steps) /
                          seconds_since(start_));
   }
-  if (config_.checkpoint_every > 0 &&
-      at_.global_step % static_cast<std::int64_t>(config_.checkpoint_every) == 0) {
-    save();
-  }
+  const auto every = [&](std::size_t k) {
+    return k > 0 && at_.global_step % static_cast<std::int64_t>(k) == 0;
+  };
+  if (every(config_.checkpoint_every)) save();
+  else if (every(config_.verify_every)) verify("checked every " + std::to_string(config_.verify_every) + " steps");
+}
+
+// Counts a step whose gradients held NaN or Inf (every rank sees the same
+// ones) as skipped, unless that makes too many in a row or in all: then the
+// run has diverged, and skipping on would only hide it.
+void TrainingRun::skip(const NonFiniteError& error) {
+  ++at_.skipped;
+  ++at_.skipped_in_a_row;
+  const auto limit = [&](std::int64_t count, std::size_t most, const char* option,
+                         const char* what) {
+    if (count <= static_cast<std::int64_t>(most)) return;
+    throw NonFiniteError(std::string(error.what()) + "; that makes " + std::to_string(count) +
+                         " steps with NaN or Inf " + what + ", more than " + option + " " +
+                         std::to_string(most) + ": the run has diverged. Lower --lr, resume from "
+                         "an earlier checkpoint, or raise " + option);
+  };
+  limit(at_.skipped_in_a_row, config_.max_skipped_consecutive, "--max-skipped-consecutive",
+        "in a row");
+  limit(at_.skipped, config_.max_skipped_total, "--max-skipped-total", "in this run");
+  log_->write({{"event", "skipped"}, {"step", at_.global_step}, {"reason", error.what()}});
 }
 
 void TrainingRun::log_step(std::int64_t epoch, double loss, double lr, double seconds,
@@ -405,6 +458,7 @@ TrainSummary TrainingRun::result() {
                {"sent_bytes_per_step", summary.sent_bytes_per_step
                                            ? Json(*summary.sent_bytes_per_step) : Json(nullptr)},
                {"compression_ratio", summary.compression_ratio}});
+  log_->sync();
   return summary;
 }
 
@@ -414,6 +468,7 @@ TrainSummary train(Communicator& comm, const TrainConfig& given) {
   TrainConfig config = given;
   if (config.data.empty()) config.data = dataset_for_model(config.model);
   torch::set_num_threads(config.threads);
+  check_outputs(comm, outputs_of(config));
   TrainingRun run(comm, config);
   run.run();
   return run.result();

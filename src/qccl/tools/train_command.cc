@@ -70,6 +70,15 @@ void add_train(CLI::App& app, TrainCommand& command) {
   sub->add_option("--summary-json", command.summary_json, "write the summaries as JSON");
   sub->add_flag("--skip-nonfinite", c.skip_nonfinite,
                 "skip steps whose gradients hold NaN/Inf instead of stopping");
+  sub->add_option("--max-skipped-consecutive", c.max_skipped_consecutive,
+                  "with --skip-nonfinite: stop when more steps than this are skipped in a row "
+                  "(default 3)");
+  sub->add_option("--max-skipped-total", c.max_skipped_total,
+                  "with --skip-nonfinite: stop when more steps than this are skipped in all "
+                  "(default 10)");
+  sub->add_option("--verify-every", c.verify_every,
+                  "compare the replicas' parameters across ranks every K steps (default 100; "
+                  "0: only after a resume, at checkpoints and at the end)");
   sub->add_flag("--quiet", command.quiet, "no progress bar or per-epoch lines");
   sub->add_option("--threads", c.threads, "libtorch threads per rank (default 1)");
   sub->add_option("--sequence-length", c.sequence_length, "char-lstm: characters per sample (64)");
@@ -331,11 +340,26 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
                       [&](Communicator& comm) {
     std::vector<engines::TrainSummary> runs;
     const bool root = comm.rank() == 0;
-    for (const auto& codec : command.codecs) {
+    const auto config_for = [&](const std::string& codec) {
       auto one = c;
       one.codec = codec;
       one.log_path = path_for_codec(c.log_path, codec, command.codecs.size());
       one.checkpoint_dir = path_for_codec(c.checkpoint_dir, codec, command.codecs.size());
+      return one;
+    };
+    // Every output of every codec's run, before the first one starts.
+    std::vector<engines::OutputPath> outputs;
+    for (const auto& codec : command.codecs) {
+      const auto more = engines::outputs_of(config_for(codec));
+      outputs.insert(outputs.end(), more.begin(), more.end());
+    }
+    if (!command.summary_json.empty()) {
+      outputs.push_back({command.summary_json, "--summary-json",
+                         engines::OutputPath::Kind::replaced, false});
+    }
+    engines::check_outputs(comm, outputs);
+    for (const auto& codec : command.codecs) {
+      const auto one = config_for(codec);
       if (root && command.codecs.size() > 1 && !command.quiet) {
         std::cerr << "== " << make_codec(codec)->spec() << "\n";
       }
