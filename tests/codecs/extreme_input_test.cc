@@ -33,7 +33,8 @@ const std::vector<std::string> kCodecs{
     "qsgd", "qsgd:bits=4,bucket=128", "qsgd:norm=inf", "intsgd",
     "intsgd:round=deterministic,wire=int32", "intsgd:wire=int64", "intsgd-heuristic",
     "intsgd-heuristic:wire=int32", "intdiana", "intdiana:wire=int32", "ef(global-qsgd:bits=4)",
-    "ef(fp32)", "ef(fp16)", "terngrad", "terngrad:wire=2bit", "terngrad:clip=2.5", "natural", "topk:ef=off",
+    "ef(fp32)", "ef(fp16)", "terngrad", "terngrad:wire=2bit", "terngrad:clip=2.5", "natural",
+    "topk:ef=off",
     "topk", "randk", "randk:ef=off", "randk:scale=unbiased,ef=off", "dgc",
     "dgc:ratio=0.05,momentum=0.8,clip=1,warmup=3,sample=0.1", "signsgd", "signum",
     "scaled-sign", "ef-signsgd", "onebit-quantizer", "onebit"};
@@ -150,7 +151,8 @@ TEST(ExtremeInputPowerSgdTest, MeanOfValuesNearTheFp32MaximumIsFinite) {
         auto codec = make_codec(spec, {.seed = 3});
         codec->set_layout(TensorLayout::of_shapes(names, shapes));
         for (int step = 0; step < 2; ++step) {
-          auto data = make_vector(1007, [&](std::size_t i) { return extreme<900>(comm.rank(), i); });
+          auto data =
+              make_vector(1007, [&](std::size_t i) { return extreme<900>(comm.rank(), i); });
           std::vector<float> own(data.size());
           try {
             codec->allreduce_mean(comm, data, {}, own);
@@ -168,7 +170,8 @@ TEST(ExtremeInputPowerSgdTest, MeanOfValuesNearTheFp32MaximumIsFinite) {
           for (std::size_t i = 1000; i < data.size(); ++i) {
             double mean = 0;
             for (int q = 0; q < ranks; ++q) mean += extreme<900>(q, i) / static_cast<double>(ranks);
-            EXPECT_NEAR(data[i], mean, ranks * std::ldexp(0.9 * FLT_MAX, -23)) << spec << " bias " << i;
+            EXPECT_NEAR(data[i], mean, ranks * std::ldexp(0.9 * FLT_MAX, -23))
+                << spec << " bias " << i;
           }
         }
       });

@@ -606,7 +606,8 @@ TEST(PowerSgdTest, NonFiniteInputStopsEveryRankAndNothingChanges) {
       auto codec = make_codec(spec);
       codec->set_layout(square);
       const auto huge_of = [](int rank, std::size_t i) { return 3e38f * noise(rank, i); };
-      auto huge = make_vector(square.total(), [&](std::size_t i) { return huge_of(comm.rank(), i); });
+      auto huge =
+          make_vector(square.total(), [&](std::size_t i) { return huge_of(comm.rank(), i); });
       codec->allreduce_mean(comm, huge);
       expect_identical_across_ranks(comm, huge);
       for (std::size_t i = 0; i < huge.size(); ++i) {

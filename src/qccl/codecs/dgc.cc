@@ -115,6 +115,8 @@ class DgcCodec final : public Codec {
     }
   }
 
+  // Selects from the step's input, which is v (run_operation); a tool's
+  // reduction_for() selects from the input it gives, as a first step would.
   // Never null: v can be non-zero when every rank's gradient is zero.
   std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double) const override {
     const std::size_t d = setup.input.size();
@@ -126,7 +128,7 @@ class DgcCodec final : public Codec {
       const CounterRng rng(settings().seed, setup.step, settings().bucket,
                            (static_cast<std::uint64_t>(setup.rank) << 32) + l,
                            RngStream::sparsify);
-      select_by_threshold(std::span<const float>(accumulated_).subspan(t.offset, t.elements),
+      select_by_threshold(setup.input.subspan(t.offset, t.elements),
                           sparse_count(density, t.elements), config_.sample, rng, t.offset,
                           selected_, sample_scratch_, magnitude_scratch_);
     }

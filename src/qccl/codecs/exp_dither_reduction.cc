@@ -32,7 +32,7 @@ class ExpDitherReduction final : public Reduction {
                      const CodecSettings& settings, std::uint64_t step)
       : name_(std::move(name)), norm_(norm), c_(headroom), s_(exp_dither::levels(headroom)),
         mean_scale_(norm / ranks), quantize_(quantize), settings_(settings), step_(step) {
-    while (std::ldexp(norm, -shift_) > FLT_MAX / 2) ++shift_;
+    while (std::ldexp(norm, -shift_) > FLT_MAX) ++shift_;
   }
 
   std::string name() const override { return name_; }

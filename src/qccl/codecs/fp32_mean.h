@@ -12,6 +12,8 @@
 // step's global norm.
 #pragma once
 
+#include <algorithm>
+#include <cfloat>
 #include <memory>
 #include <span>
 
@@ -30,8 +32,12 @@ class SumScaling {
   bool active() const { return shift_ > 0; }
   // x as it travels.
   float encode(float x) const { return active() ? x * down_ : x; }
-  // A decoded sum of scaled values as the mean over the ranks.
-  float mean(float sum) const { return static_cast<float>(static_cast<double>(sum) * to_mean_); }
+  // A decoded sum of scaled values as the mean over the ranks (within
+  // fp32's range: rounding may carry a mean of values at FLT_MAX just past it).
+  float mean(float sum) const {
+    const double m = static_cast<double>(sum) * to_mean_;
+    return static_cast<float>(std::clamp(m, -double{FLT_MAX}, double{FLT_MAX}));
+  }
   // One rank's travelling value as the value it stands for.
   float contribution(float v) const { return active() ? v * up_ : v; }
 

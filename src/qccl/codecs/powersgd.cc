@@ -303,7 +303,8 @@ void PowerSgdCodec::finish_q(const StepPlan& plan, int ranks) {
 int sum_shift(const StepPlan& plan, double norm, int ranks) {
   double largest = norm;
   for (const Factor& f : plan.factors) {
-    largest = std::max(largest, std::sqrt(static_cast<double>(std::max(f.shape.rows, f.shape.cols))) * norm);
+    const auto longest = static_cast<double>(std::max(f.shape.rows, f.shape.cols));
+    largest = std::max(largest, std::sqrt(longest) * norm);
   }
   int shift = 0;
   while (std::ldexp(ranks * largest, -shift) > FLT_MAX / 4) ++shift;

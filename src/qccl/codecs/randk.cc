@@ -194,7 +194,8 @@ class RandkCodec final : public Codec {
     } else {
       select(setup, 0, Range{0, setup.input.size()}, selected, factors);
     }
-    const float largest = factors.empty() ? 1.0f : *std::max_element(factors.begin(), factors.end());
+    const float largest =
+        factors.empty() ? 1.0f : *std::max_element(factors.begin(), factors.end());
     return std::make_unique<RandkReduction>(spec(), std::move(selected), std::move(factors),
                                             SumScaling::for_sum(largest * norm, setup.summed));
   }
