@@ -97,13 +97,13 @@ TEST(IntSgdCodecTest, UnbiasedWithLemma1VarianceEndToEnd) {
   run_world(n, [&](Communicator& comm) {
     auto codec = make_codec("intsgd:wire=int32,beta=0,eps=0", {.seed = 3, .bucket = 2});
     const auto update = update_for_alpha(alpha, eta, d, n);
-    std::int64_t hash = 0;
+    std::uint64_t hash = 0;  // wraps around: unsigned
     for (int round = 0; round < kRounds; ++round) {
       codec->observe_step(eta, update);
       auto data = input_of(comm.rank(), d);
       codec->allreduce_mean(comm, data);
       EXPECT_EQ(codec->last_step_stats().clipped, 0u);
-      hash = hash * 31 + bytes_hash(data);
+      hash = hash * 31 + static_cast<std::uint64_t>(bytes_hash(data));
       if (comm.rank() == 0) results.push_back(std::move(data));
     }
     if (comm.rank() == 0) bound = codec->variance_bound(0, d, n, Algorithm::ring);
@@ -235,7 +235,7 @@ TEST(IntSgdCodecTest, ReplicasStayBitwiseIdentical) {
         CollectiveOptions options;
         options.algorithm = algorithm;
         options.chunk_bytes = 256;  // many pipelined chunks
-        std::int64_t hash = 0;
+        std::uint64_t hash = 0;  // wraps around: unsigned
         for (int step = 0; step < 4; ++step) {
           auto data = input_of(comm.rank() + step, d);
           codec->allreduce_mean(comm, data, options);
@@ -245,7 +245,8 @@ TEST(IntSgdCodecTest, ReplicasStayBitwiseIdentical) {
           codec->allreduce_mean(comm, std::span<double>(wide), options);
           const std::span<const float> wide_bits(reinterpret_cast<const float*>(wide.data()),
                                                  2 * d);  // the fp64 bytes, all of them
-          hash = hash * 31 + bytes_hash(data) * 7 + bytes_hash(wide_bits);
+          hash = hash * 31 + static_cast<std::uint64_t>(bytes_hash(data)) * 7 +
+                 static_cast<std::uint64_t>(bytes_hash(wide_bits));
         }
         std::vector<float> carrier(2);
         std::memcpy(carrier.data(), &hash, sizeof hash);

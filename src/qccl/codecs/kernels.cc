@@ -148,14 +148,16 @@ IntRoundResult int_round_i32(const float* x, std::int32_t* q, std::size_t n, flo
 
 namespace {
 
-// Magnitudes in int64, so that a corrupt INT32_MIN has one (2^31) rather
-// than an overflowing negation; the caller rejects what is out of range.
+// Magnitudes as unsigned 32-bit values, so that a corrupt INT32_MIN has one
+// (2^31) rather than an overflowing negation; the caller rejects what is
+// out of range.
 template <class Int>
 inline std::int64_t int_decode(const Int* s, float* out, std::size_t n, float factor) {
-  std::int64_t largest = 0;
+  std::uint32_t largest = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::int64_t v = s[i];
-    largest = std::max(largest, v < 0 ? -v : v);
+    const std::int32_t v = s[i];
+    const auto bits = static_cast<std::uint32_t>(v);
+    largest = std::max(largest, v < 0 ? 0U - bits : bits);
     out[i] = std::clamp(static_cast<float>(v) * factor, -FLT_MAX, FLT_MAX);
   }
   return largest;

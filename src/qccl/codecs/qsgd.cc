@@ -39,14 +39,14 @@ class QsgdReduction final : public Reduction {
 
   std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
     const std::size_t nb = buckets(in.size());
-    auto* norms = reinterpret_cast<float*>(out.data());
     auto* payload = reinterpret_cast<std::uint8_t*>(out.data() + nb * sizeof(float));
     auto* q = config_.bits == 8 ? reinterpret_cast<std::int8_t*>(payload) : levels_scratch(in.size());
     for (std::size_t b = 0; b < nb; ++b) {
       const auto bucket = in.subspan(b * config_.bucket, std::min(config_.bucket, in.size() - b * config_.bucket));
-      norms[b] = static_cast<float>(std::ldexp(local_norm(bucket, config_.norm), -kHeaderShift));
+      const auto header = static_cast<float>(std::ldexp(local_norm(bucket, config_.norm), -kHeaderShift));
+      std::memcpy(out.data() + b * sizeof(float), &header, sizeof(float));
       encode_levels(bucket, first + b * config_.bucket, q + b * config_.bucket,
-                    std::ldexp(static_cast<double>(norms[b]), kHeaderShift), levels_, rng_);
+                    std::ldexp(static_cast<double>(header), kHeaderShift), levels_, rng_);
     }
     if (config_.bits == 4) kernels::pack_i4(q, payload, in.size());
     return max_encoded_bytes(in.size());
@@ -55,7 +55,6 @@ class QsgdReduction final : public Reduction {
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
     require_chunk_bytes(name_, in.size(), max_encoded_bytes(out.size()), out.size());
     const std::size_t nb = buckets(out.size());
-    const auto* norms = reinterpret_cast<const float*>(in.data());
     const auto* payload = reinterpret_cast<const std::uint8_t*>(in.data() + nb * sizeof(float));
     const std::int8_t* q = reinterpret_cast<const std::int8_t*>(payload);
     if (config_.bits == 4) {
@@ -64,12 +63,14 @@ class QsgdReduction final : public Reduction {
       q = unpacked;
     }
     for (std::size_t b = 0; b < nb; ++b) {
-      if (!std::isfinite(norms[b]) || norms[b] < 0) {
-        throw CommError(name_ + ": bucket norm " + std::to_string(norms[b]) + " is invalid (corrupt message?)");
+      float header;  // copied: a chunk may start at any byte of the collective's buffer
+      std::memcpy(&header, in.data() + b * sizeof(float), sizeof(float));
+      if (!std::isfinite(header) || header < 0) {
+        throw CommError(name_ + ": bucket norm " + std::to_string(header) + " is invalid (corrupt message?)");
       }
       const std::size_t start = b * config_.bucket;
       decode_levels(q + start, out.data() + start, std::min(config_.bucket, out.size() - start),
-                    std::ldexp(static_cast<double>(norms[b]), kHeaderShift) / levels_);
+                    std::ldexp(static_cast<double>(header), kHeaderShift) / levels_);
     }
   }
 
