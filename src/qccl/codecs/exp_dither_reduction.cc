@@ -82,10 +82,12 @@ class ExpDitherReduction final : public Reduction {
     require_chunk_bytes(name_, bytes, count, count);
   }
 
-  // sign · 2^(c-e) · scale: the kernel while scale is an fp32 number.
+  // sign · 2^(c-e) · scale: the kernel while no code (e >= 1, so at most
+  // 2^(c-1) times the scale) can leave fp32's range, else in double,
+  // saturated.
   void decode_codes(std::span<const std::byte> in, std::span<float> out, double scale) const {
     const auto* codes = reinterpret_cast<const std::uint8_t*>(in.data());
-    if (std::isfinite(static_cast<float>(scale))) {
+    if (std::ldexp(static_cast<double>(static_cast<float>(scale)), c_ - 1) <= FLT_MAX) {
       kernels::exp_decode(codes, out.data(), out.size(), c_, static_cast<float>(scale));
       return;
     }

@@ -295,7 +295,7 @@ void exp_decode(const std::uint8_t* code, float* out, std::size_t n, std::int32_
     const std::uint32_t bits = (static_cast<std::uint32_t>(127 + c - e) << 23) | sign;
     float value;
     std::memcpy(&value, &bits, 4);
-    out[i] = e == 0 ? 0.0f : std::clamp(value * scale, -FLT_MAX, FLT_MAX);
+    out[i] = e == 0 ? 0.0f : value * scale;
   }
 }
 

@@ -68,8 +68,7 @@ void average_i8(const std::int8_t* a, const std::int8_t* b, std::int8_t* out, st
                 std::uint64_t first);
 
 // Exponential dithering codes (exp_dither.h): code[i] = quantize(|x[i]|/norm,
-// sign, c, s, bits32(first + i) >> 9); out[i] = sign · 2^(c-e) · scale,
-// saturated at ±FLT_MAX.
+// sign, c, s, bits32(first + i) >> 9); out[i] = sign · 2^(c-e) · scale.
 void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,
                 std::int32_t s, std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first);
 void exp_decode(const std::uint8_t* code, float* out, std::size_t n, std::int32_t c, float scale);
