@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <span>
 #include <memory>
 
 #include "../support/collective_checks.h"
@@ -95,13 +97,13 @@ TEST(IntSgdCodecTest, UnbiasedWithLemma1VarianceEndToEnd) {
   run_world(n, [&](Communicator& comm) {
     auto codec = make_codec("intsgd:wire=int32,beta=0,eps=0", {.seed = 3, .bucket = 2});
     const auto update = update_for_alpha(alpha, eta, d, n);
-    std::int64_t hash = 0;
+    std::uint64_t hash = 0;  // wraps around: unsigned
     for (int round = 0; round < kRounds; ++round) {
       codec->observe_step(eta, update);
       auto data = input_of(comm.rank(), d);
       codec->allreduce_mean(comm, data);
       EXPECT_EQ(codec->last_step_stats().clipped, 0u);
-      hash = hash * 31 + bytes_hash(data);
+      hash = hash * 31 + static_cast<std::uint64_t>(bytes_hash(data));
       if (comm.rank() == 0) results.push_back(std::move(data));
     }
     if (comm.rank() == 0) bound = codec->variance_bound(0, d, n, Algorithm::ring);
@@ -233,7 +235,7 @@ TEST(IntSgdCodecTest, ReplicasStayBitwiseIdentical) {
         CollectiveOptions options;
         options.algorithm = algorithm;
         options.chunk_bytes = 256;  // many pipelined chunks
-        std::int64_t hash = 0;
+        std::uint64_t hash = 0;  // wraps around: unsigned
         for (int step = 0; step < 4; ++step) {
           auto data = input_of(comm.rank() + step, d);
           codec->allreduce_mean(comm, data, options);
@@ -243,7 +245,8 @@ TEST(IntSgdCodecTest, ReplicasStayBitwiseIdentical) {
           codec->allreduce_mean(comm, std::span<double>(wide), options);
           const std::span<const float> wide_bits(reinterpret_cast<const float*>(wide.data()),
                                                  2 * d);  // the fp64 bytes, all of them
-          hash = hash * 31 + bytes_hash(data) * 7 + bytes_hash(wide_bits);
+          hash = hash * 31 + static_cast<std::uint64_t>(bytes_hash(data)) * 7 +
+                 static_cast<std::uint64_t>(bytes_hash(wide_bits));
         }
         std::vector<float> carrier(2);
         std::memcpy(carrier.data(), &hash, sizeof hash);
@@ -369,6 +372,45 @@ TEST(IntDianaTest, SaveAndLoadStateResumesExactly) {
                InvalidArgument);
   const std::vector<std::byte> junk(3);
   EXPECT_THROW(make_codec("fp32")->load_state(junk), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace qccl::test
+
+namespace qccl::test {
+namespace {
+
+// An integer chunk whose value no n ranks' clipped integers can sum to — a
+// corrupt message, INT_MIN included, whose magnitude has no negation in its
+// own type — is rejected by decode and decode_contribution with a CommError,
+// on every wire; n·c itself decodes.
+template <class Int>
+void expect_corrupt_integers_rejected(const std::string& spec, int ranks) {
+  SCOPED_TRACE(spec);
+  const auto codec = make_codec(spec);
+  const auto reduction = codec->reduction_for(1.0, ranks, 0, Algorithm::ring);
+  const Int limit = static_cast<Int>(per_rank_clip(sizeof(Int) == 1   ? IntWire::int8
+                                                   : sizeof(Int) == 4 ? IntWire::int32
+                                                                      : IntWire::int64,
+                                                   ranks) *
+                                     ranks);
+  std::vector<float> out(3);
+  const std::vector<Int> valid{limit, static_cast<Int>(-limit), 0};
+  reduction->decode(std::as_bytes(std::span<const Int>(valid)), 0, out);
+  for (float x : out) EXPECT_TRUE(std::isfinite(x));
+  for (const Int bad : {std::numeric_limits<Int>::min(), static_cast<Int>(-limit - 1)}) {
+    const std::vector<Int> chunk{1, bad, 2};
+    const auto bytes = std::as_bytes(std::span<const Int>(chunk));
+    EXPECT_THROW(reduction->decode(bytes, 0, out), CommError);
+    EXPECT_THROW(reduction->decode_contribution(bytes, 0, out), CommError);
+  }
+}
+
+TEST(IntegerSumReductionTest, CorruptSumsAndIntMinAreRejected) {
+  expect_corrupt_integers_rejected<std::int8_t>("intsgd-heuristic", 1);
+  expect_corrupt_integers_rejected<std::int8_t>("intsgd-heuristic", 5);
+  expect_corrupt_integers_rejected<std::int32_t>("intsgd-heuristic:wire=int32", 4);
+  expect_corrupt_integers_rejected<std::int64_t>("intsgd-heuristic:wire=int64", 3);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 
+#include "../support/codec_checks.h"
 #include "../support/patterns.h"
 #include "../support/world.h"
 #include "qccl/codecs/codec_registry.h"
@@ -72,6 +73,28 @@ TEST(TensorStateStoreTest, KeepsBuffersByTensorAndFieldAndRoundTrips) {
   for (const auto& bad : {truncated, trailing, foreign}) {
     EXPECT_THROW(loaded.load(bad), InvalidArgument);
     EXPECT_EQ(loaded.size(), 2u);
+  }
+}
+
+// A tensor with no elements (a zero-sized layer) keeps an empty buffer,
+// whose storage may be a null pointer: it saves and loads like any other,
+// in the store and through a codec's state, without copying from or to
+// null (undefined behaviour even for zero bytes, which UBSan reports).
+TEST(TensorStateStoreTest, AZeroElementTensorSavesAndLoads) {
+  TensorStateStore store;
+  store.floats("empty", "ef.residual", 0);
+  store.doubles("w", "intsgd.scale", 2)[1] = -2.0;
+  TensorStateStore loaded;
+  loaded.load(store.save());
+  EXPECT_TRUE(loaded.contains("empty", "ef.residual"));
+  EXPECT_EQ(loaded.floats("empty", "ef.residual", 0).size(), 0u);
+  EXPECT_EQ(loaded.doubles("w", "intsgd.scale", 2)[1], -2.0);
+  const std::vector<std::string> names{"w", "empty", "b"};
+  const std::vector<std::vector<std::int64_t>> shapes{{2, 3}, {0, 4}, {3}};
+  for (const std::string spec : {"ef(global-qsgd)", "intsgd", "signum", "topk"}) {
+    run_world(2, [&](Communicator& comm) {
+      check_codec_resumes_exactly(comm, spec, TensorLayout::of_shapes(names, shapes));
+    });
   }
 }
 

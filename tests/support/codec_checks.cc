@@ -74,6 +74,17 @@ void expect_within(std::span<const float> values, std::span<const double> expect
                          << (outside ? expected[first] : 0.0) << ")";
 }
 
+// Finite input never gives Inf or NaN, whatever its magnitude.
+void expect_finite(std::span<const float> values, const std::string& what) {
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i]) && bad++ == 0) first = i;
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << values.size()
+                     << " elements not finite, first " << first << " ("
+                     << (bad ? values[first] : 0.0f) << ")";
+}
+
 bool bitwise_equal(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() &&
          (a.empty() || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
@@ -103,7 +114,9 @@ void expect_refused(Communicator& comm, Codec& codec, CodecOperation operation,
 }  // namespace
 
 void check_codec_operation(Communicator& comm, const std::string& spec,
-                           CodecOperation operation, std::size_t count, Algorithm algorithm) {
+                           CodecOperation operation, std::size_t count, Algorithm algorithm,
+                           InputValue value) {
+  if (value == nullptr) value = noise;
   const int n = comm.size(), r = comm.rank();
   const std::string what = spec + " " + std::string(to_string(operation)) + " on " +
                            std::to_string(n) + " ranks, " + std::to_string(count) +
@@ -117,12 +130,12 @@ void check_codec_operation(Communicator& comm, const std::string& spec,
   CollectiveOptions options;
   options.algorithm = algorithm;
   options.chunk_bytes = 4096;  // several chunks per segment at the larger sizes
-  const auto input = make_vector(count, [&](std::size_t i) { return noise(r, i); });
+  const auto input = make_vector(count, [&](std::size_t i) { return value(r, i); });
   std::vector<double> mean(count, 0.0);
   double largest = 0, squares = 0;
   for (int q = 0; q < n; ++q) {
     for (std::size_t i = 0; i < count; ++i) {
-      const double x = noise(q, i);
+      const double x = value(q, i);
       mean[i] += x / n;
       largest = std::max(largest, std::abs(x));
       squares += x * x;
@@ -132,6 +145,8 @@ void check_codec_operation(Communicator& comm, const std::string& spec,
   const double norm = codec->norm_kind() == NormKind::inf ? largest : std::sqrt(squares);
   const Run run = run_twice(*codec, comm, operation, input, mean_f, options, norm);
   const double bound = run.bound;
+  expect_finite(run.output, "the result");
+  expect_finite(run.own, "this rank's own contribution");
   // Without a bound the value checks below cannot run: only codecs known to
   // have none may lack one (error feedback's steps are checked against its
   // inner codec's in error_feedback_test.cc; adaptive IntSGD's bound is lost
@@ -175,7 +190,7 @@ void check_codec_operation(Communicator& comm, const std::string& spec,
       std::vector<double> shards(count * static_cast<std::size_t>(n));
       for (int q = 0; q < n; ++q) {
         for (std::size_t i = 0; i < count; ++i) {
-          shards[static_cast<std::size_t>(q) * count + i] = noise(q, i);
+          shards[static_cast<std::size_t>(q) * count + i] = value(q, i);
         }
       }
       expect_within(run.output, shards, bound, "the shards");

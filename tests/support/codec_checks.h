@@ -25,10 +25,14 @@ namespace qccl::test {
 // - this rank's own contribution Q(x) consistent: its mean over ranks within
 //   the error bound of the exact mean; for allgather, equal to this rank's
 //   decoded shard as every rank received it.
+// - every element of the result and of Q(x) finite.
 // A codec that lacks the operation must refuse it, naming codec and
-// operation, on every rank before anything moves.
+// operation, on every rank before anything moves. `value` gives rank r's
+// input element i (null: noise(), values in (-1, 1)).
+using InputValue = float (*)(int rank, std::size_t i);
 void check_codec_operation(Communicator& comm, const std::string& spec,
-                           CodecOperation operation, std::size_t count, Algorithm algorithm);
+                           CodecOperation operation, std::size_t count, Algorithm algorithm,
+                           InputValue value = nullptr);
 
 // fp32 through the three operations on small-integer inputs: the exact
 // closed form, bit for bit.

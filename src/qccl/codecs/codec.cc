@@ -190,6 +190,7 @@ void Codec::sum_to_mean(const StepSetup& setup, const Operation& operation) {
 void Codec::move_data(Communicator& comm, int tag, const StepSetup& setup, Reduction& reduction,
                       const Operation& operation, const CollectiveOptions& options) {
   const bool in_transit = aggregation() == Aggregation::compressed_domain;
+  const int divide_by = means_of_decoded_values() ? setup.summed : 1;
   switch (setup.operation) {
     case CodecOperation::allreduce_mean:
       if (in_transit) {
@@ -197,7 +198,7 @@ void Codec::move_data(Communicator& comm, int tag, const StepSetup& setup, Reduc
                        operation.own);
       } else {
         allreduce_by_allgather_body(comm, tag, operation.input, operation.output, reduction,
-                                    options, operation.own);
+                                    options, operation.own, divide_by);
       }
       return;
     case CodecOperation::reduce_scatter_mean:
@@ -206,7 +207,8 @@ void Codec::move_data(Communicator& comm, int tag, const StepSetup& setup, Reduc
                             reduction, options, operation.own);
       } else {
         reduce_scatter_by_exchange_body(comm, tag, operation.input, operation.pieces,
-                                        operation.output, reduction, options, operation.own);
+                                        operation.output, reduction, options, operation.own,
+                                        divide_by);
       }
       return;
     case CodecOperation::allgather:

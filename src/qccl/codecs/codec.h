@@ -254,6 +254,13 @@ class Codec {
   // Turns an output that holds the sum over ranks into their mean (the
   // means; an allgather's shards are left as they are).
   static void sum_to_mean(const StepSetup& setup, const Operation& operation);
+  // Aggregation::allgather_decode: whether the means are the mean of the
+  // ranks' decoded values (QSGD, natural compression, Top-k, DGC, the
+  // one-bit levels), which the decode-and-sum path then forms itself, the
+  // sum in fp32 divided by n — or, where that sum overflows fp32, in double
+  // (decode_sum.h). Otherwise (vote counts, TernGrad's levels, which their
+  // codecs scale) the path leaves the sum.
+  virtual bool means_of_decoded_values() const { return false; }
 
   // "global-qsgd:... step 3 bucket 1", for messages.
   std::string step_name() const;

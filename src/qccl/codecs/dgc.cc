@@ -45,10 +45,13 @@ std::string dgc_spec(const DgcConfig& c) {
 // optimizer applies without momentum of its own.
 //
 // u and v are kept per tensor by name in the state store (checkpointed).
-// step_reduction() computes the new u and v into scratch and selects from
-// them (so a step's reduction times the whole selection); complete_step()
-// masks them and stores them, so a step that fails before it completes
-// leaves the state as it was.
+// run_operation() computes the new u and v into scratch before the step's
+// exchange, which checks v instead of g: an accumulated v beyond fp32's
+// range (gradients near fp32's largest value, added up over steps) raises
+// a NonFiniteError naming it on every rank before anything moves.
+// step_reduction() selects from v (so a step's reduction times the whole
+// selection); complete_step() masks u and v and stores them, so a step
+// that fails before it completes leaves the state as it was.
 //
 // The clipping threshold applies to each tensor's own gradient (the codec
 // sees one bucket; a per-tensor clip does not depend on how tensors are
@@ -89,36 +92,50 @@ class DgcCodec final : public Codec {
            layout_digest(setup);
   }
 
+  // This step's u and v from the gradient; then the step on v.
+  void run_operation(Communicator& comm, const Operation& operation,
+                     const CollectiveOptions& options) override {
+    layout().check(operation.input.size(), step_name());
+    const std::size_t d = operation.input.size();
+    momentum_.resize(d);
+    accumulated_.resize(d);
+    for (const TensorSlice& t : selection_tensors(layout(), d)) {
+      accumulate(operation.input, comm.size(), t);
+    }
+    Operation sent = operation;
+    sent.input = accumulated_;
+    try {
+      Codec::run_operation(comm, sent, options);
+    } catch (const NonFiniteError& e) {
+      throw NonFiniteError(step_name() + ": the accumulated gradient v = v + (m·u + g), kept "
+                           "across steps, is not finite: its sum of gradients near fp32's largest "
+                           "value (about 3.4e38) overflows fp32, or the gradient holds NaN or "
+                           "Inf; the codec's state is unchanged. Scale the loss or the gradients "
+                           "down. (" + std::string(e.what()) + ")");
+    }
+  }
+
+  // Selects from the step's input, which is v (run_operation); a tool's
+  // reduction_for() selects from the input it gives, as a first step would.
   // Never null: v can be non-zero when every rank's gradient is zero.
   std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double) const override {
     const std::size_t d = setup.input.size();
-    momentum_.resize(d);
-    accumulated_.resize(d);
     selected_.clear();
     const double density = dgc_density(config_.ratio, config_.warmup, setup.step);
     const auto tensors = selection_tensors(layout(), d);
     for (std::size_t l = 0; l < tensors.size(); ++l) {
       const TensorSlice& t = tensors[l];
-      accumulate(setup, t);
       const CounterRng rng(settings().seed, setup.step, settings().bucket,
                            (static_cast<std::uint64_t>(setup.rank) << 32) + l,
                            RngStream::sparsify);
-      select_by_threshold(std::span<const float>(accumulated_).subspan(t.offset, t.elements),
+      select_by_threshold(setup.input.subspan(t.offset, t.elements),
                           sparse_count(density, t.elements), config_.sample, rng, t.offset,
                           selected_, sample_scratch_, magnitude_scratch_);
     }
     return std::make_unique<SparsePairsReduction>(spec(), selected_, most_selected(d, setup.step));
   }
 
-  // The collective sends v, not the gradient.
-  void move_data(Communicator& comm, int tag, const StepSetup& setup, Reduction& reduction,
-                 const Operation& operation, const CollectiveOptions& options) override {
-    Operation sent = operation;
-    sent.input = accumulated_;
-    Codec::move_data(comm, tag, setup, reduction, sent, options);
-  }
-
-  void complete_step(const StepSetup& setup, Reduction*, const Operation& operation) override {
+  void complete_step(const StepSetup& setup, Reduction*, const Operation&) override {
     for (std::size_t j : selected_) {
       momentum_[j] = 0.0f;
       accumulated_[j] = 0.0f;
@@ -130,8 +147,9 @@ class DgcCodec final : public Codec {
       std::copy_n(accumulated_.begin() + static_cast<std::ptrdiff_t>(t.offset), t.elements,
                   v.begin());
     }
-    sum_to_mean(setup, operation);
   }
+  // The decode-and-sum path forms the mean of the ranks' sent values.
+  bool means_of_decoded_values() const override { return true; }
 
  private:
   // The stored field of tensor t, or empty (all zero) before its first step.
@@ -141,11 +159,11 @@ class DgcCodec final : public Codec {
   }
 
   // momentum_ and accumulated_ of tensor t from this step's gradient.
-  void accumulate(const StepSetup& setup, const TensorSlice& t) const {
-    const float* __restrict g = setup.input.data() + t.offset;
+  void accumulate(std::span<const float> gradient, int ranks, const TensorSlice& t) {
+    const float* __restrict g = gradient.data() + t.offset;
     const auto u_old = stored(t, kMomentumField);
     const auto v_old = stored(t, kAccumulatedField);
-    const float clip = clip_factor(setup.input.subspan(t.offset, t.elements), setup.ranks);
+    const float clip = clip_factor(gradient.subspan(t.offset, t.elements), ranks);
     const auto m = static_cast<float>(config_.momentum);
     float* __restrict u = momentum_.data() + t.offset;
     float* __restrict v = accumulated_.data() + t.offset;

@@ -96,11 +96,20 @@ class ErrorFeedbackCodec final : public Codec {
       float* __restrict p = pushed_.data() + t.offset;
       for (std::size_t j = 0; j < t.elements; ++j) p[j] = x[j] + residual[j];
     }
-    if (operation.kind == CodecOperation::allreduce_mean) {
-      std::copy(pushed_.begin(), pushed_.end(), operation.output.begin());
-      inner_->allreduce_mean(comm, operation.output, options, contribution_);
-    } else {
-      inner_->reduce_scatter_mean(comm, pushed_, operation.output, options, contribution_);
+    try {
+      if (operation.kind == CodecOperation::allreduce_mean) {
+        std::copy(pushed_.begin(), pushed_.end(), operation.output.begin());
+        inner_->allreduce_mean(comm, operation.output, options, contribution_);
+      } else {
+        inner_->reduce_scatter_mean(comm, pushed_, operation.output, options, contribution_);
+      }
+    } catch (const NonFiniteError& e) {
+      // Raised on every rank by the inner step's exchange, before any data moved.
+      throw NonFiniteError(step_name() + ": the input plus the residual kept from earlier "
+                           "steps, x + e, is not finite: an input near fp32's largest value "
+                           "(about 3.4e38) plus its residual overflows fp32, or the input holds "
+                           "NaN or Inf; the residuals are unchanged. Scale the loss or the "
+                           "gradients down. (" + std::string(e.what()) + ")");
     }
     for (const TensorSlice& t : tensors) {
       const auto residual = state_store().floats(t.name, kResidualField, t.elements);

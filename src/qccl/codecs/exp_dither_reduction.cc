@@ -1,5 +1,9 @@
 #include "qccl/codecs/exp_dither_reduction.h"
 
+#include <cfloat>
+#include <cmath>
+#include <vector>
+
 #include "qccl/codecs/exp_dither.h"
 #include "qccl/codecs/kernels.h"
 #include "qccl/codecs/levels.h"
@@ -14,35 +18,50 @@ namespace {
 // bits from the owner rank's reduce stream keyed by (hop, element), so each
 // rounding happens once and its bytes are forwarded; decode returns the mean,
 // value * 2^c * norm / n.
+//
+// The norm — a 2-norm of values near fp32's largest may exceed fp32 — is
+// kept in double. Where it does, encode divides x·2^-m by norm·2^-m, a
+// power of two that brings the norm into fp32 (exact for every x above
+// 2^(m-126), and smaller ones lie far below the smallest level); decode
+// multiplies in double. A decoded value beyond fp32's range — C_nat may
+// round a partial sum up to the next power of two — saturates
+// (saturate_to_fp32): the exact mean lies inside the range.
 class ExpDitherReduction final : public Reduction {
  public:
   ExpDitherReduction(std::string name, double norm, int headroom, int ranks, CounterRng quantize,
                      const CodecSettings& settings, std::uint64_t step)
-      : name_(std::move(name)), norm_(static_cast<float>(norm)), c_(headroom),
-        s_(exp_dither::levels(headroom)),
-        mean_scale_(norm / ranks), quantize_(quantize), settings_(settings), step_(step) {}
+      : name_(std::move(name)), norm_(norm), c_(headroom), s_(exp_dither::levels(headroom)),
+        mean_scale_(norm / ranks), quantize_(quantize), settings_(settings), step_(step) {
+    while (std::ldexp(norm, -shift_) > FLT_MAX) ++shift_;
+  }
 
   std::string name() const override { return name_; }
   std::size_t max_encoded_bytes(std::size_t count) const override { return count; }
 
   std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
-    kernels::exp_encode(in.data(), reinterpret_cast<std::uint8_t*>(out.data()), in.size(), norm_,
-                        c_, s_, quantize_.key_low(), quantize_.key_high(), first);
+    std::span<const float> x = in;
+    if (shift_ > 0) {
+      scaled_.resize(in.size());
+      const float down = std::ldexp(1.0f, -shift_);
+      for (std::size_t i = 0; i < in.size(); ++i) scaled_[i] = in[i] * down;
+      x = scaled_;
+    }
+    kernels::exp_encode(x.data(), reinterpret_cast<std::uint8_t*>(out.data()), x.size(),
+                        static_cast<float>(std::ldexp(norm_, -shift_)), c_, s_,
+                        quantize_.key_low(), quantize_.key_high(), first);
     return in.size();
   }
 
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
     check(in.size(), out.size());
-    kernels::exp_decode(reinterpret_cast<const std::uint8_t*>(in.data()), out.data(), out.size(),
-                        c_, static_cast<float>(mean_scale_));
+    decode_codes(in, out, mean_scale_);
   }
 
   // One rank's code stands for value·2^c·norm, its own Q(x).
   void decode_contribution(std::span<const std::byte> in, std::size_t,
                            std::span<float> out) override {
     check(in.size(), out.size());
-    kernels::exp_decode(reinterpret_cast<const std::uint8_t*>(in.data()), out.data(), out.size(),
-                        c_, norm_);
+    decode_codes(in, out, norm_);
   }
 
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
@@ -63,10 +82,26 @@ class ExpDitherReduction final : public Reduction {
     require_chunk_bytes(name_, bytes, count, count);
   }
 
+  // sign · 2^(c-e) · scale: the kernel while no code (e >= 1, so at most
+  // 2^(c-1) times the scale) can leave fp32's range, else in double,
+  // saturated.
+  void decode_codes(std::span<const std::byte> in, std::span<float> out, double scale) const {
+    const auto* codes = reinterpret_cast<const std::uint8_t*>(in.data());
+    if (std::ldexp(static_cast<double>(static_cast<float>(scale)), c_ - 1) <= FLT_MAX) {
+      kernels::exp_decode(codes, out.data(), out.size(), c_, static_cast<float>(scale));
+      return;
+    }
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = saturate_to_fp32(exp_dither::value(codes[i], c_) * scale);
+    }
+  }
+
   std::string name_;
-  float norm_;
+  double norm_;
   int c_, s_;
+  int shift_ = 0;  // encode divides x·2^-shift by norm·2^-shift
   double mean_scale_;
+  std::vector<float> scaled_;  // x·2^-shift, when shift > 0
   CounterRng quantize_;
   CodecSettings settings_;
   std::uint64_t step_;

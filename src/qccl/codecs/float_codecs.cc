@@ -3,17 +3,18 @@
 #include <cmath>
 #include <cstring>
 
+#include "qccl/codecs/fp32_mean.h"
 #include "qccl/codecs/global_norm.h"
 #include "qccl/codecs/kernels.h"
 #include "qccl/codecs/levels.h"
-#include "qccl/collectives/fp32_sum.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
 namespace {
 
-// fp32: the exact mean (or, for an allgather, the shards themselves). The
-// norm exchange only guards against NaN/Inf.
+// fp32: the exact mean (or, for an allgather, the shards themselves), summed
+// in transit without overflow (fp32_mean.h). The norm exchange guards
+// against NaN/Inf and tells whether the sum needs scaling.
 class Fp32Codec final : public Codec {
  public:
   using Codec::Codec;
@@ -28,11 +29,12 @@ class Fp32Codec final : public Codec {
   }
 
  protected:
-  std::unique_ptr<Reduction> step_reduction(const StepSetup&, double) const override {
-    return std::make_unique<Fp32Sum>();
+  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
+    return make_fp32_mean_reduction(norm, setup.summed);
   }
-  void complete_step(const StepSetup& setup, Reduction*, const Operation& operation) override {
-    sum_to_mean(setup, operation);
+  void complete_step(const StepSetup& setup, Reduction* reduction,
+                     const Operation& operation) override {
+    finish_fp32_mean(*reduction, setup.summed, operation.output);
   }
 };
 

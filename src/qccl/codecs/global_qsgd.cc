@@ -1,5 +1,7 @@
 #include "qccl/codecs/global_qsgd.h"
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -8,6 +10,7 @@
 #include "qccl/common/counter_rng.h"
 #include "qccl/codecs/exp_dither.h"
 #include "qccl/codecs/exp_dither_reduction.h"
+#include "qccl/codecs/levels.h"
 #include "qccl/codecs/linear_dither.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/common/errors.h"
@@ -215,12 +218,18 @@ class GlobalQsgdCodec final : public Codec {
     }
     const double norm = setup.norm;
     if (linear) {
-      // The dense decode's arithmetic: integer sum times the same fp32 step.
-      const auto step = static_cast<float>(norm / (static_cast<double>(levels) * ranks));
-      for (std::size_t i = 0; i < d; ++i) data[i] = static_cast<float>(level_sum[i]) * step;
+      // The dense decode's arithmetic (decode_levels): integer sum times
+      // the same fp32 step, or in double for a step beyond fp32.
+      const double step = norm / (static_cast<double>(levels) * ranks);
+      const auto step_f = static_cast<float>(step);
+      for (std::size_t i = 0; i < d; ++i) {
+        data[i] = std::isfinite(step_f)
+                      ? std::clamp(static_cast<float>(level_sum[i]) * step_f, -FLT_MAX, FLT_MAX)
+                      : saturate_to_fp32(level_sum[i] * step);
+      }
     } else {
       const double scale = norm / ranks;
-      for (std::size_t i = 0; i < d; ++i) data[i] = static_cast<float>(value_sum[i] * scale);
+      for (std::size_t i = 0; i < d; ++i) data[i] = saturate_to_fp32(value_sum[i] * scale);
     }
     return true;
   }

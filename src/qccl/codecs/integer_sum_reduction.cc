@@ -109,27 +109,32 @@ class IntegerSum final : public IntegerSumReduction {
     return accum_bytes;
   }
 
+  // Every valid sum has |Σ| <= n·c: a larger one (INT_MIN included) is
+  // rejected as corrupt before it is used.
   void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) override {
     check(in.size(), out.size());
     const Int* sum = reinterpret_cast<const Int*>(in.data());
+    std::uint64_t largest = 0;
     for_each_block(first, out.size(), [&](std::size_t l, std::size_t offset, std::size_t count) {
       const double factor = mean_factor_[l];
       if constexpr (sizeof(Int) == 8) {
         for (std::size_t i = offset; i < offset + count; ++i) {
-          out[i] = static_cast<float>(static_cast<double>(sum[i]) * factor);
+          out[i] = saturate_to_fp32(static_cast<double>(sum[i]) * factor);
         }
-        largest_sum_ = std::max(largest_sum_, largest_magnitude(sum + offset, count));
+        largest = std::max(largest, largest_magnitude(sum + offset, count));
       } else {
         const auto f = static_cast<float>(factor);
-        const std::int32_t largest =
+        const std::int64_t block_largest =
             sizeof(Int) == 1
                 ? kernels::int_decode_i8(reinterpret_cast<const std::int8_t*>(sum) + offset,
                                          out.data() + offset, count, f)
                 : kernels::int_decode_i32(reinterpret_cast<const std::int32_t*>(sum) + offset,
                                           out.data() + offset, count, f);
-        largest_sum_ = std::max(largest_sum_, static_cast<std::uint64_t>(largest));
+        largest = std::max(largest, static_cast<std::uint64_t>(block_largest));
       }
     });
+    if (largest > static_cast<std::uint64_t>(limit_)) throw_corrupt("a sum", largest, limit_);
+    largest_sum_ = std::max(largest_sum_, largest);
     if (!setup_.summed_integers.empty()) {
       std::memcpy(setup_.summed_integers.data() + first * sizeof(Int), sum,
                   out.size() * sizeof(Int));
@@ -141,11 +146,15 @@ class IntegerSum final : public IntegerSumReduction {
                            std::span<float> out) override {
     check(in.size(), out.size());
     const Int* q = reinterpret_cast<const Int*>(in.data());
+    const std::uint64_t largest = largest_magnitude(q, out.size());
+    if (largest > static_cast<std::uint64_t>(setup_.clip)) {
+      throw_corrupt("an integer of one rank", largest, setup_.clip);
+    }
     for_each_block(first, out.size(), [&](std::size_t l, std::size_t offset, std::size_t count) {
       const double alpha = setup_.alphas[l];
       const double unscale = std::isinf(alpha) ? 0.0 : 1.0 / alpha;
       for (std::size_t i = offset; i < offset + count; ++i) {
-        out[i] = static_cast<float>(static_cast<double>(q[i]) * unscale);
+        out[i] = saturate_to_fp32(static_cast<double>(q[i]) * unscale);
       }
     });
   }
@@ -183,14 +192,21 @@ class IntegerSum final : public IntegerSumReduction {
     }
   }
 
-  // |v| <= n·c < 2^63 for every valid value, so the negation cannot overflow.
+  // In unsigned arithmetic: a corrupt INT64_MIN has magnitude 2^63.
   static std::uint64_t largest_magnitude(const Int* values, std::size_t count) {
-    std::int64_t largest = 0;
+    std::uint64_t largest = 0;
     for (std::size_t i = 0; i < count; ++i) {
-      const auto v = static_cast<std::int64_t>(values[i]);
-      largest = std::max(largest, v < 0 ? -v : v);
+      const auto v = static_cast<std::uint64_t>(static_cast<std::int64_t>(values[i]));
+      largest = std::max(largest, values[i] < 0 ? 0 - v : v);
     }
-    return static_cast<std::uint64_t>(largest);
+    return largest;
+  }
+
+  [[noreturn]] void throw_corrupt(std::string_view what, std::uint64_t magnitude,
+                                  std::int64_t bound) const {
+    throw CommError(setup_.name + ": " + std::string(what) + " of magnitude " +
+                    std::to_string(magnitude) + " exceeds " + std::to_string(bound) +
+                    ", which valid input cannot produce (corrupt message?)");
   }
 
   void check(std::size_t bytes, std::size_t count) const {

@@ -5,11 +5,12 @@
 #include <limits>
 #include <type_traits>
 
+#include "qccl/codecs/fp32_mean.h"
 #include "qccl/codecs/global_norm.h"
 #include "qccl/codecs/integer_sum_reduction.h"
+#include "qccl/codecs/levels.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/fingerprint.h"
-#include "qccl/collectives/fp32_sum.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -26,6 +27,17 @@ std::string_view scheme_name(IntegerScheme scheme) {
 
 // 1/x with 1/inf = 0: what an infinite scale decodes to.
 double inverse(double x) { return std::isinf(x) ? 0.0 : 1.0 / x; }
+
+// A decoded fp64 value as the caller's type: fp32 saturates at its range
+// (levels.h).
+template <class T>
+T to_output(double x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return saturate_to_fp32(x);
+  } else {
+    return x;
+  }
+}
 
 constexpr double kStateVersion = 3;
 constexpr std::string_view kScaleField = "intsgd.scale";
@@ -174,7 +186,7 @@ IntegerSumSetup IntegerCodec::reduction_setup(const StepSetup& setup, std::size_
 
 std::unique_ptr<Reduction> IntegerCodec::step_reduction(const StepSetup& setup,
                                                         double norm) const {
-  if (exact_step()) return std::make_unique<Fp32Sum>();  // the exact first step (§4.1)
+  if (exact_step()) return make_fp32_mean_reduction(norm, setup.summed);  // exact first step (§4.1)
   if (config_.scheme == IntegerScheme::heuristic && norm == 0.0) return nullptr;
   return make_integer_sum_reduction(reduction_setup(setup, setup.input.size()));
 }
@@ -198,7 +210,7 @@ void IntegerCodec::complete_step(const StepSetup& setup, Reduction* reduction,
                                  const Operation& operation) {
   stats_ = CodecStepStats{};
   if (exact_step()) {
-    sum_to_mean(setup, operation);
+    finish_fp32_mean(*reduction, setup.summed, operation.output);
     return;
   }
   stats_.integer = true;
@@ -215,7 +227,10 @@ void IntegerCodec::complete_step(const StepSetup& setup, Reduction* reduction,
 // Rounding errs by less than one unit per rank (half a unit when
 // deterministic), so the mean by less than 1/α — unless a coordinate was
 // clipped, which the adaptive rule cannot rule out for inputs of this norm
-// when norm·α > c. IntDIANA's error depends on its shifts: no bound.
+// when norm·α > c. IntDIANA's error depends on its shifts: no bound. On
+// the 32- and 64-bit wires the integers exceed fp32's 24-bit precision:
+// α·x rounded in fp32, the sum and the mean rounded to fp32 add up to
+// 2^-22 of the norm.
 double IntegerCodec::max_abs_error(double norm, int ranks, Algorithm) const {
   const double infinite = std::numeric_limits<double>::infinity();
   if (config_.scheme == IntegerScheme::diana) return infinite;
@@ -227,7 +242,7 @@ double IntegerCodec::max_abs_error(double norm, int ranks, Algorithm) const {
     if (config_.scheme == IntegerScheme::adaptive && norm * alpha > clip) return infinite;
     bound = std::max(bound, inverse(alpha));
   }
-  return bound;
+  return config_.wire == IntWire::int8 ? bound : bound + std::ldexp(norm, -22);
 }
 
 // Lemma 1, Eq. (4): E‖Q(x) − x‖² <= Σ_j 1/(4α_j²) per rank; the ranks round
@@ -364,14 +379,14 @@ void IntegerCodec::finish_integers(std::span<T> data, std::span<const double> al
       for (std::size_t j = 0; j < t.elements; ++j) {
         local[j] += static_cast<double>(q[j]) * unscale;
         global[j] += static_cast<double>(sum[j]) * mean_factor;
-        out[j] = static_cast<T>(global[j]);
+        out[j] = to_output<T>(global[j]);
       }
       if (!own.empty()) {
-        for (std::size_t j = 0; j < t.elements; ++j) own[t.offset + j] = static_cast<float>(local[j]);
+        for (std::size_t j = 0; j < t.elements; ++j) own[t.offset + j] = saturate_to_fp32(local[j]);
       }
     } else {
       for (std::size_t j = 0; j < t.elements; ++j) {
-        out[j] = static_cast<T>(static_cast<double>(sum[j]) * mean_factor);
+        out[j] = to_output<T>(static_cast<double>(sum[j]) * mean_factor);
       }
     }
   }

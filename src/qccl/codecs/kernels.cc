@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cstring>
 
 #include "qccl/common/counter_rng.h"
@@ -33,6 +34,9 @@ std::uint32_t max_abs_bits(const float* x, std::size_t n) {
 // 16 fixed lanes (lane j sums elements j, j+16, ...) in fp32 per block of
 // 1024, lanes and blocks then summed in double in a fixed order: the same
 // result on every instruction set, whatever its vector width.
+// A block whose fp32 lanes overflow (elements beyond about 1.8e19, whose
+// squares exceed fp32) is summed again in double, element by element: the
+// same decision and the same bits on every instruction set.
 QCCL_MULTIVERSION
 double sum_of_squares(const float* x, std::size_t n) {
   constexpr std::size_t kLanes = 16;
@@ -43,7 +47,13 @@ double sum_of_squares(const float* x, std::size_t n) {
     for (std::size_t i = 0; i < 1024; i += kLanes) {
       for (std::size_t j = 0; j < kLanes; ++j) lane[j] += x[base + i + j] * x[base + i + j];
     }
-    for (float l : lane) total += l;
+    float largest = 0;
+    for (float l : lane) largest = std::max(largest, l);
+    if (largest <= FLT_MAX) {
+      for (float l : lane) total += l;
+      continue;
+    }
+    for (std::size_t i = base; i < base + 1024; ++i) total += static_cast<double>(x[i]) * x[i];
   }
   for (; base < n; ++base) total += static_cast<double>(x[base]) * x[base];
   return total;
@@ -138,14 +148,17 @@ IntRoundResult int_round_i32(const float* x, std::int32_t* q, std::size_t n, flo
 
 namespace {
 
-// |v| <= n·c < 2^31 for valid sums, so the negation cannot overflow.
+// Magnitudes as unsigned 32-bit values, so that a corrupt INT32_MIN has one
+// (2^31) rather than an overflowing negation; the caller rejects what is
+// out of range.
 template <class Int>
-inline std::int32_t int_decode(const Int* s, float* out, std::size_t n, float factor) {
-  std::int32_t largest = 0;
+inline std::int64_t int_decode(const Int* s, float* out, std::size_t n, float factor) {
+  std::uint32_t largest = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const std::int32_t v = s[i];
-    largest = std::max(largest, v < 0 ? -v : v);
-    out[i] = static_cast<float>(v) * factor;
+    const auto bits = static_cast<std::uint32_t>(v);
+    largest = std::max(largest, v < 0 ? 0U - bits : bits);
+    out[i] = std::clamp(static_cast<float>(v) * factor, -FLT_MAX, FLT_MAX);
   }
   return largest;
 }
@@ -153,12 +166,12 @@ inline std::int32_t int_decode(const Int* s, float* out, std::size_t n, float fa
 }  // namespace
 
 QCCL_MULTIVERSION
-std::int32_t int_decode_i8(const std::int8_t* s, float* out, std::size_t n, float factor) {
+std::int64_t int_decode_i8(const std::int8_t* s, float* out, std::size_t n, float factor) {
   return int_decode(s, out, n, factor);
 }
 
 QCCL_MULTIVERSION
-std::int32_t int_decode_i32(const std::int32_t* s, float* out, std::size_t n, float factor) {
+std::int64_t int_decode_i32(const std::int32_t* s, float* out, std::size_t n, float factor) {
   return int_decode(s, out, n, factor);
 }
 
@@ -193,7 +206,9 @@ void unpack_i4(const std::uint8_t* packed, std::int8_t* q, std::size_t n) {
 
 QCCL_MULTIVERSION
 void linear_decode_i8(const std::int8_t* q, float* out, std::size_t n, float step) {
-  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<float>(q[i]) * step;
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i] = std::clamp(static_cast<float>(q[i]) * step, -FLT_MAX, FLT_MAX);
+  }
 }
 
 QCCL_MULTIVERSION

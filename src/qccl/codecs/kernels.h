@@ -16,7 +16,8 @@ namespace qccl::kernels {
 // NaN; otherwise the bits of max|x[i]| (non-negative floats order as their bits).
 std::uint32_t max_abs_bits(const float* x, std::size_t n);
 // sum of x[i]^2: fp32 partial sums in 16 fixed lanes per block of 1024,
-// summed in double; identical on every instruction set.
+// summed in double (a block whose lanes overflow fp32: in double); identical
+// on every instruction set.
 double sum_of_squares(const float* x, std::size_t n);
 
 // Linear dithering (Global-QSGD L_s): q[i] = sign(x[i]) · (floor(v) + [u < frac(v)]),
@@ -29,7 +30,7 @@ void linear_encode_i8(const float* x, std::int8_t* q, std::size_t n, float scale
 // q[i] must be in [-8, 7]. An odd count leaves the last high nibble zero.
 void pack_i4(const std::int8_t* q, std::uint8_t* packed, std::size_t n);
 void unpack_i4(const std::uint8_t* packed, std::int8_t* q, std::size_t n);
-// out[i] = q[i] · step.
+// out[i] = q[i] · step, saturated at ±FLT_MAX (levels.h: saturate_to_fp32).
 void linear_decode_i8(const std::int8_t* q, float* out, std::size_t n, float step);
 // acc[i] += in[i]; returns false if any sum leaves [-limit, limit].
 bool add_i8_checked(std::int8_t* acc, const std::int8_t* in, std::size_t n, std::int32_t limit);
@@ -50,9 +51,10 @@ IntRoundResult int_round_i8(const float* x, std::int8_t* q, std::size_t n, float
 IntRoundResult int_round_i32(const float* x, std::int32_t* q, std::size_t n, float alpha,
                              std::int32_t limit, bool random, std::uint32_t k_low,
                              std::uint32_t k_high, std::uint64_t first);
-// out[i] = s[i]·factor; returns max |s[i]|.
-std::int32_t int_decode_i8(const std::int8_t* s, float* out, std::size_t n, float factor);
-std::int32_t int_decode_i32(const std::int32_t* s, float* out, std::size_t n, float factor);
+// out[i] = s[i]·factor, saturated at ±FLT_MAX; returns max |s[i]| (2^31
+// for INT32_MIN, which no valid sum holds).
+std::int64_t int_decode_i8(const std::int8_t* s, float* out, std::size_t n, float factor);
+std::int64_t int_decode_i32(const std::int32_t* s, float* out, std::size_t n, float factor);
 // acc[i] += in[i]; returns false if any sum leaves [-limit, limit].
 bool add_i32_checked(std::int32_t* acc, const std::int32_t* in, std::size_t n, std::int32_t limit);
 

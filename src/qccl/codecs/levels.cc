@@ -1,6 +1,7 @@
 #include "qccl/codecs/levels.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <string>
 
@@ -9,20 +10,42 @@
 
 namespace qccl {
 
-void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q, float scale,
-                   float norm, int levels, const CounterRng& rng) {
-  if (std::isfinite(scale)) {
+void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q, double norm,
+                   int levels, const CounterRng& rng) {
+  if (norm == 0.0) {
+    std::fill(q, q + in.size(), std::int8_t{0});
+    return;
+  }
+  const auto scale = static_cast<float>(levels / norm);
+  if (std::isfinite(scale) && scale >= FLT_MIN) {
     kernels::linear_encode_i8(in.data(), q, in.size(), scale, levels, rng.key_low(),
                               rng.key_high(), first);
     return;
   }
+  const bool tiny = !std::isfinite(scale);
+  const auto norm_f = static_cast<float>(norm);
   for (std::size_t i = 0; i < in.size(); ++i) {
-    const float v = std::abs(in[i]) / norm * static_cast<float>(levels);
-    const auto lower = static_cast<int>(v);
+    const double v = tiny ? static_cast<double>(std::abs(in[i]) / norm_f * static_cast<float>(levels))
+                          : std::abs(static_cast<double>(in[i])) / norm * levels;
+    const auto lower = static_cast<int>(std::min(v, static_cast<double>(levels)));
     const float u = static_cast<float>(rng.bits32(first + i) >> 8) * 0x1p-24f;
-    const int level = std::min(lower + (u < v - static_cast<float>(lower) ? 1 : 0), levels);
+    const int level = std::min(lower + (u < v - lower ? 1 : 0), levels);
     q[i] = static_cast<std::int8_t>(std::signbit(in[i]) ? -level : level);
   }
+}
+
+float saturate_to_fp32(double x) {
+  return static_cast<float>(std::clamp(x, -static_cast<double>(FLT_MAX),
+                                       static_cast<double>(FLT_MAX)));
+}
+
+void decode_levels(const std::int8_t* q, float* out, std::size_t n, double step) {
+  const auto step_f = static_cast<float>(step);
+  if (std::isfinite(step_f)) {
+    kernels::linear_decode_i8(q, out, n, step_f);
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) out[i] = saturate_to_fp32(q[i] * step);
 }
 
 CounterRng reduce_rng(const CodecSettings& settings, std::uint64_t step, const ReduceContext& context) {

@@ -12,12 +12,25 @@
 namespace qccl {
 
 // Stochastic rounding of |x|·(levels/norm) to an integer level with x's sign
-// (Global-QSGD Definition 1, Eq. 2; QSGD's quantizer): the vectorised kernel,
-// or — when levels/norm overflows fp32 for a tiny norm — the same rounding
-// after dividing by the norm, with the same random numbers. `scale` is
-// levels/norm rounded to fp32.
-void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q, float scale,
-                   float norm, int levels, const CounterRng& rng);
+// (Global-QSGD Definition 1, Eq. 2; QSGD's quantizer), with the same random
+// numbers on every path: the vectorised kernel on the scale levels/norm
+// rounded to fp32; when that scale overflows fp32 (a tiny norm) the same
+// rounding after dividing by the norm in fp32; and when it falls below
+// fp32's normal range (a norm beyond about 1e38, such as the 2-norm of
+// values near fp32's largest, which may itself exceed fp32) in double.
+// A zero norm gives zero levels.
+void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q, double norm,
+                   int levels, const CounterRng& rng);
+
+// x rounded to fp32, or beyond fp32's range the largest finite fp32 of its
+// sign. A decoded value beyond the range is a random rounding up of a value
+// within it (every codec's exact result is a mean of fp32 inputs, inside
+// the range): the nearest fp32 is never further from the exact result.
+float saturate_to_fp32(double x);
+
+// out[i] = q[i]·step, saturated: the fp32 kernel while step is an fp32
+// number, else in double (a step beyond fp32's range).
+void decode_levels(const std::int8_t* q, float* out, std::size_t n, double step);
 
 // The generator for a stochastic reduction: the owner rank's reduce stream
 // at this step, with the hop in the key (the kernels' 32-bit counter is the

@@ -34,31 +34,27 @@ namespace {
 class LinearDitherReduction final : public Reduction {
  public:
   LinearDitherReduction(std::string name, double norm, int levels, int ranks, CounterRng rng)
-      : name_(std::move(name)), levels_(levels), limit_(levels * ranks),
-        norm_(static_cast<float>(norm)), scale_(static_cast<float>(levels / norm)),
-        step_(static_cast<float>(norm / (static_cast<double>(levels) * ranks))),
-        level_(static_cast<float>(norm / levels)), rng_(rng) {}
+      : name_(std::move(name)), levels_(levels), limit_(levels * ranks), norm_(norm),
+        step_(norm / (static_cast<double>(levels) * ranks)), level_(norm / levels), rng_(rng) {}
 
   std::string name() const override { return name_; }
   std::size_t max_encoded_bytes(std::size_t count) const override { return count; }
 
   std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
-    encode_levels(in, first, reinterpret_cast<std::int8_t*>(out.data()), scale_, norm_, levels_, rng_);
+    encode_levels(in, first, reinterpret_cast<std::int8_t*>(out.data()), norm_, levels_, rng_);
     return in.size();
   }
 
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
     check(in.size(), out.size());
-    kernels::linear_decode_i8(reinterpret_cast<const std::int8_t*>(in.data()), out.data(),
-                              out.size(), step_);
+    decode_levels(reinterpret_cast<const std::int8_t*>(in.data()), out.data(), out.size(), step_);
   }
 
   // One rank's levels q stand for q·norm/s.
   void decode_contribution(std::span<const std::byte> in, std::size_t,
                            std::span<float> out) override {
     check(in.size(), out.size());
-    kernels::linear_decode_i8(reinterpret_cast<const std::int8_t*>(in.data()), out.data(),
-                              out.size(), level_);
+    decode_levels(reinterpret_cast<const std::int8_t*>(in.data()), out.data(), out.size(), level_);
   }
 
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
@@ -80,7 +76,9 @@ class LinearDitherReduction final : public Reduction {
 
   std::string name_;
   int levels_, limit_;
-  float norm_, scale_, step_, level_;
+  // The norm (which a 2-norm of values near fp32's largest may exceed fp32
+  // by far), one level of the mean, one level of a rank's values.
+  double norm_, step_, level_;
   CounterRng rng_;
 };
 
@@ -99,8 +97,7 @@ class LinearAverageReduction final : public Reduction {
   LinearAverageReduction(std::string name, double norm, int bits, int ranks, CounterRng quantize,
                          const CodecSettings& settings, std::uint64_t step)
       : name_(std::move(name)), bits_(bits), levels_((1 << (bits - 1)) - 1), ranks_(ranks),
-        norm_(static_cast<float>(norm)), scale_(static_cast<float>(levels_ / norm)),
-        value_(static_cast<float>(norm / levels_)), quantize_(quantize), settings_(settings),
+        norm_(norm), value_(norm / levels_), quantize_(quantize), settings_(settings),
         step_(step) {}
 
   std::string name() const override { return name_; }
@@ -113,10 +110,10 @@ class LinearAverageReduction final : public Reduction {
     write_header(out, 1);
     auto* payload = reinterpret_cast<std::uint8_t*>(out.data() + kHeader);
     if (bits_ == 8) {
-      encode_levels(in, first, reinterpret_cast<std::int8_t*>(payload), scale_, norm_, levels_, quantize_);
+      encode_levels(in, first, reinterpret_cast<std::int8_t*>(payload), norm_, levels_, quantize_);
     } else {
       std::vector<std::int8_t>& q = levels_scratch(in.size());
-      encode_levels(in, first, q.data(), scale_, norm_, levels_, quantize_);
+      encode_levels(in, first, q.data(), norm_, levels_, quantize_);
       kernels::pack_i4(q.data(), payload, in.size());
     }
     return kHeader + payload_bytes(in.size());
@@ -190,7 +187,7 @@ class LinearAverageReduction final : public Reduction {
       kernels::unpack_i4(payload, unpacked.data(), out.size());
       q = unpacked.data();
     }
-    kernels::linear_decode_i8(q, out.data(), out.size(), value_);
+    decode_levels(q, out.data(), out.size(), value_);
   }
 
   std::vector<std::int8_t>& levels_scratch(std::size_t count) {
@@ -215,7 +212,7 @@ class LinearAverageReduction final : public Reduction {
 
   std::string name_;
   int bits_, levels_, ranks_;
-  float norm_, scale_, value_;
+  double norm_, value_;  // the norm and one level, in double (see LinearDitherReduction)
   CounterRng quantize_;
   CodecSettings settings_;
   std::uint64_t step_;

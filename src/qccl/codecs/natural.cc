@@ -156,9 +156,8 @@ class NaturalCodec final : public Codec {
                    static_cast<std::uint64_t>(setup.rank), RngStream::quantize));
   }
 
-  void complete_step(const StepSetup& setup, Reduction*, const Operation& operation) override {
-    sum_to_mean(setup, operation);
-  }
+  // The decode-and-sum path forms the mean of the decoded values.
+  bool means_of_decoded_values() const override { return true; }
 };
 
 // E‖result − x̄‖² for any inputs x_1..x_n (S = Σ_i ‖x_i‖², M = the ∞-norm,

@@ -116,9 +116,8 @@ class SignLevelsCodec final : public Codec {
     return make_sign_levels_reduction(std::move(levels));
   }
 
-  void complete_step(const StepSetup& setup, Reduction*, const Operation& operation) override {
-    sum_to_mean(setup, operation);
-  }
+  // The decode-and-sum path forms the mean of the decoded values.
+  bool means_of_decoded_values() const override { return true; }
 
  private:
   SignLevels levels_of(std::span<const float> p) const {

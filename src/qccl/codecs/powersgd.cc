@@ -1,6 +1,7 @@
 #include "qccl/codecs/powersgd.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "qccl/codecs/kernels.h"
+#include "qccl/codecs/levels.h"
 #include "qccl/codecs/powersgd_math.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/fingerprint.h"
@@ -107,12 +109,20 @@ class PowerSgdCodec final : public Codec {
   void finish_q(const StepPlan& plan, int ranks);
   void own_parts(const StepPlan& plan, std::span<const float> m, std::span<float> own);
   void results(const StepPlan& plan, int ranks, std::span<float> output);
+  CollectiveCall begin_checked_step(Communicator& comm, StepSetup& setup,
+                                   std::span<const float> m,
+                                   const CollectiveOptions& options) const;
+  // M·2^-shift for the sums (see run_operation), or M itself.
+  std::span<const float> scaled(std::span<const float> m);
+
+  // This step's power of two: the factors and sums are those of M·2^-shift.
+  int shift_ = 0;
 
   PowerSgdConfig config_;
   // Reused buffers: M = g + e; the step's two allreduce buffers; the Q's
   // that start the power step; this rank's own Q = Mᵀ·P̂ before the sum; and
   // the fp64 work space of the linear algebra.
-  std::vector<float> compensated_, first_, second_, start_q_, local_q_, row_;
+  std::vector<float> compensated_, scaled_, first_, second_, start_q_, local_q_, row_;
   std::vector<double> workspace_;
 };
 
@@ -284,6 +294,31 @@ void PowerSgdCodec::finish_q(const StepPlan& plan, int ranks) {
   }
 }
 
+// The least power of two 2^-k that keeps every sum of the step inside fp32
+// for inputs of ∞-norm `norm` on `ranks` ranks: an entry of P = M·Q (Q with
+// orthonormal columns) is at most √cols·norm, one of Mᵀ·P̂ at most
+// √rows·norm, an uncompressed element at most norm; n of them sum to n
+// times that. 0 (no scaling, the results as they always were) unless the
+// bound exceeds FLT_MAX/4 (a margin for fp32's rounding of Q and P̂).
+int sum_shift(const StepPlan& plan, double norm, int ranks) {
+  double largest = norm;
+  for (const Factor& f : plan.factors) {
+    const auto longest = static_cast<double>(std::max(f.shape.rows, f.shape.cols));
+    largest = std::max(largest, std::sqrt(longest) * norm);
+  }
+  int shift = 0;
+  while (std::ldexp(ranks * largest, -shift) > FLT_MAX / 4) ++shift;
+  return shift;
+}
+
+std::span<const float> PowerSgdCodec::scaled(std::span<const float> m) {
+  if (shift_ == 0) return m;
+  const float down = std::ldexp(1.0f, -shift_);
+  scaled_.resize(m.size());
+  for (std::size_t j = 0; j < m.size(); ++j) scaled_[j] = m[j] * down;
+  return scaled_;
+}
+
 // Algorithm 2, line 9. The result P̂·Q̄ᵀ is mean_i P̂·P̂ᵀ·M_i. This rank's own
 // part of it — what it would decompress from its own compressed update
 // (P̂, M_iᵀ·P̂) — is P̂·(M_iᵀ·P̂)ᵀ = P̂·P̂ᵀ·M_i, and the residual it keeps is
@@ -291,9 +326,11 @@ void PowerSgdCodec::finish_q(const StepPlan& plan, int ranks) {
 // of the residuals is what the result left out of the mean of the M_i.
 // (PyTorch's hook keeps M_i − P̂·Q̄ᵀ instead: the same mean over ranks,
 // split differently between them.) Uncompressed tensors: own = M, no
-// residual.
+// residual. The products are of M·2^-shift: scaled back, saturated at
+// fp32's range (levels.h).
 void PowerSgdCodec::own_parts(const StepPlan& plan, std::span<const float> m,
                               std::span<float> own) {
+  const double up = std::ldexp(1.0, shift_);
   for (const Factor& f : plan.factors) {
     const auto p = std::span<const float>(first_).subspan(f.p_offset, f.p_size());
     const auto local = std::span<const float>(local_q_).subspan(f.q_offset, f.q_size());
@@ -303,6 +340,9 @@ void PowerSgdCodec::own_parts(const StepPlan& plan, std::span<const float> m,
     row_.resize(f.shape.cols);
     for (std::size_t i = 0; i < f.shape.rows; ++i) {
       powersgd::product_row(p, f.shape.rows, i, local, f.shape.cols, f.shape.rank, row_, workspace_);
+      if (shift_ > 0) {
+        for (float& x : row_) x = saturate_to_fp32(x * up);
+      }
       const std::size_t at = f.tensor.offset + i * f.shape.cols;
       if (!own.empty()) std::copy(row_.begin(), row_.end(), own.begin() + static_cast<long>(at));
       if (e.empty()) continue;
@@ -319,29 +359,55 @@ void PowerSgdCodec::own_parts(const StepPlan& plan, std::span<const float> m,
 }
 
 // Algorithm 1, line 11: P̂·Q̄ᵀ for the compressed tensors, the mean of the
-// sums for the others.
+// sums for the others; times 2^shift, saturated.
 void PowerSgdCodec::results(const StepPlan& plan, int ranks, std::span<float> output) {
+  const double up = std::ldexp(1.0, shift_);
   for (const Factor& f : plan.factors) {
     const auto p = std::span<const float>(first_).subspan(f.p_offset, f.p_size());
     const auto q = std::span<const float>(second_).subspan(f.q_offset, f.q_size());
     for (std::size_t i = 0; i < f.shape.rows; ++i) {
-      powersgd::product_row(p, f.shape.rows, i, q, f.shape.cols, f.shape.rank,
-                            output.subspan(f.tensor.offset + i * f.shape.cols, f.shape.cols),
-                            workspace_);
+      const auto row = output.subspan(f.tensor.offset + i * f.shape.cols, f.shape.cols);
+      powersgd::product_row(p, f.shape.rows, i, q, f.shape.cols, f.shape.rank, row, workspace_);
+      if (shift_ == 0) continue;
+      for (float& x : row) x = saturate_to_fp32(x * up);
     }
   }
   const auto n = static_cast<float>(ranks);
   std::size_t at = plan.plain_offset;
   for (const TensorSlice& t : plan.plain) {
-    for (std::size_t j = 0; j < t.elements; ++j) output[t.offset + j] = first_[at + j] / n;
+    for (std::size_t j = 0; j < t.elements; ++j) {
+      output[t.offset + j] =
+          shift_ == 0 ? first_[at + j] / n : saturate_to_fp32(first_[at + j] * up / ranks);
+    }
     at += t.elements;
+  }
+}
+
+// The step's exchange on M. With error feedback M = g + e: a residual
+// kept from earlier steps plus a gradient near fp32's largest value can
+// overflow, which the message names (raised on every rank alike).
+CollectiveCall PowerSgdCodec::begin_checked_step(Communicator& comm, StepSetup& setup,
+                                                 std::span<const float> m,
+                                                 const CollectiveOptions& options) const {
+  try {
+    return begin_step(comm, setup, local_norm_statistic(m, norm_kind()), m.size(), options);
+  } catch (const NonFiniteError& e) {
+    if (!config_.error_feedback) throw;
+    throw NonFiniteError(step_name() + ": the gradient plus the residual kept from earlier "
+                         "steps, g + e, is not finite: a gradient near fp32's largest value "
+                         "(about 3.4e38) plus its residual overflows fp32, or the gradient holds "
+                         "NaN or Inf; the codec's state is unchanged. Scale the loss or the "
+                         "gradients down. (" + std::string(e.what()) + ")");
   }
 }
 
 // One step: the call check (with every rank's statistics, so non-finite
 // input anywhere stops every rank before data moves), then Algorithm 1's
 // two allreduces inside that one call. Encode time: M·Q, the
-// orthogonalisation and Mᵀ·P̂; decode time: the products P̂·Qᵀ.
+// orthogonalisation and Mᵀ·P̂; decode time: the products P̂·Qᵀ. When the
+// global norm says a sum could overflow fp32 (sum_shift), the power step
+// runs on M·2^-k — exact, a power of two, and P̂ is the same — and the
+// results are scaled back.
 void PowerSgdCodec::run_operation(Communicator& comm, const Operation& operation,
                                   const CollectiveOptions& options) {
   const std::size_t d = operation.input.size();
@@ -350,11 +416,13 @@ void PowerSgdCodec::run_operation(Communicator& comm, const Operation& operation
   setup.input = operation.input;
   const StepPlan step_plan = plan(d);
   const std::span<const float> m = compensated(operation.input, step_plan);
-  CollectiveCall call = begin_step(comm, setup, local_norm_statistic(m, norm_kind()), d, options);
+  CollectiveCall call = begin_checked_step(comm, setup, m, options);
   Fp32Sum sum;
+  shift_ = sum_shift(step_plan, setup.norm, comm.size());
+  const std::span<const float> m_scaled = scaled(m);
   {
     PhaseScope timed(options.phases, &PhaseTimes::encode);
-    compress(step_plan, m, setup.step);
+    compress(step_plan, m_scaled, setup.step);
   }
   if (!first_.empty()) {
     call.move([&](int tag) { allreduce_body(comm, tag, first_, first_, sum, options); });
@@ -362,7 +430,7 @@ void PowerSgdCodec::run_operation(Communicator& comm, const Operation& operation
   check_sums_finite(step_plan, false);
   {
     PhaseScope timed(options.phases, &PhaseTimes::encode);
-    project_back(step_plan, m, config_.error_feedback || !operation.own.empty());
+    project_back(step_plan, m_scaled, config_.error_feedback || !operation.own.empty());
   }
   if (!second_.empty()) {
     call.move([&](int tag) { allreduce_body(comm, tag, second_, second_, sum, options); });

@@ -19,7 +19,10 @@ struct QsgdConfig {
 };
 
 // One rank's QSGD encoding of a chunk: for each bucket of `bucket` elements,
-// [float local norm], then all levels (int8, or int4 packed two per byte).
+// [float local norm · 2^-8], then all levels (int8, or int4 packed two per
+// byte). The header is scaled by a power of two — exact for every norm
+// above 2^-118 — so that the 2-norm of a bucket of values near fp32's
+// largest (up to √4096 = 2^6 times it) fits in fp32.
 // Levels are the linear stochastic rounding of |x|/norm_bucket to s levels,
 // s = 2^(bits-1) - 1, unbiased. reduce is not defined: QSGD's scales differ
 // per rank, so it aggregates by allgather and decode.
@@ -36,16 +39,14 @@ class QsgdReduction final : public Reduction {
 
   std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
     const std::size_t nb = buckets(in.size());
-    auto* norms = reinterpret_cast<float*>(out.data());
     auto* payload = reinterpret_cast<std::uint8_t*>(out.data() + nb * sizeof(float));
     auto* q = config_.bits == 8 ? reinterpret_cast<std::int8_t*>(payload) : levels_scratch(in.size());
     for (std::size_t b = 0; b < nb; ++b) {
       const auto bucket = in.subspan(b * config_.bucket, std::min(config_.bucket, in.size() - b * config_.bucket));
-      const auto norm = static_cast<float>(local_norm(bucket, config_.norm));
-      norms[b] = norm;
-      const float scale = norm > 0 ? static_cast<float>(levels_ / static_cast<double>(norm)) : 0.0f;
-      encode_levels(bucket, first + b * config_.bucket, q + b * config_.bucket, scale, norm,
-                    levels_, rng_);
+      const auto header = static_cast<float>(std::ldexp(local_norm(bucket, config_.norm), -kHeaderShift));
+      std::memcpy(out.data() + b * sizeof(float), &header, sizeof(float));
+      encode_levels(bucket, first + b * config_.bucket, q + b * config_.bucket,
+                    std::ldexp(static_cast<double>(header), kHeaderShift), levels_, rng_);
     }
     if (config_.bits == 4) kernels::pack_i4(q, payload, in.size());
     return max_encoded_bytes(in.size());
@@ -54,7 +55,6 @@ class QsgdReduction final : public Reduction {
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
     require_chunk_bytes(name_, in.size(), max_encoded_bytes(out.size()), out.size());
     const std::size_t nb = buckets(out.size());
-    const auto* norms = reinterpret_cast<const float*>(in.data());
     const auto* payload = reinterpret_cast<const std::uint8_t*>(in.data() + nb * sizeof(float));
     const std::int8_t* q = reinterpret_cast<const std::int8_t*>(payload);
     if (config_.bits == 4) {
@@ -63,12 +63,14 @@ class QsgdReduction final : public Reduction {
       q = unpacked;
     }
     for (std::size_t b = 0; b < nb; ++b) {
-      if (!std::isfinite(norms[b]) || norms[b] < 0) {
-        throw CommError(name_ + ": bucket norm " + std::to_string(norms[b]) + " is invalid (corrupt message?)");
+      float header;  // copied: a chunk may start at any byte of the collective's buffer
+      std::memcpy(&header, in.data() + b * sizeof(float), sizeof(float));
+      if (!std::isfinite(header) || header < 0) {
+        throw CommError(name_ + ": bucket norm " + std::to_string(header) + " is invalid (corrupt message?)");
       }
       const std::size_t start = b * config_.bucket;
-      kernels::linear_decode_i8(q + start, out.data() + start, std::min(config_.bucket, out.size() - start),
-                                static_cast<float>(norms[b] / static_cast<double>(levels_)));
+      decode_levels(q + start, out.data() + start, std::min(config_.bucket, out.size() - start),
+                    std::ldexp(static_cast<double>(header), kHeaderShift) / levels_);
     }
   }
 
@@ -85,6 +87,7 @@ class QsgdReduction final : public Reduction {
   }
 
  private:
+  static constexpr int kHeaderShift = 8;  // the header holds norm · 2^-8
   // 4-bit levels before packing / after unpacking, reused across calls.
   std::int8_t* levels_scratch(std::size_t count) {
     if (scratch_.size() < count) scratch_.resize(count);
@@ -146,9 +149,8 @@ class QsgdCodec final : public Codec {
         CounterRng(settings().seed, setup.step, settings().bucket,
                    static_cast<std::uint64_t>(setup.rank), RngStream::quantize));
   }
-  void complete_step(const StepSetup& setup, Reduction*, const Operation& operation) override {
-    sum_to_mean(setup, operation);
-  }
+  // The decode-and-sum path forms the mean of the decoded values.
+  bool means_of_decoded_values() const override { return true; }
 
  private:
   QsgdConfig config_;

@@ -1,10 +1,12 @@
 #include "qccl/codecs/randk.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <vector>
 
 #include "qccl/codecs/error_feedback.h"
+#include "qccl/codecs/fp32_mean.h"
 #include "qccl/codecs/levels.h"
 #include "qccl/codecs/sparse_selection.h"
 #include "qccl/common/counter_rng.h"
@@ -29,13 +31,19 @@ std::string randk_spec(const RandkConfig& config) {
 // is the fp32 values (times their tensor's factor) of the selected positions
 // inside it, in increasing order — 4 bytes each, no indices, since every
 // rank knows the positions. reduce() adds two such chunks element by
-// element; decode() scatters a chunk into zeros.
+// element; decode() scatters a chunk into zeros. Values travel scaled when
+// their sum could overflow fp32 (fp32_mean.h), and then decode to the mean.
 class RandkReduction final : public Reduction {
  public:
   // `selected`: increasing positions in the collective's element space, the
   // same on every rank; `factors`: each one's factor (empty: all 1).
-  RandkReduction(std::string name, std::vector<std::size_t> selected, std::vector<float> factors)
-      : name_(std::move(name)), selected_(std::move(selected)), factors_(std::move(factors)) {}
+  RandkReduction(std::string name, std::vector<std::size_t> selected, std::vector<float> factors,
+                 SumScaling scaling)
+      : name_(std::move(name)), selected_(std::move(selected)), factors_(std::move(factors)),
+        scaling_(scaling) {}
+
+  // Whether decode() gives the mean (values scaled) rather than the sum.
+  bool decodes_to_mean() const { return scaling_.active(); }
 
   std::string name() const override { return name_; }
   std::size_t max_encoded_bytes(std::size_t count) const override {
@@ -48,22 +56,18 @@ class RandkReduction final : public Reduction {
     auto* values = reinterpret_cast<float*>(out.data());
     for (std::size_t p = lo; p < hi; ++p) {
       const float x = in[selected_[p] - first];
-      values[p - lo] = factors_.empty() ? x : x * factors_[p];
+      values[p - lo] = scaling_.encode(factors_.empty() ? x : x * factors_[p]);
     }
     return sizeof(float) * (hi - lo);
   }
 
   void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) override {
-    const auto [lo, hi] = inside(first, out.size());
-    require_chunk_bytes(name_, in.size(), sizeof(float) * (hi - lo), out.size());
-    std::fill(out.begin(), out.end(), 0.0f);
-    const auto* values = reinterpret_cast<const float*>(in.data());
-    for (std::size_t p = lo; p < hi; ++p) out[selected_[p] - first] = values[p - lo];
+    scatter(in, first, out, [&](float v) { return scaling_.active() ? scaling_.mean(v) : v; });
   }
 
   void decode_contribution(std::span<const std::byte> in, std::size_t first,
                            std::span<float> out) override {
-    decode(in, first, out);
+    scatter(in, first, out, [&](float v) { return scaling_.contribution(v); });
   }
 
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
@@ -79,6 +83,17 @@ class RandkReduction final : public Reduction {
   }
 
  private:
+  // out = zeros, and value(v) at the selected positions.
+  template <class Value>
+  void scatter(std::span<const std::byte> in, std::size_t first, std::span<float> out,
+               Value&& value) const {
+    const auto [lo, hi] = inside(first, out.size());
+    require_chunk_bytes(name_, in.size(), sizeof(float) * (hi - lo), out.size());
+    std::fill(out.begin(), out.end(), 0.0f);
+    const auto* values = reinterpret_cast<const float*>(in.data());
+    for (std::size_t p = lo; p < hi; ++p) out[selected_[p] - first] = value(values[p - lo]);
+  }
+
   // The selected positions in [first, first + count), as indices into selected_.
   std::pair<std::size_t, std::size_t> inside(std::size_t first, std::size_t count) const {
     const auto lo = std::lower_bound(selected_.begin(), selected_.end(), first);
@@ -90,6 +105,7 @@ class RandkReduction final : public Reduction {
   std::string name_;
   std::vector<std::size_t> selected_;
   std::vector<float> factors_;
+  SumScaling scaling_;
 };
 
 // Rand-k without memory. Each step draws, for every tensor of the data
@@ -178,10 +194,42 @@ class RandkCodec final : public Codec {
     } else {
       select(setup, 0, Range{0, setup.input.size()}, selected, factors);
     }
-    return std::make_unique<RandkReduction>(spec(), std::move(selected), std::move(factors));
+    const float largest =
+        factors.empty() ? 1.0f : *std::max_element(factors.begin(), factors.end());
+    return std::make_unique<RandkReduction>(spec(), std::move(selected), std::move(factors),
+                                            SumScaling::for_sum(largest * norm, setup.summed));
   }
 
-  void complete_step(const StepSetup& setup, Reduction*, const Operation& operation) override {
+  // scale=unbiased sends (d_t/k_t)·x, which for x near fp32's largest value
+  // fp32 cannot hold: refused on every rank before anything moves.
+  void check_norm(const StepSetup& setup, double norm) const override {
+    if (!config_.unbiased) return;
+    // Every shard's factors for an allgather, so that every rank decides alike.
+    std::vector<std::size_t> lengths{setup.input.size()};
+    if (setup.operation == CodecOperation::allgather) {
+      lengths.clear();
+      for (const Range& shard : setup.pieces) lengths.push_back(shard.count);
+    }
+    double largest = 1.0;
+    for (std::size_t length : lengths) {
+      for (const TensorSlice& t : selection_tensors(layout(), length)) {
+        if (t.elements == 0) continue;
+        const double factor = static_cast<double>(t.elements) /
+                              static_cast<double>(sparse_count(config_.ratio, t.elements));
+        largest = std::max(largest, static_cast<double>(static_cast<float>(factor)));
+      }
+    }
+    if (largest * norm > FLT_MAX) {
+      throw InvalidArgument(step_name() + ": scale=unbiased sends x·d/k, and the largest |x| " +
+                            format_number(norm) + " times d/k = " + format_number(largest) +
+                            " exceeds fp32's largest value (about 3.4e38); use scale=none "
+                            "(with error feedback) or scale the gradients down");
+    }
+  }
+
+  void complete_step(const StepSetup& setup, Reduction* reduction,
+                     const Operation& operation) override {
+    if (reduction != nullptr && static_cast<RandkReduction*>(reduction)->decodes_to_mean()) return;
     sum_to_mean(setup, operation);
   }
 

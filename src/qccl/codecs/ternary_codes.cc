@@ -57,7 +57,6 @@ void for_each_tensor(const TernaryScales& scales, std::string_view name, std::si
 // once from the double s_t (itself an fp32 value, a largest |x|).
 struct TensorScale {
   float value = 0;      // fl(s_t): one rank's ±1 level; the encoder's norm
-  float inverse = 0;    // fl(1/s_t): the encoder's levels/norm with one level
   float mean_step = 0;  // fl(s_t/summed): one level of the mean
 };
 
@@ -89,7 +88,7 @@ class TernaryLevelsReduction final : public TernaryReduction {
     setup_.scales = std::move(scales);
     tensors_.clear();
     for (double s : setup_.scales.scales) {
-      tensors_.push_back({static_cast<float>(s), static_cast<float>(1.0 / s),
+      tensors_.push_back({static_cast<float>(s),
                           static_cast<float>(s / static_cast<double>(setup_.summed))});
     }
   }
@@ -162,8 +161,8 @@ class TernaryLevelsReduction final : public TernaryReduction {
                         std::fill(q + at, q + at + count, std::int8_t{0});
                         return;
                       }
-                      encode_levels(in.subspan(at, count), begin, q + at, scale.inverse,
-                                    scale.value, 1, rng_);
+                      encode_levels(in.subspan(at, count), begin, q + at, scale.value, 1,
+                                    rng_);
                     });
   }
 

@@ -77,9 +77,8 @@ class TopkCodec final : public Codec {
     return std::make_unique<SparsePairsReduction>(spec(), std::move(selected), max_pairs);
   }
 
-  void complete_step(const StepSetup& setup, Reduction*, const Operation& operation) override {
-    sum_to_mean(setup, operation);
-  }
+  // The decode-and-sum path forms the mean of the decoded values.
+  bool means_of_decoded_values() const override { return true; }
 
  private:
   // Σ_t k_t over the tensors of data of `length` elements.

@@ -1,6 +1,7 @@
 #include "qccl/collectives/decode_sum.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "qccl/collectives/codec_steps.h"
@@ -27,6 +28,37 @@ void add_in_rank_order(std::span<float> output, std::span<const float> decoded, 
   float* __restrict out = output.data();
   const float* __restrict in = decoded.data();
   for (std::size_t i = 0; i < output.size(); ++i) out[i] += in[i];
+}
+
+// output = (decoded(0) + decoded(1) + ... ) / divide_by, the sum in fp32
+// in rank order, decode_rank(q, into) decoding rank q's values. The decoded
+// values are finite, so a non-finite sum is an overflow: when dividing,
+// those elements are summed again in double, which holds any sum of fp32
+// values, and divided there; |mean| <= the largest |decoded value|, so it
+// is finite in fp32 too. A second decode of every rank happens only then.
+template <class DecodeRank>
+void sum_in_rank_order(std::size_t ranks, std::span<float> output, std::span<float> decoded,
+                       int divide_by, DecodeRank&& decode_rank) {
+  for (std::size_t q = 0; q < ranks; ++q) {
+    decode_rank(q, decoded);
+    add_in_rank_order(output, decoded, q == 0);
+  }
+  if (divide_by == 1) return;
+  std::vector<std::size_t> overflowed;
+  const auto n = static_cast<float>(divide_by);
+  for (std::size_t i = 0; i < output.size(); ++i) {
+    if (!std::isfinite(output[i])) overflowed.push_back(i);
+    output[i] /= n;
+  }
+  if (overflowed.empty()) return;
+  std::vector<double> sums(overflowed.size(), 0.0);
+  for (std::size_t q = 0; q < ranks; ++q) {
+    decode_rank(q, decoded);
+    for (std::size_t j = 0; j < overflowed.size(); ++j) sums[j] += decoded[overflowed[j]];
+  }
+  for (std::size_t j = 0; j < overflowed.size(); ++j) {
+    output[overflowed[j]] = static_cast<float>(sums[j] / divide_by);
+  }
 }
 
 void require_encoded(const Reduction& reduction, std::string_view operation) {
@@ -83,7 +115,8 @@ std::vector<std::size_t> send_blocks_to_owners(Communicator& comm, int tag,
 
 void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const float> input,
                                  std::span<float> output, Reduction& reduction,
-                                 const CollectiveOptions& options, std::span<float> own) {
+                                 const CollectiveOptions& options, std::span<float> own,
+                                 int divide_by) {
   require_encoded(reduction, "allreduce by allgather");
   const std::size_t d = input.size();
   if (d == 0) return;
@@ -103,16 +136,15 @@ void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const fl
                "allreduce by allgather");
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   auto decoded = float_scratch(comm, Scratch::decoded, d);
-  for (std::size_t q = 0; q < n; ++q) {
-    decode_slots(reduction, layout, work, segment_slots(layout, q), decoded, 0);
-    add_in_rank_order(output, decoded, q == 0);
-  }
+  sum_in_rank_order(n, output, decoded, divide_by, [&](std::size_t q, std::span<float> into) {
+    decode_slots(reduction, layout, work, segment_slots(layout, q), into, 0);
+  });
 }
 
 void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<const float> input,
                                      std::span<const Range> blocks, std::span<float> output,
                                      Reduction& reduction, const CollectiveOptions& options,
-                                     std::span<float> own) {
+                                     std::span<float> own, int divide_by) {
   constexpr std::string_view op = "reduce-scatter by exchange";
   require_encoded(reduction, op);
   if (input.empty()) return;
@@ -136,7 +168,7 @@ void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<cons
 
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   auto block = float_scratch(comm, Scratch::decoded, mine.count);
-  for (std::size_t q = 0; q < n; ++q) {
+  sum_in_rank_order(n, output, block, divide_by, [&](std::size_t q, std::span<float> into) {
     std::size_t at = q * block_bytes;
     for (std::size_t c = 0; c < k; ++c) {
       const Slot& slot = layout.slot(own_slots.first + c);
@@ -146,10 +178,9 @@ void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<cons
       const auto bytes = q == me ? work.subspan(slot.offset, slot.size)
                                  : incoming.subspan(region, received[q * k + c]);
       reduction.decode(bytes, slot.elements.first,
-                       block.subspan(slot.elements.first - mine.first, slot.elements.count));
+                       into.subspan(slot.elements.first - mine.first, slot.elements.count));
     }
-    add_in_rank_order(output, block, q == 0);
-  }
+  });
 }
 
 }  // namespace qccl

@@ -4,7 +4,11 @@
 // each one and add them up in rank order: the same values in the same order
 // on every rank that holds a result, so those ranks agree bit for bit.
 // Reduction::decode of one rank's encoding gives that rank's Q(x); these
-// bodies return the sum over ranks (the codec divides by n).
+// bodies return the sum over ranks divided by `divide_by`: the fp32 sum in
+// rank order, then one fp32 division. With divide_by > 1 (a mean) an
+// element whose fp32 sum overflowed is summed again in double and divided
+// there, so a mean of values near fp32's largest is finite; with
+// divide_by = 1 (counts a codec scales itself) the sum must fit in fp32.
 #pragma once
 
 #include <span>
@@ -21,7 +25,8 @@ namespace qccl {
 // decodes each and adds them in rank order into `output`.
 void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const float> input,
                                  std::span<float> output, Reduction& reduction,
-                                 const CollectiveOptions& options, std::span<float> own = {});
+                                 const CollectiveOptions& options, std::span<float> own = {},
+                                 int divide_by = 1);
 
 // Every rank encodes its input once, block by block, and sends block q's
 // encoding straight to rank q (a pairwise exchange: (n−1)/n of the encoded
@@ -30,6 +35,6 @@ void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const fl
 void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<const float> input,
                                      std::span<const Range> blocks, std::span<float> output,
                                      Reduction& reduction, const CollectiveOptions& options,
-                                     std::span<float> own = {});
+                                     std::span<float> own = {}, int divide_by = 1);
 
 }  // namespace qccl

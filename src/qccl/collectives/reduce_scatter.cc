@@ -79,7 +79,8 @@ void reduce_scatter_body(Communicator& comm, int tag, std::span<const float> inp
   // The input is const: the collective works on a scratch copy (fp32) or encoding.
   std::span<std::byte> work = comm.scratch(Scratch::work, layout.total_bytes());
   const bool identity = reduction.identity_layout();
-  if (identity) std::memcpy(work.data(), input.data(), input.size_bytes());
+  // An empty span may hold a null pointer, which memcpy must never get.
+  if (identity && !input.empty()) std::memcpy(work.data(), input.data(), input.size_bytes());
   {
     PhaseScope timed(options.phases, &PhaseTimes::encode);
     encode_slots(reduction, layout, all_slots(layout), input, 0, work, own);
@@ -90,7 +91,7 @@ void reduce_scatter_body(Communicator& comm, int tag, std::span<const float> inp
   const std::size_t rank = static_cast<std::size_t>(comm.rank());
   const Range mine = blocks[rank];
   PhaseScope timed(options.phases, &PhaseTimes::decode);
-  if (identity) {
+  if (identity && !output.empty()) {  // an empty block may have no storage at all
     std::memcpy(output.data(), work.data() + mine.first * sizeof(float), output.size_bytes());
   }
   decode_slots(reduction, layout, work, segment_slots(layout, rank), output, mine.first);

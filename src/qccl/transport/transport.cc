@@ -90,6 +90,7 @@ void reduce_into(std::span<std::byte> acc, std::span<const std::byte> in, DataTy
     case DataType::i64: reduce_typed<std::int64_t>(acc, in, op); break;
     case DataType::f16: {
       if (op != ReduceOp::sum) throw InvalidArgument("reduce_into: f16 supports sum only");
+      if (acc.empty()) break;  // nothing to add (and no storage to copy from)
       std::vector<_Float16> a(acc.size() / 2), b(in.size() / 2);  // aligned copies
       std::memcpy(a.data(), acc.data(), acc.size());
       std::memcpy(b.data(), in.data(), in.size());
