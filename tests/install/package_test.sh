@@ -2,7 +2,7 @@
 # The Debian package: `cpack -G DEB` on this build, then its file name, its
 # control fields (the runtime packages it depends on) and its contents
 # (the program, the libraries, exactly the public headers, the CMake
-# package and the pkg-config file, all under /usr).
+# package, the pkg-config file and the Python package, all under /usr).
 # Usage: package_test.sh BUILD_DIR CPACK VERSION HEADER_LIST
 set -euo pipefail
 
@@ -42,6 +42,14 @@ for f in /usr/bin/qccl "/usr/lib/libqccl_core.so.$version" "/usr/lib/libqccl_eng
          /usr/lib/cmake/qccl/qcclConfigVersion.cmake /usr/lib/pkgconfig/qccl-core.pc; do
   grep -qx "$f" "$work/contents" || fail "the package lacks $f"
 done
+# The Python package, where the build has one: in python3's own
+# dist-packages under /usr.
+if [ -d "$build/python/qccl" ]; then
+  for f in __init__.py ddp.py '_qccl\.cpython-.*\.so'; do
+    grep -Eqx "/usr/lib/python3\.[0-9]+/dist-packages/qccl/$f" "$work/contents" ||
+      fail "the package lacks the Python package's $f"
+  done
+fi
 grep '^/usr/include/qccl/.*\.h$' "$work/contents" | sed 's|^/usr/include/||' | sort \
   >"$work/packaged_headers"
 sort "$header_list" >"$work/public_headers"

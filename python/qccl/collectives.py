@@ -1,0 +1,185 @@
+"""qccl's context and its collectives on torch tensors.
+
+init() joins mpirun's ranks (MPI, initialised here unless the program did
+it already); every collective is called by every rank in the same order
+with the same codec and length (qccl checks that, and says which rank
+differs). A Compressor is one codec instance: its state — the step counter
+that keys the random rounding, error-feedback residuals, IntSGD's scales —
+persists from call to call, and saves and loads with state_dict().
+"""
+
+import atexit
+
+from ._native import native
+from ._tensors import fp32_buffer
+from .errors import InvalidArgument
+
+
+class _World:
+    """The process's default context, as torch.distributed keeps its default
+    group: set by init(), ended by shutdown() (also at exit)."""
+    context = None
+    compressors = {}  # (codec, algorithm, seed, key) -> Compressor, for the functions below
+    closers = []      # hooks to close before the context
+
+
+def init(timeout=300.0):
+    """Joins mpirun's ranks and returns the context; idempotent. `timeout`
+    (seconds) bounds every wait: a rank that is gone or stuck gives a
+    qccl.TimeoutError naming the operation, never a hang. If
+    torch.distributed is initialised, its rank and world size must be
+    mpirun's."""
+    if _World.context is not None:
+        if _World.context.closed:
+            raise InvalidArgument("qccl was shut down in this process; MPI cannot start again")
+        return _World.context
+    context = native.Context(float(timeout))
+    _World.context = context
+    atexit.register(shutdown)
+    check_matches_torch_distributed(context)
+    return context
+
+
+def is_initialized():
+    return _World.context is not None and not _World.context.closed
+
+
+def shutdown():
+    """Waits for the hooks' buckets in flight, then ends qccl and MPI (MPI
+    cannot start again in this process). Called at exit."""
+    context = _World.context
+    if context is None or context.closed:
+        return
+    for close in _World.closers:
+        close()
+    _World.closers.clear()
+    _World.compressors.clear()
+    context.close()
+
+
+def context():
+    """The default context; InvalidArgument before init()."""
+    if _World.context is None:
+        raise InvalidArgument("call qccl.init() first (in every rank, under mpirun)")
+    if _World.context.closed:
+        raise InvalidArgument("qccl was shut down in this process; MPI cannot start again")
+    return _World.context
+
+
+def on_shutdown(close):
+    _World.closers.append(close)
+
+
+def rank():
+    return context().rank
+
+
+def size():
+    return context().size
+
+
+def codecs():
+    """(name, description) of every codec, as `qccl train --help` lists them."""
+    return native.codec_catalog()
+
+
+def check_matches_torch_distributed(ctx):
+    """torch.distributed (if initialised) and mpirun must agree on who is who:
+    the hook reduces over mpirun's ranks while DDP checks over torch's."""
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return
+    if not dist.is_available() or not dist.is_initialized():
+        return
+    if (dist.get_rank(), dist.get_world_size()) != (ctx.rank, ctx.size):
+        raise InvalidArgument(
+            f"torch.distributed has rank {dist.get_rank()} of {dist.get_world_size()} but "
+            f"mpirun started this process as rank {ctx.rank} of {ctx.size}; initialise "
+            "torch.distributed with rank=qccl.rank() and world_size=qccl.size()")
+
+
+class Compressor:
+    """One codec instance on the world communicator (see the module doc)."""
+
+    def __init__(self, codec="fp32", *, algorithm="ring", seed=0, timeout=None):
+        self._native = native.Compressor(context(), codec, seed, algorithm,
+                                         None if timeout is None else float(timeout))
+
+    @property
+    def codec(self):
+        """The canonical spec, with every parameter."""
+        return self._native.codec
+
+    def allreduce_mean_(self, tensor):
+        """Replaces `tensor` (CPU, float32, contiguous) by its mean over the
+        ranks, bitwise identical on every rank; returns it."""
+        tensor, address, count = fp32_buffer(tensor, "allreduce_mean_'s tensor", writable=True)
+        self._native.allreduce_mean(address, count)
+        return tensor
+
+    def error_bound(self, inf_norm):
+        """A bound |allreduce result - exact mean| never exceeds, for inputs
+        whose largest |value| over all ranks is `inf_norm` (inf where the
+        codec has none)."""
+        return self._native.error_bound(float(inf_norm))
+
+    def blocks(self, count):
+        """(first, count) of each rank's block of a `count`-element vector."""
+        return self._native.blocks(count)
+
+    def reduce_scatter_mean(self, tensor):
+        """This rank's block (blocks(numel)[rank]) of the mean over the ranks
+        of the flattened `tensor`, as a new 1-d tensor."""
+        import torch
+        tensor, address, count = fp32_buffer(tensor, "reduce_scatter_mean's tensor")
+        first_count = self.blocks(count)[context().rank][1]
+        out = torch.empty(first_count, dtype=torch.float32)
+        self._native.reduce_scatter_mean(address, count, out.data_ptr(), first_count)
+        return out
+
+    def allgather(self, shard):
+        """Every rank's decoded `shard` (all of one length), concatenated in
+        rank order, as a new 1-d tensor identical on every rank."""
+        import torch
+        shard, address, count = fp32_buffer(shard, "allgather's shard")
+        out = torch.empty(count * context().size, dtype=torch.float32)
+        self._native.allgather(address, count, out.data_ptr(), out.numel())
+        return out
+
+    def state_dict(self):
+        return {"codec": self.codec, "step": self._native.step, "state": self._native.save_state()}
+
+    def load_state_dict(self, state):
+        if state.get("codec") != self.codec:
+            raise InvalidArgument(f"this state was saved by codec '{state.get('codec')}'; "
+                                  f"this compressor runs '{self.codec}'")
+        self._native.load_state(state["state"], state["step"])
+
+
+def _compressor(operation, codec, algorithm, seed, key):
+    k = (operation, codec, algorithm, seed, key)
+    if k not in _World.compressors:
+        _World.compressors[k] = Compressor(codec, algorithm=algorithm, seed=seed)
+    return _World.compressors[k]
+
+
+def allreduce_mean_(tensor, codec="fp32", *, name=None, algorithm="ring", seed=0):
+    """Replaces `tensor` by its (compressed) mean over the ranks. The codec's
+    state persists per (operation, codec, algorithm, seed, name) — by
+    default per tensor shape; give tensors of one shape their own `name` to keep their
+    error-feedback residuals apart."""
+    key = name if name is not None else ("shape",) + tuple(getattr(tensor, "shape", ()))
+    return _compressor("allreduce", codec, algorithm, seed, key).allreduce_mean_(tensor)
+
+
+def reduce_scatter_mean(tensor, codec="fp32", *, name=None, algorithm="ring", seed=0):
+    """This rank's block of the mean over the ranks (Compressor.reduce_scatter_mean)."""
+    key = name if name is not None else ("shape",) + tuple(getattr(tensor, "shape", ()))
+    return _compressor("reduce-scatter", codec, algorithm, seed, key).reduce_scatter_mean(tensor)
+
+
+def allgather(shard, codec="fp32", *, name=None, algorithm="ring", seed=0):
+    """Every rank's decoded shard in rank order (Compressor.allgather)."""
+    key = name if name is not None else ("shape",) + tuple(getattr(shard, "shape", ()))
+    return _compressor("allgather", codec, algorithm, seed, key).allgather(shard)

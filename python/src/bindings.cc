@@ -1,0 +1,113 @@
+// The bindings of the context, the compressors and the DDP hook's native
+// side (context.h, compressor.h, bucket_hook.h). Every call that moves data
+// or waits releases the GIL, so the hooks' streams can complete futures
+// meanwhile.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "bucket_hook.h"
+#include "compressor.h"
+#include "context.h"
+#include "module_parts.h"
+#include "qccl/codecs/codec_registry.h"
+#include "qccl/common/errors.h"
+
+namespace qccl::python {
+namespace {
+
+namespace py = pybind11;
+using release_gil = py::call_guard<py::gil_scoped_release>;
+
+std::span<const std::byte> bytes_view(const py::bytes& bytes) {
+  const std::string_view view = bytes;
+  return std::as_bytes(std::span(view.data(), view.size()));
+}
+
+py::bytes to_bytes(const std::vector<std::byte>& bytes) {
+  return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+}  // namespace
+
+void bind_context(py::module_& module) {
+  py::class_<Context, std::shared_ptr<Context>>(module, "Context")
+      .def(py::init<double>(), py::arg("timeout"), release_gil())
+      .def_property_readonly("rank", &Context::rank)
+      .def_property_readonly("size", &Context::size)
+      .def_property_readonly("thread_level", &Context::thread_level)
+      .def_property_readonly("timeout", &Context::timeout_seconds)
+      .def_property_readonly("closed", &Context::closed)
+      .def("close", &Context::close, release_gil());
+
+  py::class_<Compressor>(module, "Compressor")
+      .def(py::init<std::shared_ptr<Context>, const std::string&, std::uint64_t,
+                    const std::string&, std::optional<double>>(),
+           py::arg("context"), py::arg("codec"), py::arg("seed"), py::arg("algorithm"),
+           py::arg("timeout"))
+      .def_property_readonly("codec", &Compressor::spec)
+      .def_property_readonly("step", &Compressor::step)
+      .def("blocks", &Compressor::blocks, py::arg("count"))
+      .def("error_bound", &Compressor::error_bound, py::arg("inf_norm"))
+      .def("allreduce_mean", &Compressor::allreduce_mean, release_gil())
+      .def("reduce_scatter_mean", &Compressor::reduce_scatter_mean, release_gil())
+      .def("allgather", &Compressor::allgather, release_gil())
+      .def("save_state", [](const Compressor& c) { return to_bytes(c.save_state()); })
+      .def("load_state", [](Compressor& c, const py::bytes& state, std::uint64_t step) {
+        c.load_state(bytes_view(state), step);
+      });
+
+  module.def("codec_catalog", &codec_catalog, "(name, description) of every codec");
+}
+
+void bind_bucket_hook(py::module_& module) {
+  py::class_<BucketHook, std::shared_ptr<BucketHook>>(module, "BucketHook")
+      .def(py::init([](std::shared_ptr<Context> context, const std::string& spec,
+                       std::uint64_t seed, const std::string& algorithm,
+                       std::optional<double> timeout, std::vector<std::string> names,
+                       std::vector<std::vector<std::int64_t>> shapes) {
+             if (names.size() != shapes.size()) {
+               throw InvalidArgument("BucketHook: one shape per parameter name");
+             }
+             std::vector<ParameterInfo> parameters;
+             for (std::size_t i = 0; i < names.size(); ++i) {
+               parameters.push_back({std::move(names[i]), std::move(shapes[i])});
+             }
+             py::gil_scoped_release no_gil;
+             return BucketHook::create(std::move(context), spec, seed, algorithm, timeout,
+                                       std::move(parameters));
+           }),
+           py::arg("context"), py::arg("codec"), py::arg("seed"), py::arg("algorithm"),
+           py::arg("timeout"), py::arg("names"), py::arg("shapes"))
+      .def_property_readonly("codec", &BucketHook::spec)
+      .def_property_readonly("wants_step_feedback", &BucketHook::wants_step_feedback)
+      .def_property_readonly("bytes_sent", &BucketHook::bytes_sent)
+      .def("submit",
+           [](BucketHook& hook, std::size_t index, std::uintptr_t gradients, std::size_t count,
+              std::vector<std::size_t> parameters, std::vector<std::uintptr_t> values,
+              std::optional<double> step_size, py::object done) {
+             BucketCall call{index, gradients, count, std::move(parameters), std::move(values),
+                             step_size};
+             PythonObject callback(std::move(done));
+             py::gil_scoped_release no_gil;
+             hook.submit(std::move(call), std::move(callback));
+           },
+           py::arg("index"), py::arg("gradients"), py::arg("count"), py::arg("parameters"),
+           py::arg("values"), py::arg("step_size"), py::arg("done"))
+      .def("save_state", [](BucketHook& hook) {
+        std::vector<std::byte> state;
+        {
+          py::gil_scoped_release no_gil;
+          state = hook.save_state();
+        }
+        return to_bytes(state);
+      })
+      .def("load_state", [](BucketHook& hook, const py::bytes& state) {
+        const auto view = bytes_view(state);
+        std::vector<std::byte> bytes(view.begin(), view.end());
+        py::gil_scoped_release no_gil;
+        hook.load_state(std::move(bytes));
+      })
+      .def("close", &BucketHook::close, release_gil());
+}
+
+}  // namespace qccl::python

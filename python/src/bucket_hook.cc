@@ -1,0 +1,254 @@
+#include "bucket_hook.h"
+
+#include <cstring>
+
+#include "compressor.h"
+#include "errors.h"
+#include "qccl/codecs/codec_registry.h"
+#include "qccl/common/errors.h"
+
+namespace qccl::python {
+namespace {
+
+constexpr std::uint64_t kStateMagic = 0x716363'6c686f6f6bULL;  // "qcclhook"
+
+void put(std::vector<std::byte>& out, std::uint64_t value) {
+  const auto* bytes = reinterpret_cast<const std::byte*>(&value);
+  out.insert(out.end(), bytes, bytes + sizeof value);
+}
+
+void put(std::vector<std::byte>& out, std::span<const std::byte> block) {
+  put(out, block.size());
+  out.insert(out.end(), block.begin(), block.end());
+}
+
+// Reads what put() wrote, refusing anything short or inconsistent.
+class Reader {
+ public:
+  explicit Reader(std::span<const std::byte> bytes) : bytes_(bytes) {}
+  std::uint64_t number() {
+    need(sizeof(std::uint64_t));
+    std::uint64_t value;
+    std::memcpy(&value, bytes_.data() + at_, sizeof value);
+    at_ += sizeof value;
+    return value;
+  }
+  std::vector<std::byte> block() {
+    const std::uint64_t size = number();
+    need(size);
+    std::vector<std::byte> block(bytes_.begin() + static_cast<std::ptrdiff_t>(at_),
+                                 bytes_.begin() + static_cast<std::ptrdiff_t>(at_ + size));
+    at_ += size;
+    return block;
+  }
+  bool done() const { return at_ == bytes_.size(); }
+
+ private:
+  void need(std::uint64_t size) const {
+    if (size > bytes_.size() - at_) {
+      throw InvalidArgument("the DDP hook state is truncated or corrupt: load the bytes that "
+                            "state_dict() returned, unchanged");
+    }
+  }
+  std::span<const std::byte> bytes_;
+  std::size_t at_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<BucketHook> BucketHook::create(std::shared_ptr<Context> context,
+                                               const std::string& spec, std::uint64_t seed,
+                                               const std::string& algorithm,
+                                               std::optional<double> timeout_seconds,
+                                               std::vector<ParameterInfo> parameters) {
+  std::shared_ptr<BucketHook> hook(new BucketHook(std::move(context), spec, seed, algorithm,
+                                                  timeout_seconds, std::move(parameters)));
+  hook->context_->add_user(hook);
+  return hook;
+}
+
+BucketHook::BucketHook(std::shared_ptr<Context> context, const std::string& spec,
+                       std::uint64_t seed, const std::string& algorithm,
+                       std::optional<double> timeout_seconds, std::vector<ParameterInfo> parameters)
+    : context_(std::move(context)), seed_(seed), parameters_(std::move(parameters)) {
+  const auto probe = make_codec(spec, CodecSettings{seed, 0});  // checks the spec
+  spec_ = probe->spec();
+  wants_feedback_ = probe->wants_step_feedback();
+  options_.algorithm = parse_algorithm(algorithm);
+  wait_timeout_ = timeout_from_seconds(timeout_seconds.value_or(context_->timeout_seconds()),
+                                       "timeout");
+  options_.timeout = wait_timeout_;
+  if (options_.algorithm == Algorithm::native && !probe->has_native_equivalent()) {
+    throw InvalidArgument("'" + spec_ + "' runs on ring or halving-doubling, not native (MPI "
+                          "sums only fp32 and fp16 values)");
+  }
+  snapshots_.resize(parameters_.size());
+  stream_ = std::make_unique<Stream>(context_->communicator(), "ddp hook");
+}
+
+BucketHook::~BucketHook() { close(); }
+
+void BucketHook::close() {
+  std::unique_ptr<Stream> stream;
+  {
+    std::lock_guard lock(stream_mutex_);
+    stream.swap(stream_);
+  }
+  stream.reset();  // waits for the buckets in flight (each bounded by its timeout)
+}
+
+Stream& BucketHook::stream() {
+  std::lock_guard lock(stream_mutex_);
+  if (stream_ == nullptr) {
+    throw InvalidArgument("this DDP hook's stream was closed (qccl.shutdown()); create the hook "
+                          "again after qccl.init() in a new process");
+  }
+  return *stream_;
+}
+
+std::uint64_t BucketHook::bytes_sent() const {
+  auto& self = const_cast<BucketHook&>(*this);
+  std::lock_guard lock(self.stream_mutex_);
+  return stream_ ? stream_->data_bytes_sent() : 0;
+}
+
+TensorLayout BucketHook::layout_of(const BucketCall& call) const {
+  std::vector<TensorSlice> slices;
+  std::size_t offset = 0;
+  for (const std::size_t p : call.parameters) {
+    if (p >= parameters_.size()) {
+      throw InvalidArgument("bucket " + std::to_string(call.index) + " holds parameter " +
+                            std::to_string(p) + " of a model with " +
+                            std::to_string(parameters_.size()) + ": register the hook on the "
+                            "model it was created for");
+    }
+    TensorSlice slice{parameters_[p].name, parameters_[p].shape, offset, 1};
+    for (const auto extent : slice.shape) slice.elements *= static_cast<std::size_t>(extent);
+    offset += slice.elements;
+    slices.push_back(std::move(slice));
+  }
+  if (offset != call.count) {
+    throw InvalidArgument("bucket " + std::to_string(call.index) + " has " +
+                          std::to_string(call.count) + " gradient elements but its parameters " +
+                          std::to_string(offset) + "; the hook supports dense fp32 buckets");
+  }
+  return TensorLayout(std::move(slices));
+}
+
+std::vector<float> BucketHook::update_since_last_call(const BucketCall& call) {
+  std::lock_guard lock(snapshots_mutex_);
+  std::vector<float> update;
+  update.reserve(call.count);
+  bool complete = true;
+  for (std::size_t i = 0; i < call.parameters.size(); ++i) {
+    const ParameterInfo& info = parameters_[call.parameters[i]];
+    std::size_t elements = 1;
+    for (const auto extent : info.shape) elements *= static_cast<std::size_t>(extent);
+    const auto* now = reinterpret_cast<const float*>(call.values[i]);
+    auto& snapshot = snapshots_[call.parameters[i]];
+    if (snapshot.size() == elements) {
+      for (std::size_t j = 0; j < elements; ++j) update.push_back(now[j] - snapshot[j]);
+    } else {
+      complete = false;
+    }
+    snapshot.assign(now, now + elements);
+  }
+  if (!complete) update.clear();
+  return update;
+}
+
+Codec& BucketHook::codec_for(std::size_t bucket, const std::vector<std::size_t>& parameters,
+                             const TensorLayout& layout) {
+  auto& entry = codecs_[bucket];
+  if (entry.codec == nullptr) {
+    entry.codec = make_codec(spec_, CodecSettings{seed_, bucket});
+    entry.codec->set_layout(layout, store_);
+    entry.parameters = parameters;
+    if (const auto loaded = loaded_.find(bucket); loaded != loaded_.end()) {
+      entry.codec->load_state(loaded->second.second);
+      entry.codec->set_step(loaded->second.first);
+      loaded_.erase(loaded);
+    }
+  } else if (entry.parameters != parameters) {  // DDP rebuilt its buckets
+    entry.codec->set_layout(layout, store_);
+    entry.parameters = parameters;
+  }
+  return *entry.codec;
+}
+
+void BucketHook::submit(BucketCall call, PythonObject done) {
+  if (wants_feedback_ && !call.step_size) {
+    throw InvalidArgument("'" + spec_ + "' adapts to the optimizer's steps (IntSGD §4): pass "
+                          "optimizer=... to qccl.ddp_hook so the hook knows the learning rate");
+  }
+  if (wants_feedback_ && call.values.size() != call.parameters.size()) {
+    throw InvalidArgument("the hook needs the current value of every parameter of the bucket");
+  }
+  auto layout = layout_of(call);
+  auto update = wants_feedback_ ? update_since_last_call(call) : std::vector<float>{};
+  const std::string description = "bucket " + std::to_string(call.index);
+  stream().submit(
+      description,
+      [this, call = std::move(call), layout = std::move(layout),
+       update = std::move(update)](Communicator& comm) {
+        Codec& codec = codec_for(call.index, call.parameters, layout);
+        if (!update.empty()) codec.observe_step(*call.step_size, update);
+        codec.allreduce_mean(comm, floats_at(call.gradients, call.count), options_);
+      },
+      [done = std::move(done)](const Work& work) {
+        const auto failure = work.exception();
+        done.call_and_report([&]() -> pybind11::object {
+          return failure ? python_exception(failure) : pybind11::none();
+        });
+      });
+}
+
+void BucketHook::run_on_stream(const std::string& what,
+                               std::function<void(Communicator&)> operation) {
+  const Work work = stream().submit(what, std::move(operation));
+  work.wait(wait_timeout_);
+}
+
+std::vector<std::byte> BucketHook::save_state() {
+  std::vector<std::byte> out;
+  run_on_stream("saving the hook's state", [&](Communicator&) {
+    put(out, kStateMagic);
+    put(out, store_->save());
+    put(out, codecs_.size() + loaded_.size());
+    for (const auto& [bucket, entry] : codecs_) {
+      put(out, bucket);
+      put(out, entry.codec->step());
+      put(out, entry.codec->save_state());
+    }
+    for (const auto& [bucket, loaded] : loaded_) {  // loaded, not yet used
+      put(out, bucket);
+      put(out, loaded.first);
+      put(out, loaded.second);
+    }
+  });
+  return out;
+}
+
+void BucketHook::load_state(std::vector<std::byte> bytes) {
+  run_on_stream("loading the hook's state", [&](Communicator&) {
+    if (!codecs_.empty()) {
+      throw InvalidArgument("load the DDP hook's state before the first backward pass");
+    }
+    Reader in(bytes);
+    if (in.number() != kStateMagic) {
+      throw InvalidArgument("these bytes are not a qccl DDP hook state (state_dict()['native'])");
+    }
+    const auto store = in.block();
+    std::map<std::size_t, std::pair<std::uint64_t, std::vector<std::byte>>> loaded;
+    for (std::uint64_t n = in.number(); n > 0; --n) {
+      const auto bucket = in.number();
+      const auto step = in.number();
+      loaded[bucket] = {step, in.block()};
+    }
+    if (!in.done()) throw InvalidArgument("the DDP hook state has trailing bytes: it is corrupt");
+    store_->load(store);
+    loaded_ = std::move(loaded);
+  });
+}
+
+}  // namespace qccl::python

@@ -1,0 +1,119 @@
+// The native side of qccl's DDP communication hook (docs/pytorch.md).
+//
+// PyTorch's reducer calls the hook once per gradient bucket, in bucket
+// index order on every rank, and waits for the returned future at the end
+// of backward. Here each call only queues the bucket on a stream of its own
+// (a communicator split from the world, and a thread): the bucket's codec
+// averages it across ranks there while backward goes on, and `done` is
+// called on the stream's thread with None or the exception, which completes
+// the future — the overlap DDP's own allreduce has.
+//
+// State lives as in qccl's data-parallel engine: one codec instance per
+// bucket index (its step counter keys the random rounding), told the names
+// and shapes of the bucket's parameters; per-parameter state (error
+// feedback residuals, IntSGD's moving averages, PowerSGD's factors) in one
+// store keyed by parameter name, so it survives DDP's bucket rebuild after
+// the first iteration. Codecs that adapt to the optimizer (IntSGD §4) get
+// x_k − x_{k−1} and the step size: the hook sees the parameters at each
+// step, before the optimizer moves them, so it observes the previous
+// step's update then.
+//
+// Every use of a codec runs on the stream's thread, in submission order,
+// so a bucket's state is never touched by two threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "context.h"
+#include "python_object.h"
+#include "qccl/codecs/codec.h"
+#include "qccl/codecs/tensor_state.h"
+#include "qccl/collectives/stream.h"
+
+namespace qccl::python {
+
+struct ParameterInfo {
+  std::string name;
+  std::vector<std::int64_t> shape;
+};
+
+// One bucket as the reducer hands it over.
+struct BucketCall {
+  std::size_t index = 0;                  // the reducer's bucket index
+  std::uintptr_t gradients = 0;           // the bucket's flat fp32 buffer
+  std::size_t count = 0;                  // its elements
+  std::vector<std::size_t> parameters;    // the bucket's parameters, by number, in buffer order
+  std::vector<std::uintptr_t> values;     // their current values (fp32), for optimizer feedback
+  std::optional<double> step_size;        // the learning rate the mean will be applied with
+};
+
+class BucketHook final : public Closable, public std::enable_shared_from_this<BucketHook> {
+ public:
+  // Splits the hook's stream from the world (collective). `parameters` are
+  // the model's, numbered as BucketCall refers to them.
+  static std::shared_ptr<BucketHook> create(std::shared_ptr<Context> context,
+                                            const std::string& spec, std::uint64_t seed,
+                                            const std::string& algorithm,
+                                            std::optional<double> timeout_seconds,
+                                            std::vector<ParameterInfo> parameters);
+  ~BucketHook() override;
+
+  std::string spec() const { return spec_; }
+  bool wants_step_feedback() const { return wants_feedback_; }
+  std::uint64_t bytes_sent() const;
+  // Queues `call`; `done` gets None or the exception. Call without the GIL.
+  void submit(BucketCall call, PythonObject done);
+  // The state of every bucket's codec and of the per-parameter store, and
+  // loading it (in a new process, before the first bucket). Both wait for
+  // the buckets in flight. Call without the GIL.
+  std::vector<std::byte> save_state();
+  void load_state(std::vector<std::byte> bytes);
+  // Ends the stream after the buckets in flight (Closable). Call without
+  // the GIL.
+  void close() override;
+
+ private:
+  BucketHook(std::shared_ptr<Context> context, const std::string& spec, std::uint64_t seed,
+             const std::string& algorithm, std::optional<double> timeout_seconds,
+             std::vector<ParameterInfo> parameters);
+  Stream& stream();
+  // The update since this bucket's previous call, in bucket layout; empty
+  // when some parameter has no earlier snapshot (its first step).
+  std::vector<float> update_since_last_call(const BucketCall& call);
+  TensorLayout layout_of(const BucketCall& call) const;
+  Codec& codec_for(std::size_t bucket, const std::vector<std::size_t>& parameters,
+                   const TensorLayout& layout);  // stream thread only
+  void run_on_stream(const std::string& what, std::function<void(Communicator&)> operation);
+
+  std::shared_ptr<Context> context_;
+  std::string spec_;
+  std::uint64_t seed_;
+  bool wants_feedback_ = false;
+  CollectiveOptions options_;
+  Timeout wait_timeout_;
+  std::vector<ParameterInfo> parameters_;
+
+  // Stream thread only.
+  struct BucketCodec {
+    std::unique_ptr<Codec> codec;
+    std::vector<std::size_t> parameters;  // the layout it was last given
+  };
+  std::map<std::size_t, BucketCodec> codecs_;
+  std::map<std::size_t, std::pair<std::uint64_t, std::vector<std::byte>>> loaded_;  // step, state
+  std::shared_ptr<TensorStateStore> store_ = std::make_shared<TensorStateStore>();
+
+  std::mutex snapshots_mutex_;  // the submitting thread's
+  std::vector<std::vector<float>> snapshots_;  // by parameter number
+
+  std::mutex stream_mutex_;
+  std::unique_ptr<Stream> stream_;
+};
+
+}  // namespace qccl::python

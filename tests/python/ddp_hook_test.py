@@ -1,0 +1,203 @@
+"""qccl's DDP communication hook, under mpirun (2 and 4 ranks): the
+specification of docs/pytorch.md's hook, test by test."""
+
+import copy
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import qccl
+from mpi_world import run
+
+
+def mlp(seed):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(40, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(),
+                         nn.Linear(32, 5))
+
+
+def batch(rank, step, n=16):
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randn(n, 40, generator=g), torch.randint(0, 5, (n,), generator=g)
+
+
+def backward(model, rank, step):
+    x, y = batch(rank, step)
+    nn.functional.cross_entropy(model(x), y).backward()
+
+
+def wrapped(seed, codec=None, bucket_mb=0.005, optimizer_for=None, **hook_options):
+    """A DDP model (several buckets: 5 KB cap), with qccl's hook unless codec is None."""
+    model = DDP(mlp(seed), bucket_cap_mb=bucket_mb)
+    state = None
+    if codec is not None:
+        optimizer = optimizer_for(model) if optimizer_for else None
+        state, hook = qccl.ddp_hook(model, codec=codec, optimizer=optimizer, **hook_options)
+        model.register_comm_hook(state, hook)
+        return model, state, optimizer
+    return model, state, None
+
+
+def gathered(tensor):
+    parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, tensor)
+    return parts
+
+
+def flat_parameters(model):
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def test_fp32_hook_gives_ddp_default_gradients(rank, size):
+    reference, _, _ = wrapped(seed=1)
+    hooked, _, _ = wrapped(seed=1, codec="fp32")
+    for step in range(3):  # step 0 runs the first buckets, later ones the rebuilt buckets
+        for model in (reference, hooked):
+            model.zero_grad()
+            backward(model, rank, step)
+        for (name, p), q in zip(reference.named_parameters(), hooked.parameters()):
+            scale = p.grad.abs().max().item() + 1e-30
+            # Sums in another order: a few ulps of the largest gradient.
+            worst = (p.grad - q.grad).abs().max().item()
+            assert worst <= 8 * size * 1.2e-7 * scale, f"step {step} {name}: differs by {worst}"
+
+
+def train(model, optimizer, rank, steps, first=0):
+    for step in range(first, first + steps):
+        optimizer.zero_grad()
+        backward(model, rank, step)
+        optimizer.step()
+
+
+def test_stochastic_codecs_keep_replicas_bitwise_identical(rank, size):
+    for codec in ("global-qsgd:bits=4", "qsgd", "ef(global-qsgd:bits=4)", "randk:ratio=0.1"):
+        model, _, _ = wrapped(seed=2, codec=codec)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        train(model, optimizer, rank, steps=6)
+        mine = flat_parameters(model)
+        for other, theirs in enumerate(gathered(mine)):
+            assert torch.equal(mine, theirs), f"{codec}: rank {other}'s parameters differ"
+        assert not torch.equal(mine, flat_parameters(mlp(2))), f"{codec}: nothing was trained"
+
+
+def test_quantized_hook_sends_fewer_bytes(rank, size):
+    sent = {}
+    for codec in ("fp32", "global-qsgd:bits=8", "global-qsgd:bits=4"):
+        model, state, _ = wrapped(seed=3, codec=codec)
+        backward(model, rank, 0)
+        sent[codec] = state.bytes_sent
+    assert sent["fp32"] > 3.5 * sent["global-qsgd:bits=8"] > 0, sent
+    assert sent["global-qsgd:bits=8"] > 1.6 * sent["global-qsgd:bits=4"], sent
+
+
+def test_intsgd_follows_the_optimizer(rank, size):
+    sgd = lambda model: torch.optim.SGD(model.parameters(), lr=0.05)  # noqa: E731
+    model, state, optimizer = wrapped(seed=4, codec="intsgd", optimizer_for=sgd)
+    train(model, optimizer, rank, steps=5)
+    mine = flat_parameters(model)
+    for theirs in gathered(mine):
+        assert torch.equal(mine, theirs)
+    try:
+        qccl.ddp_hook(model, codec="intsgd")
+    except qccl.InvalidArgument as error:
+        assert "optimizer=" in str(error), error
+    else:
+        raise AssertionError("intsgd without an optimizer was accepted")
+
+
+def test_state_survives_save_and_load(rank, size):
+    """Top-k with error feedback keeps a residual per parameter: a run saved
+    after 3 steps and resumed in a new model, optimizer and hook ends where
+    an uninterrupted run does, bitwise."""
+    codec = "topk:ratio=0.05,ef=on"
+    make_optimizer = lambda m: torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)  # noqa: E731
+    whole, _, _ = wrapped(seed=5, codec=codec)
+    whole_optimizer = make_optimizer(whole)
+    train(whole, whole_optimizer, rank, steps=6)
+
+    first, first_state, _ = wrapped(seed=5, codec=codec)
+    first_optimizer = make_optimizer(first)
+    train(first, first_optimizer, rank, steps=3)
+    checkpoint = copy.deepcopy({"model": first.state_dict(), "optimizer": first_optimizer.state_dict(),
+                                "qccl": first_state.state_dict()})
+    resumed, resumed_state, _ = wrapped(seed=99, codec=codec)
+    resumed.load_state_dict(checkpoint["model"])
+    resumed_optimizer = make_optimizer(resumed)
+    resumed_optimizer.load_state_dict(checkpoint["optimizer"])
+    resumed_state.load_state_dict(checkpoint["qccl"])
+    train(resumed, resumed_optimizer, rank, steps=3, first=3)
+    assert torch.equal(flat_parameters(resumed), flat_parameters(whole)), "resume differs"
+
+    # Without the residuals the run differs: the test can tell.
+    forgetful, _, _ = wrapped(seed=99, codec=codec)
+    forgetful.load_state_dict(checkpoint["model"])
+    forgetful_optimizer = make_optimizer(forgetful)
+    forgetful_optimizer.load_state_dict(checkpoint["optimizer"])
+    train(forgetful, forgetful_optimizer, rank, steps=3, first=3)
+    assert not torch.equal(flat_parameters(forgetful), flat_parameters(whole))
+
+    try:
+        other, other_state, _ = wrapped(seed=5, codec="fp16")
+        other_state.load_state_dict(checkpoint["qccl"])
+    except qccl.InvalidArgument as error:
+        assert "saved with codec 'topk" in str(error), error
+    else:
+        raise AssertionError("a state of another codec was accepted")
+
+
+def test_bad_specs_raise_on_every_rank(rank, size):
+    model = DDP(mlp(6))
+    for spec, expected in (("zip", "unknown codec 'zip'"),
+                           ("global-qsgd:bits=9", "bits=9 is not valid"),
+                           ("fp32:level=3", "level")):
+        try:
+            qccl.ddp_hook(model, codec=spec)
+        except qccl.InvalidArgument as error:
+            assert expected in str(error), f"{spec}: {error}"
+        else:
+            raise AssertionError(f"{spec} was accepted")
+    try:
+        qccl.ddp_hook(model, codec="global-qsgd", algorithm="native")
+    except qccl.InvalidArgument as error:
+        assert "ring or halving-doubling" in str(error), error
+    else:
+        raise AssertionError("a quantized codec on native was accepted")
+
+
+def test_nonfinite_gradients_raise_on_every_rank(rank, size):
+    model, _, _ = wrapped(seed=7, codec="global-qsgd:bits=8")
+    x, y = batch(rank, 0)
+    if rank == size - 1:
+        x[0, 0] = float("nan")
+    try:
+        nn.functional.cross_entropy(model(x), y).backward()
+    except RuntimeError as error:
+        assert "NaN or Inf" in str(error) or "non-finite" in str(error), error
+    else:
+        raise AssertionError("NaN gradients on one rank went through")
+
+
+def test_codecs_that_differ_across_ranks_raise_on_every_rank(rank, size):
+    codec = "global-qsgd:bits=8" if rank == 0 else "global-qsgd:bits=4"
+    model, _, _ = wrapped(seed=8, codec=codec)
+    try:
+        backward(model, rank, 0)
+    except RuntimeError as error:
+        # DDP re-raises the future's qccl.MismatchError as a RuntimeError
+        # that quotes its message: which ranks differ, and this rank's codec.
+        assert "disagree on 'codec'" in str(error) and codec in str(error), error
+    else:
+        raise AssertionError("ranks with different codecs went through")
+
+
+if __name__ == "__main__":
+    run([test_fp32_hook_gives_ddp_default_gradients,
+         test_stochastic_codecs_keep_replicas_bitwise_identical,
+         test_quantized_hook_sends_fewer_bytes,
+         test_intsgd_follows_the_optimizer,
+         test_state_survives_save_and_load,
+         test_bad_specs_raise_on_every_rank,
+         test_nonfinite_gradients_raise_on_every_rank,
+         test_codecs_that_differ_across_ranks_raise_on_every_rank])
