@@ -90,4 +90,41 @@ void check_outputs(Communicator& comm, const std::vector<OutputPath>& outputs) {
   }
 }
 
+nlohmann::json summary_json(const TrainSummary& s) {
+  nlohmann::json epochs = nlohmann::json::array();
+  for (const auto& e : s.epochs) {
+    epochs.push_back({{"epoch", e.epoch}, {"train_loss", e.train_loss}, {"test_loss", e.test_loss},
+                      {s.metric_name, e.test_metric}, {"seconds", e.seconds}});
+  }
+  return {{"model", s.model},
+          {"data", s.data},
+          {"codec", s.codec},
+          {"ranks", s.ranks},
+          {s.metric_name, s.final_metric},
+          {"test_loss", s.final_test_loss},
+          {"wall_seconds", s.wall_seconds},
+          {"steps", s.steps},
+          {"skipped_steps", s.skipped_steps},
+          {"steps_per_second", s.steps_per_second},
+          {"samples_per_second", s.samples_per_second},
+          {"step_seconds",
+           {{"data", s.split.data}, {"compute", s.split.compute}, {"waiting", s.split.waiting},
+            {"optimizer", s.split.optimizer}, {"encode", s.split.encode},
+            {"communicate", s.split.communicate}, {"decode", s.split.decode}}},
+          {"page_faults_per_step",
+           {{"training", s.split.faults}, {"optimizer", s.split.optimizer_faults},
+            {"communication", s.split.communication_faults}}},
+          {"steady_page_faults",
+           {{"steps", s.steady_faults.steps}, {"mean", s.steady_faults.mean},
+            {"max", s.steady_faults.max}}},
+          {"parameters", s.parameters},
+          {"buckets", s.buckets},
+          {"payload_bytes_per_step", s.payload_bytes_per_step},
+          {"sent_bytes_per_step",
+           s.sent_bytes_per_step ? nlohmann::json(*s.sent_bytes_per_step) : nlohmann::json(nullptr)},
+          {"compression_ratio", s.compression_ratio},
+          {"epochs", epochs}};
+}
+
+
 }  // namespace qccl::engines

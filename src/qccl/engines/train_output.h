@@ -9,6 +9,7 @@
 #include <string>
 
 #include "qccl/common/files.h"
+#include "qccl/engines/train_config.h"
 
 namespace qccl::engines {
 
@@ -41,5 +42,9 @@ class MetricLog {
  private:
   std::unique_ptr<LineFile> file_;
 };
+
+// A run's summary as JSON: what --summary-json writes for each run and the
+// log's summary line holds.
+nlohmann::json summary_json(const TrainSummary& summary);
 
 }  // namespace qccl::engines

@@ -440,24 +440,9 @@ TrainSummary TrainingRun::result() {
                                       flat.data_ptr<float>() + flat.numel());
     }
   }
-  const auto& s = summary.split;
-  log_->write({{"event", "summary"}, {summary.metric_name, summary.final_metric},
-               {"test_loss", summary.final_test_loss}, {"wall_seconds", summary.wall_seconds},
-               {"steps", summary.steps}, {"skipped_steps", summary.skipped_steps},
-               {"steps_per_second", summary.steps_per_second},
-               {"samples_per_second", summary.samples_per_second},
-               {"split", {{"data", s.data}, {"compute", s.compute}, {"waiting", s.waiting},
-                          {"optimizer", s.optimizer}, {"encode", s.encode},
-                          {"communicate", s.communicate}, {"decode", s.decode}}},
-               {"page_faults_per_step", {{"training", s.faults}, {"optimizer", s.optimizer_faults},
-                                         {"communication", s.communication_faults}}},
-               {"steady_page_faults", {{"steps", summary.steady_faults.steps},
-                                       {"mean", summary.steady_faults.mean},
-                                       {"max", summary.steady_faults.max}}},
-               {"payload_bytes_per_step", summary.payload_bytes_per_step},
-               {"sent_bytes_per_step", summary.sent_bytes_per_step
-                                           ? Json(*summary.sent_bytes_per_step) : Json(nullptr)},
-               {"compression_ratio", summary.compression_ratio}});
+  auto line = summary_json(summary);
+  line["event"] = "summary";
+  log_->write(line);
   log_->sync();
   return summary;
 }

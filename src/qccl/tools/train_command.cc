@@ -13,6 +13,7 @@
 #include "qccl/codecs/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
+#include "qccl/engines/train_output.h"
 #include "qccl/tools/exit_codes.h"
 #include "qccl/tools/ranks.h"
 #include "qccl/tools/units.h"
@@ -232,42 +233,6 @@ std::string path_for_codec(const std::string& path, const std::string& codec, st
 
 namespace {
 
-nlohmann::json to_json(const engines::TrainSummary& s) {
-  nlohmann::json epochs = nlohmann::json::array();
-  for (const auto& e : s.epochs) {
-    epochs.push_back({{"epoch", e.epoch}, {"train_loss", e.train_loss}, {"test_loss", e.test_loss},
-                      {s.metric_name, e.test_metric}, {"seconds", e.seconds}});
-  }
-  return {{"model", s.model},
-          {"data", s.data},
-          {"codec", s.codec},
-          {"ranks", s.ranks},
-          {s.metric_name, s.final_metric},
-          {"test_loss", s.final_test_loss},
-          {"wall_seconds", s.wall_seconds},
-          {"steps", s.steps},
-          {"skipped_steps", s.skipped_steps},
-          {"steps_per_second", s.steps_per_second},
-          {"samples_per_second", s.samples_per_second},
-          {"step_seconds",
-           {{"data", s.split.data}, {"compute", s.split.compute}, {"waiting", s.split.waiting},
-            {"optimizer", s.split.optimizer}, {"encode", s.split.encode},
-            {"communicate", s.split.communicate}, {"decode", s.split.decode}}},
-          {"page_faults_per_step",
-           {{"training", s.split.faults}, {"optimizer", s.split.optimizer_faults},
-            {"communication", s.split.communication_faults}}},
-          {"steady_page_faults",
-           {{"steps", s.steady_faults.steps}, {"mean", s.steady_faults.mean},
-            {"max", s.steady_faults.max}}},
-          {"parameters", s.parameters},
-          {"buckets", s.buckets},
-          {"payload_bytes_per_step", s.payload_bytes_per_step},
-          {"sent_bytes_per_step",
-           s.sent_bytes_per_step ? nlohmann::json(*s.sent_bytes_per_step) : nlohmann::json(nullptr)},
-          {"compression_ratio", s.compression_ratio},
-          {"epochs", epochs}};
-}
-
 std::string format_bytes(double bytes) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(1);
@@ -369,7 +334,7 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
     print_train_summaries(std::cout, runs);
     if (!command.summary_json.empty()) {
       nlohmann::json all = nlohmann::json::array();
-      for (const auto& r : runs) all.push_back(to_json(r));
+      for (const auto& r : runs) all.push_back(engines::summary_json(r));
       write_file_atomically(command.summary_json, all.dump(2) + "\n");
     }
   });
