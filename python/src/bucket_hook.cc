@@ -61,8 +61,19 @@ std::shared_ptr<BucketHook> BucketHook::create(std::shared_ptr<Context> context,
                                                const std::string& algorithm,
                                                std::optional<double> timeout_seconds,
                                                std::vector<ParameterInfo> parameters) {
-  std::shared_ptr<BucketHook> hook(new BucketHook(std::move(context), spec, seed, algorithm,
-                                                  timeout_seconds, std::move(parameters)));
+  // Deleted without the GIL: closing waits for buckets in flight, whose
+  // completions take the GIL to finish their futures.
+  std::shared_ptr<BucketHook> hook(
+      new BucketHook(std::move(context), spec, seed, algorithm, timeout_seconds,
+                     std::move(parameters)),
+      [](BucketHook* ended) {
+        if (Py_IsInitialized() && PyGILState_Check()) {
+          pybind11::gil_scoped_release no_gil;
+          delete ended;
+        } else {
+          delete ended;
+        }
+      });
   hook->context_->add_user(hook);
   return hook;
 }
@@ -107,8 +118,7 @@ Stream& BucketHook::stream() {
 }
 
 std::uint64_t BucketHook::bytes_sent() const {
-  auto& self = const_cast<BucketHook&>(*this);
-  std::lock_guard lock(self.stream_mutex_);
+  std::lock_guard lock(stream_mutex_);
   return stream_ ? stream_->data_bytes_sent() : 0;
 }
 

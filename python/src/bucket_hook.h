@@ -63,7 +63,7 @@ class BucketHook final : public Closable, public std::enable_shared_from_this<Bu
                                             const std::string& algorithm,
                                             std::optional<double> timeout_seconds,
                                             std::vector<ParameterInfo> parameters);
-  ~BucketHook() override;
+  ~BucketHook() override;  // closes; create() deletes it without the GIL
 
   std::string spec() const { return spec_; }
   bool wants_step_feedback() const { return wants_feedback_; }
@@ -112,7 +112,7 @@ class BucketHook final : public Closable, public std::enable_shared_from_this<Bu
   std::mutex snapshots_mutex_;  // the submitting thread's
   std::vector<std::vector<float>> snapshots_;  // by parameter number
 
-  std::mutex stream_mutex_;
+  mutable std::mutex stream_mutex_;
   std::unique_ptr<Stream> stream_;
 };
 
