@@ -82,6 +82,22 @@ def test_stochastic_codecs_keep_replicas_bitwise_identical(rank, size):
         assert not torch.equal(mine, flat_parameters(mlp(2))), f"{codec}: nothing was trained"
 
 
+def test_every_codec_of_qccl_train_works_in_the_hook(rank, size):
+    """Each codec of the registry, with its defaults, for three SGD steps:
+    every rank ends with the same parameters."""
+    names = [name for name, _ in qccl.codecs()]
+    assert len(names) >= 20 and "global-qsgd" in names and "powersgd" in names, names
+    for name in names:
+        codec = "ef(global-qsgd:bits=4)" if name == "ef" else name
+        sgd = lambda model: torch.optim.SGD(model.parameters(), lr=0.01)  # noqa: E731
+        model, state, optimizer = wrapped(seed=9, codec=codec, optimizer_for=sgd)
+        train(model, optimizer, rank, steps=3)
+        mine = flat_parameters(model)
+        for other, theirs in enumerate(gathered(mine)):
+            assert torch.equal(mine, theirs), f"{state.codec}: rank {other}'s parameters differ"
+        assert torch.isfinite(mine).all(), state.codec
+
+
 def test_quantized_hook_sends_fewer_bytes(rank, size):
     sent = {}
     for codec in ("fp32", "global-qsgd:bits=8", "global-qsgd:bits=4"):
@@ -195,6 +211,7 @@ def test_codecs_that_differ_across_ranks_raise_on_every_rank(rank, size):
 if __name__ == "__main__":
     run([test_fp32_hook_gives_ddp_default_gradients,
          test_stochastic_codecs_keep_replicas_bitwise_identical,
+         test_every_codec_of_qccl_train_works_in_the_hook,
          test_quantized_hook_sends_fewer_bytes,
          test_intsgd_follows_the_optimizer,
          test_state_survives_save_and_load,
