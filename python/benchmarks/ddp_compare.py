@@ -8,6 +8,7 @@ rewritten after each run, so a stopped comparison keeps what it measured."""
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -83,7 +84,12 @@ def write_report(rows, directory):
         os.replace(os.path.join(directory, name + ".tmp"), os.path.join(directory, name))
 
 
+def _exit_on_term(signum, _frame):
+    raise SystemExit(128 + signum)  # unwinds through the running job, which stops it
+
+
 def main(argv):
+    signal.signal(signal.SIGTERM, _exit_on_term)
     try:
         args = ddp_options.parse_arguments(argv, ROOT)
     except ddp_options.UsageError as error:

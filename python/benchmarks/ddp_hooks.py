@@ -1,6 +1,7 @@
 """Registers a --hooks entry on a DistributedDataParallel model and reports
 what it sent: DDP's own allreduce, fp16 compression, PowerSGD, or qccl's hook."""
 
+import torch
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 
 from ddp_options import parse_hook
@@ -20,10 +21,28 @@ def import_qccl():
     return qccl
 
 
+def one_bucket_at_a_time(hook):
+    """`hook` with each bucket finished before backward goes on.
+
+    PowerSGD's hook starts its second and third allreduce from callbacks that
+    run on gloo's worker threads, and waits for them there. With several
+    buckets in flight those callbacks occupy every worker thread while the
+    allreduces they wait for queue behind them, and ranks may start them in
+    different orders: the recommender's three buckets hang (one bucket, the
+    CNN's, does not). One bucket at a time costs PowerSGD the overlap of its
+    communication with backward; it is the price of running it on gloo."""
+    def serial(state, bucket):
+        reduced = hook(state, bucket).wait()
+        future = torch.futures.Future()
+        future.set_result(reduced)
+        return future
+    return serial
+
+
 class RegisteredHook:
     """The hook on `model`; data_bytes_sent() is None where DDP counts nothing."""
 
-    def __init__(self, model, spec, process_group, warmup_steps, seed):
+    def __init__(self, model, spec, process_group, warmup_steps, seed, optimizer):
         kind, parameter = parse_hook(spec)
         self._qccl_state = None
         if kind == "fp16":
@@ -35,11 +54,12 @@ class RegisteredHook:
             state = powerSGD_hook.PowerSGDState(
                 process_group=process_group, matrix_approximation_rank=parameter,
                 start_powerSGD_iter=max(2, warmup_steps), random_seed=seed)
-            model.register_comm_hook(state, powerSGD_hook.powerSGD_hook)
+            model.register_comm_hook(state, one_bucket_at_a_time(powerSGD_hook.powerSGD_hook))
         elif kind == "qccl":
             qccl = import_qccl()
+            # The optimizer: codecs that adapt to its learning rate (intsgd) read it.
             self._qccl_state, hook = qccl.ddp_hook(model, codec=parameter, algorithm="ring",
-                                                   seed=seed)
+                                                   seed=seed, optimizer=optimizer)
             model.register_comm_hook(self._qccl_state, hook)
 
     def data_bytes_sent(self):

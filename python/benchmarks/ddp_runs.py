@@ -23,8 +23,7 @@ class ClusterUnavailable(Exception):
 
 def run_on_cluster(root, hosts, rate, command, log_path, timeout):
     """COMMAND under scripts/cluster; RunFailed unless it exits 0 in time.
-    A run past `timeout` gets TERM, on which the cluster script ends its
-    processes and removes its namespaces; KILL only if that hangs too."""
+    A run past `timeout`, or one whose caller is interrupted, is stopped."""
     cluster = [os.path.join(root, "scripts", "cluster"), "--hosts", str(hosts), "--rate", rate,
                "--prefix", CLUSTER_PREFIX, "--"]
     with open(log_path, "w") as log:
@@ -32,18 +31,29 @@ def run_on_cluster(root, hosts, rate, command, log_path, timeout):
         try:
             status = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            process.terminate()
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=60)
+            _stop(process)
             raise RunFailed(f"stopped after {timeout} s (--timeout); see {log_path}") from None
+        except BaseException:  # interrupted or terminated: the run goes too
+            _stop(process)
+            raise
     if status in (3, 4):
         with open(log_path) as log:
             raise ClusterUnavailable(log.read().strip())
     if status != 0:
         raise RunFailed(f"exit status {status}; see {log_path}")
+
+
+def _stop(process):
+    """TERM, on which scripts/cluster ends its processes and removes its
+    namespaces; KILL only if that hangs."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=60)
 
 
 def ddp_command(root, args, model, hook, result_path, store_path):

@@ -106,8 +106,8 @@ def train(args, rank, size):
     torch.manual_seed(args.seed)
     task = Task(args.model, args.data_dir)
     ddp_model = DistributedDataParallel(task.net)
-    hook = RegisteredHook(ddp_model, args.hook, None, args.warmup_steps, args.seed)
     optimizer = make_optimizer(args.model, ddp_model.parameters())
+    hook = RegisteredHook(ddp_model, args.hook, None, args.warmup_steps, args.seed, optimizer)
     batch = ddp_options.model_settings(args.model)["batch"]
     steps_per_epoch = task.train_size // (batch * size)
     if args.max_steps > 0:
