@@ -1,0 +1,128 @@
+"""The settings of the side-by-side benchmark: the command line of
+scripts/ddp-compare, the communication hooks it understands, and the training
+settings of each model (scripts/compare-codecs' choices, shared by the DDP
+runs and the `qccl train` runs). No torch here: the checks run anywhere."""
+
+import argparse
+import datetime
+import os
+import re
+
+DEFAULT_HOOKS = ("none fp16 powersgd:1 powersgd:2 qccl:global-qsgd:bits=8 "
+                 "qccl:global-qsgd:bits=4 qccl:intsgd")
+MODELS = ("cnn", "recommender")
+SEED = 1  # `qccl train`'s default seed: initialisation, data order, generated clicks
+
+# The recommender's shape: `qccl train`'s defaults (train_config.h); the
+# test set is a tenth of the training set, as in tasks.cc.
+FIELDS, VALUES_PER_FIELD, CLICK_SAMPLES = 8, 100000, 200000
+CLICK_TEST_SAMPLES = CLICK_SAMPLES // 10
+
+
+class UsageError(Exception):
+    """A bad option: the message names it and what is valid."""
+
+
+def model_settings(model):
+    """Optimizer, learning rate, momentum and batch per rank of MODEL."""
+    if model == "cnn":
+        return {"optimizer": "sgd", "lr": 0.05, "momentum": 0.9, "batch": 64}
+    return {"optimizer": "adam", "lr": 0.003, "momentum": None, "batch": 256}
+
+
+def settings_text(model):
+    s = model_settings(model)
+    text = f"{s['optimizer']} lr {s['lr']}"
+    if s["momentum"] is not None:
+        text += f" momentum {s['momentum']}"
+    return text + f", batch {s['batch']}/rank"
+
+
+def parse_hook(spec):
+    """('none'|'fp16'|'powersgd'|'qccl', parameter) of a --hooks entry:
+    powersgd's parameter is its rank (a whole number >= 1), qccl's the codec spec."""
+    if spec in ("none", "fp16"):
+        return spec, None
+    name, colon, parameter = spec.partition(":")
+    if name == "powersgd":
+        if not colon or not re.fullmatch(r"[1-9][0-9]*", parameter):
+            raise UsageError(f"hook '{spec}': powersgd needs its rank, e.g. powersgd:1 or powersgd:2")
+        return "powersgd", int(parameter)
+    if name == "qccl":
+        if not parameter:
+            raise UsageError(f"hook '{spec}': qccl needs a codec spec, e.g. qccl:global-qsgd:bits=8")
+        return "qccl", parameter
+    raise UsageError(f"unknown hook '{spec}': use none, fp16, powersgd:RANK or qccl:CODEC")
+
+
+def _whole(text, option, least, most=None):
+    if not re.fullmatch(r"[0-9]+", text) or int(text) < least or (most and int(text) > most):
+        bound = f"{least}..{most}" if most else f"at least {least}"
+        raise UsageError(f"{option} must be a whole number {bound}, got '{text}'")
+    return int(text)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _parser():
+    p = _Parser(prog="scripts/ddp-compare", description=(
+        "Trains the models of `qccl train` in PyTorch DistributedDataParallel with several "
+        "communication hooks, and `qccl train` itself, on the emulated cluster; one table."))
+    p.add_argument("--models", default="cnn recommender", help="cnn and/or recommender")
+    p.add_argument("--rates", default="100mbit 1gbit", help="link rates of scripts/cluster")
+    p.add_argument("--hooks", default=DEFAULT_HOOKS,
+                   help="none, fp16, powersgd:RANK, qccl:CODEC (default: %(default)s)")
+    p.add_argument("--train-codecs", default=None,
+                   help="codecs of the `qccl train` runs (default: fp32 and the qccl: hooks' codecs)")
+    p.add_argument("--hosts", default="4", help="emulated hosts, one rank each (2..64)")
+    p.add_argument("--cnn-epochs", default="1", help="epochs of the CNN")
+    p.add_argument("--recommender-steps", default="30", help="steps of the recommender")
+    p.add_argument("--warmup-steps", default="5",
+                   help="first steps left out of ms/step; PowerSGD compresses from this step on")
+    p.add_argument("--timeout", default="1800", help="seconds one run may take before it is stopped")
+    p.add_argument("--output", default=None, help="results directory")
+    p.add_argument("--qccl", default=None, help="the qccl program (default: build/qccl)")
+    p.add_argument("--data-dir", default=None, help="Fashion-MNIST directory")
+    p.add_argument("--no-qccl-train", action="store_true", help="run no `qccl train` runs")
+    return p
+
+
+def parse_arguments(argv, root):
+    """The checked options; UsageError names the first bad one."""
+    a = _parser().parse_args(argv)
+    a.models = a.models.split()
+    for model in a.models:
+        if model not in MODELS:
+            raise UsageError(f"model '{model}': use cnn or recommender")
+    a.rates = a.rates.split()
+    for rate in a.rates:
+        if not (re.fullmatch(r"[1-9][0-9]*(kbit|mbit|gbit)", rate) or rate == "unshaped"):
+            raise UsageError(f"rate '{rate}': write it like 100mbit or 1gbit, or unshaped")
+    a.hooks = a.hooks.split()
+    for hook in a.hooks:
+        parse_hook(hook)
+    if a.train_codecs is None:
+        codecs = ["fp32"] + [parse_hook(h)[1] for h in a.hooks if parse_hook(h)[0] == "qccl"]
+        a.train_codecs = list(dict.fromkeys(codecs))
+    else:
+        a.train_codecs = a.train_codecs.split()
+    if a.no_qccl_train:
+        a.train_codecs = []
+    if not a.models or not a.rates or not (a.hooks or a.train_codecs):
+        raise UsageError("nothing to run: give at least one model, rate and hook or train codec")
+    a.hosts = _whole(a.hosts, "--hosts", 2, 64)
+    a.cnn_epochs = _whole(a.cnn_epochs, "--cnn-epochs", 1)
+    a.recommender_steps = _whole(a.recommender_steps, "--recommender-steps", 1)
+    a.warmup_steps = _whole(a.warmup_steps, "--warmup-steps", 0)
+    a.timeout = _whole(a.timeout, "--timeout", 10)
+    if "recommender" in a.models and a.recommender_steps <= a.warmup_steps:
+        raise UsageError(f"--recommender-steps {a.recommender_steps} leaves no timed step after "
+                         f"{a.warmup_steps} warm-up steps: raise it or lower --warmup-steps")
+    if a.output is None:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        a.output = os.path.join(root, "results", f"ddp-compare-{stamp}")
+    a.qccl = a.qccl or os.path.join(root, "build", "qccl")
+    return a

@@ -1,0 +1,193 @@
+"""Checks scripts/ddp-compare without training anything: its options and
+their errors, the commands of both systems (the same settings), the report
+on canned rows, and the NumPy click generator against qccl's C++ one.
+Exits 77 (skipped) where Debian's python3-torch is not installed."""
+
+import importlib.util
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ElementTree
+from contextlib import redirect_stderr
+
+if importlib.util.find_spec("torch") is None or importlib.util.find_spec("numpy") is None:
+    print("skipped: python3-torch (and numpy) not installed for", sys.executable)
+    sys.exit(77)
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python", "benchmarks"))
+
+import numpy as np  # noqa: E402
+
+import ddp_compare  # noqa: E402
+import ddp_data  # noqa: E402
+import ddp_options  # noqa: E402
+import ddp_report  # noqa: E402
+import ddp_runs  # noqa: E402
+from ddp_options import UsageError, parse_arguments, parse_hook  # noqa: E402
+
+
+def row(system, method, ms, accuracy, model="recommender", rate="1gbit", **more):
+    r = {"system": system, "method": method, "model": model, "rate": rate, "hosts": 4,
+         "settings": "adam lr 0.003, batch 256/rank", "steps": 30, "warmup_steps": 5,
+         "ms_per_step": ms, "accuracy": accuracy, "test_loss": 0.68,
+         "data_bytes_per_step": None, "wire_tx_bytes_per_step": None}
+    r.update(more)
+    return r
+
+
+class Options(unittest.TestCase):
+    def test_hooks_parse_to_their_kind_and_parameter(self):
+        self.assertEqual(parse_hook("none"), ("none", None))
+        self.assertEqual(parse_hook("fp16"), ("fp16", None))
+        self.assertEqual(parse_hook("powersgd:2"), ("powersgd", 2))
+        self.assertEqual(parse_hook("qccl:global-qsgd:bits=8"), ("qccl", "global-qsgd:bits=8"))
+
+    def test_bad_hooks_name_the_hook_and_the_valid_forms(self):
+        for spec, words in (("powersgd", "rank"), ("powersgd:0", "rank"), ("powersgd:x", "rank"),
+                            ("qccl:", "codec spec"), ("fp8", "none, fp16")):
+            with self.assertRaises(UsageError) as caught:
+                parse_hook(spec)
+            self.assertIn(spec, str(caught.exception))
+            self.assertIn(words, str(caught.exception))
+
+    def test_bad_options_are_refused(self):
+        for argv, words in ((["--models", "mlp"], "model 'mlp'"),
+                            (["--rates", "1gb"], "rate '1gb'"),
+                            (["--hosts", "1"], "--hosts"), (["--hosts", "65"], "--hosts"),
+                            (["--cnn-epochs", "0"], "--cnn-epochs"),
+                            (["--recommender-steps", "5", "--warmup-steps", "5"], "no timed step"),
+                            (["--hooks", "none powersgd"], "powersgd"),
+                            (["--unknown"], "unrecognized")):
+            with self.assertRaises(UsageError) as caught:
+                parse_arguments(argv, ROOT)
+            self.assertIn(words, str(caught.exception))
+
+    def test_qccl_train_runs_fp32_and_the_qccl_hooks_codecs_by_default(self):
+        a = parse_arguments(["--hooks", "none qccl:intsgd qccl:fp32 qccl:intsgd"], ROOT)
+        self.assertEqual(a.train_codecs, ["fp32", "intsgd"])
+        self.assertEqual(parse_arguments(["--no-qccl-train"], ROOT).train_codecs, [])
+        self.assertEqual(parse_arguments(["--train-codecs", "fp16"], ROOT).train_codecs, ["fp16"])
+
+    def test_bad_options_exit_2_before_any_run(self):
+        with tempfile.TemporaryDirectory() as directory:
+            output = os.path.join(directory, "out")
+            with redirect_stderr(io.StringIO()) as err:
+                status = ddp_compare.main(["--rates", "fast", "--output", output])
+            self.assertEqual(status, 2)
+            self.assertIn("rate 'fast'", err.getvalue())
+            self.assertFalse(os.path.exists(output))
+
+
+class Commands(unittest.TestCase):
+    def test_both_systems_train_with_the_same_settings(self):
+        a = parse_arguments(["--recommender-steps", "30", "--qccl", "/q"], ROOT)
+        for model in ("cnn", "recommender"):
+            s = ddp_options.model_settings(model)
+            qccl = ddp_runs.qccl_train_command(a, model, "fp32", "s.json", "l.jsonl")
+            value = (lambda option: qccl[qccl.index(option) + 1])
+            self.assertEqual(value("--batch"), str(s["batch"]))
+            self.assertEqual(value("--lr"), str(s["lr"]))
+            self.assertEqual(value("--optimizer"), s["optimizer"])
+            self.assertEqual(value("--seed"), str(ddp_options.SEED))
+            self.assertEqual(value("--threads"), "1")
+            ddp = ddp_runs.ddp_command(ROOT, a, model, "fp16", "r.json", "store")
+            self.assertEqual(ddp[ddp.index("--hook") + 1], "fp16")
+            self.assertEqual(ddp[ddp.index("--ifname") + 1], "eth0")
+        self.assertEqual(ddp_options.model_settings("cnn")["momentum"], 0.9)
+        self.assertEqual(value("--max-steps-per-epoch"), "30")
+        self.assertEqual(ddp[ddp.index("--max-steps") + 1], "30")
+
+    def test_qccl_train_ms_per_step_is_the_median_after_the_warm_up(self):
+        with tempfile.TemporaryDirectory() as directory:
+            summary, log = os.path.join(directory, "s.json"), os.path.join(directory, "l.jsonl")
+            with open(summary, "w") as f:
+                json.dump([{"codec": "fp32", "ranks": 4, "steps": 6, "accuracy": 0.6,
+                            "test_loss": 0.5, "sent_bytes_per_step": 1000.0}], f)
+            with open(log, "w") as f:
+                for seconds in (9.0, 9.0, 0.3, 0.1, 0.2, 0.4):
+                    f.write(json.dumps({"event": "step", "seconds": seconds}) + "\n")
+                f.write(json.dumps({"event": "epoch", "seconds": 50.0}) + "\n")
+            r = ddp_runs.qccl_train_row(summary, log, "recommender", 2)
+        self.assertAlmostEqual(r["ms_per_step"], 250.0)
+        self.assertEqual((r["system"], r["method"], r["accuracy"]), ("qccl train", "fp32", 0.6))
+        self.assertEqual(r["data_bytes_per_step"], 1000.0)
+
+
+class Report(unittest.TestCase):
+    ROWS = [row("PyTorch DDP", "none", 800.0, 0.60, wire_tx_bytes_per_step=80 * 2**20),
+            row("PyTorch DDP", "powersgd:1", 200.0, 0.58),
+            row("qccl train", "global-qsgd:bits=8", 400.0, 0.61, data_bytes_per_step=3 * 2**20),
+            {"system": "PyTorch DDP", "method": "qccl:intsgd", "model": "recommender",
+             "rate": "1gbit", "hosts": 4, "error": "exit status 1; see x.log"},
+            row("qccl train", "fp32", 900.0, 0.55, model="cnn", rate="100mbit")]
+
+    def test_one_table_per_model_and_rate_with_speed_ups_against_ddp_allreduce(self):
+        md = ddp_report.markdown(self.ROWS)
+        self.assertIn("### recommender, 4 hosts at 1gbit", md)
+        self.assertIn("### cnn, 4 hosts at 100mbit", md)
+        self.assertIn("speed-up vs PyTorch DDP none", md)
+        self.assertIn("| PyTorch DDP | powersgd:1 | adam lr 0.003, batch 256/rank | 30 | 200.0 | 4.00× | "
+                      "58.00% |", md)
+        self.assertIn("| 400.0 | 2.00× | 61.00% | 0.6800 | 3.0 MiB | - |", md)
+        self.assertIn("80.0 MiB |", md)
+        # Without a DDP allreduce run, qccl's fp32 is the reference.
+        self.assertIn("speed-up vs qccl train fp32", md)
+        self.assertIn("| 900.0 | 1.00× | 55.00% |", md)
+
+    def test_a_failed_run_shows_as_failed_with_its_reason(self):
+        md = ddp_report.markdown(self.ROWS)
+        self.assertIn("| PyTorch DDP | qccl:intsgd |  | failed | failed | - | failed |", md)
+        self.assertIn("- PyTorch DDP qccl:intsgd failed: exit status 1; see x.log", md)
+
+    def test_csv_has_a_row_per_run_and_empty_cells_for_what_was_not_measured(self):
+        lines = ddp_report.csv_text(self.ROWS).splitlines()
+        self.assertEqual(lines[0].split(","), list(ddp_report.CSV_FIELDS))
+        self.assertEqual(len(lines), 1 + len(self.ROWS))
+        self.assertTrue(lines[2].startswith("recommender,1gbit,4,PyTorch DDP,powersgd:1,"))
+        self.assertTrue(lines[2].endswith(",200.0,0.58,0.68,,,"))
+
+    def test_the_plot_is_svg_with_a_panel_per_group_and_a_marker_per_measured_run(self):
+        root = ElementTree.fromstring(ddp_report.svg(self.ROWS))
+        ns = "{http://www.w3.org/2000/svg}"
+        texts = [t.text for t in root.iter(ns + "text")]
+        self.assertIn("recommender, 4 hosts at 1gbit", texts)
+        self.assertIn("cnn, 4 hosts at 100mbit", texts)
+        circles = root.findall(ns + "circle")  # DDP runs (2 measured) and the legend's
+        self.assertEqual(len(circles), 2 + 1)
+        for label in ("none", "powersgd:1", "global-qsgd:bits=8", "fp32"):
+            self.assertIn(label, texts)
+        self.assertNotIn("qccl:intsgd", texts)  # failed: no point
+
+    def test_ticks_are_round_and_cover_the_range(self):
+        ticks = ddp_report._ticks(183.0, 917.0)
+        self.assertEqual(ticks, [200, 400, 600, 800])
+        self.assertEqual(ddp_report._ticks(55.2, 61.8), [56, 58, 60])
+
+
+class ClickData(unittest.TestCase):
+    # Samples of qccl::data::ClickData({8, 100000, 200000, 20000}, seed 1),
+    # the data of `qccl train --model recommender`, printed by the C++ code.
+    CPP = {(False, 0): ([21324, 167, 35671, 52910, 25044, 86357, 4029, 57104], 1.0),
+           (False, 777): ([40436, 1282, 54678, 1299, 21844, 2023, 57770, 5302], 0.0),
+           (True, 1): ([98660, 721, 37324, 86, 13278, 61, 1542, 17340], 0.0),
+           (True, 19999): ([73202, 31683, 58707, 99859, 2453, 8430, 6008, 23799], 1.0)}
+
+    def test_the_numpy_port_yields_qccls_samples(self):
+        data = ddp_data.NumpyClickData(8, 100000, 200000, 20000, 1)
+        for (test, i), (features, label) in self.CPP.items():
+            self.assertEqual(data.features(np.array([i]), test)[0].tolist(), features)
+            self.assertEqual(data.labels(np.array([i]), test)[0], label)
+        self.assertEqual(int(data.labels(np.arange(20000), True).sum()), 8373)
+
+    def test_out_of_range_samples_are_refused(self):
+        data = ddp_data.NumpyClickData(8, 100000, 200000, 20000, 1)
+        with self.assertRaises(IndexError):
+            data.features(np.array([20000]), True)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=1)
