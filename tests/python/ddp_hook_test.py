@@ -2,6 +2,7 @@
 specification of docs/pytorch.md's hook, test by test."""
 
 import copy
+import time
 
 import torch
 import torch.distributed as dist
@@ -208,6 +209,22 @@ def test_codecs_that_differ_across_ranks_raise_on_every_rank(rank, size):
         raise AssertionError("ranks with different codecs went through")
 
 
+def test_a_rank_that_stops_gives_a_timeout_not_a_hang(rank, size):
+    """Last: rank 0's hook stream is unusable after its timeout. The other
+    ranks never run backward; rank 0's backward raises after 2 s."""
+    model, _, _ = wrapped(seed=10, codec="global-qsgd:bits=8", timeout=2)
+    if rank != 0:
+        return
+    started = time.monotonic()
+    try:
+        backward(model, rank, 0)
+    except RuntimeError as error:
+        assert "2000 ms" in str(error), error
+    else:
+        raise AssertionError("a bucket without the other ranks completed")
+    assert time.monotonic() - started < 30
+
+
 if __name__ == "__main__":
     run([test_fp32_hook_gives_ddp_default_gradients,
          test_stochastic_codecs_keep_replicas_bitwise_identical,
@@ -217,4 +234,5 @@ if __name__ == "__main__":
          test_state_survives_save_and_load,
          test_bad_specs_raise_on_every_rank,
          test_nonfinite_gradients_raise_on_every_rank,
-         test_codecs_that_differ_across_ranks_raise_on_every_rank])
+         test_codecs_that_differ_across_ranks_raise_on_every_rank,
+         test_a_rank_that_stops_gives_a_timeout_not_a_hang])
