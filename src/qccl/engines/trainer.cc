@@ -23,6 +23,7 @@
 #include "qccl/common/files.h"
 #include "qccl/common/page_faults.h"
 #include "qccl/data/epoch_order.h"
+#include "qccl/engines/blas_threads.h"
 #include "qccl/engines/checkpoint.h"
 #include "qccl/engines/checkpoint_manifest.h"
 #include "qccl/engines/data_parallel.h"
@@ -453,6 +454,7 @@ TrainSummary train(Communicator& comm, const TrainConfig& given) {
   TrainConfig config = given;
   if (config.data.empty()) config.data = dataset_for_model(config.model);
   torch::set_num_threads(config.threads);
+  set_blas_threads(config.threads);
   check_outputs(comm, outputs_of(config));
   TrainingRun run(comm, config);
   run.run();
