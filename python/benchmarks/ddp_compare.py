@@ -22,12 +22,11 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 def environment_problem(args):
     """Why the runs cannot start here (a message), or None."""
-    if any(ddp_options.parse_hook(h)[0] == "qccl" for h in args.hooks):
-        try:
-            from ddp_hooks import QcclMissing, import_qccl
-            import_qccl()
-        except QcclMissing as error:
-            return str(error)
+    try:  # the data of every run, and the qccl: hooks
+        from ddp_hooks import QcclMissing, import_qccl
+        import_qccl()
+    except QcclMissing as error:
+        return str(error)
     codecs = args.train_codecs + [ddp_options.parse_hook(h)[1] for h in args.hooks
                                   if ddp_options.parse_hook(h)[0] == "qccl"]
     if not codecs:

@@ -16,8 +16,8 @@ def import_qccl():
         import qccl
     except ImportError as error:
         raise QcclMissing(f"the qccl Python module does not import ({error}): build it and put "
-                          "its directory (build/python) on PYTHONPATH, or leave out the qccl: "
-                          "hooks") from error
+                          "its directory (build/python) on PYTHONPATH: the runs read qccl's data "
+                          "through it, and the qccl: hooks are it") from error
     return qccl
 
 

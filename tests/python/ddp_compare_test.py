@@ -1,6 +1,7 @@
 """Checks scripts/ddp-compare without training anything: its options and
 their errors, the commands of both systems (the same settings), the report
-on canned rows, and the NumPy click generator against qccl's C++ one.
+on canned rows, and the click data it trains on (qccl.data) against the
+values qccl's C++ generator printed.
 Run with Debian's python3, which has python3-torch."""
 
 import io
@@ -171,16 +172,16 @@ class ClickData(unittest.TestCase):
            (True, 1): ([98660, 721, 37324, 86, 13278, 61, 1542, 17340], 0.0),
            (True, 19999): ([73202, 31683, 58707, 99859, 2453, 8430, 6008, 23799], 1.0)}
 
-    def test_the_numpy_port_yields_qccls_samples(self):
-        data = ddp_data.NumpyClickData(8, 100000, 200000, 20000, 1)
+    def test_the_benchmark_trains_on_qccls_samples(self):
+        data = ddp_data.click_data(8, 100000, 200000, 20000, 1)
         for (test, i), (features, label) in self.CPP.items():
             self.assertEqual(data.features(np.array([i]), test)[0].tolist(), features)
             self.assertEqual(data.labels(np.array([i]), test)[0], label)
         self.assertEqual(int(data.labels(np.arange(20000), True).sum()), 8373)
 
     def test_out_of_range_samples_are_refused(self):
-        data = ddp_data.NumpyClickData(8, 100000, 200000, 20000, 1)
-        with self.assertRaises(IndexError):
+        data = ddp_data.click_data(8, 100000, 200000, 20000, 1)
+        with self.assertRaises(ValueError):
             data.features(np.array([20000]), True)
 
 
