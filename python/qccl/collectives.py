@@ -19,8 +19,7 @@ class _World:
     """The process's default context, as torch.distributed keeps its default
     group: set by init(), ended by shutdown() (also at exit)."""
     context = None
-    compressors = {}  # (codec, algorithm, seed, key) -> Compressor, for the functions below
-    closers = []      # hooks to close before the context
+    compressors = {}  # (operation, codec, algorithm, seed, key) -> Compressor, for the functions below
 
 
 def init(timeout=300.0):
@@ -46,13 +45,11 @@ def is_initialized():
 
 def shutdown():
     """Waits for the hooks' buckets in flight, then ends qccl and MPI (MPI
-    cannot start again in this process). Called at exit."""
+    cannot start again in this process). Called at exit. The context closes
+    every hook created on it first."""
     context = _World.context
     if context is None or context.closed:
         return
-    for close in _World.closers:
-        close()
-    _World.closers.clear()
     _World.compressors.clear()
     context.close()
 
@@ -64,10 +61,6 @@ def context():
     if _World.context.closed:
         raise InvalidArgument("qccl was shut down in this process; MPI cannot start again")
     return _World.context
-
-
-def on_shutdown(close):
-    _World.closers.append(close)
 
 
 def rank():
@@ -157,7 +150,10 @@ class Compressor:
         self._native.load_state(state["state"], state["step"])
 
 
-def _compressor(operation, codec, algorithm, seed, key):
+def _compressor(operation, tensor, codec, name, algorithm, seed):
+    """The default context's compressor for these settings; `name` or, by
+    default, the tensor's shape tells tensors apart."""
+    key = name if name is not None else ("shape",) + tuple(getattr(tensor, "shape", ()))
     k = (operation, codec, algorithm, seed, key)
     if k not in _World.compressors:
         _World.compressors[k] = Compressor(codec, algorithm=algorithm, seed=seed)
@@ -169,17 +165,14 @@ def allreduce_mean_(tensor, codec="fp32", *, name=None, algorithm="ring", seed=0
     state persists per (operation, codec, algorithm, seed, name) — by
     default per tensor shape; give tensors of one shape their own `name` to keep their
     error-feedback residuals apart."""
-    key = name if name is not None else ("shape",) + tuple(getattr(tensor, "shape", ()))
-    return _compressor("allreduce", codec, algorithm, seed, key).allreduce_mean_(tensor)
+    return _compressor("allreduce", tensor, codec, name, algorithm, seed).allreduce_mean_(tensor)
 
 
 def reduce_scatter_mean(tensor, codec="fp32", *, name=None, algorithm="ring", seed=0):
     """This rank's block of the mean over the ranks (Compressor.reduce_scatter_mean)."""
-    key = name if name is not None else ("shape",) + tuple(getattr(tensor, "shape", ()))
-    return _compressor("reduce-scatter", codec, algorithm, seed, key).reduce_scatter_mean(tensor)
+    return _compressor("reduce-scatter", tensor, codec, name, algorithm, seed).reduce_scatter_mean(tensor)
 
 
 def allgather(shard, codec="fp32", *, name=None, algorithm="ring", seed=0):
     """Every rank's decoded shard in rank order (Compressor.allgather)."""
-    key = name if name is not None else ("shape",) + tuple(getattr(shard, "shape", ()))
-    return _compressor("allgather", codec, algorithm, seed, key).allgather(shard)
+    return _compressor("allgather", shard, codec, name, algorithm, seed).allgather(shard)

@@ -18,7 +18,7 @@ with the model's checkpoint.
 
 from ._native import native
 from ._tensors import fp32_buffer
-from .collectives import check_matches_torch_distributed, context, on_shutdown
+from .collectives import check_matches_torch_distributed, context
 from .errors import InvalidArgument
 
 
@@ -37,8 +37,7 @@ class DDPHookState:
         self._native = native.BucketHook(ctx, codec, seed, algorithm,
                                          None if timeout is None else float(timeout),
                                          [n for n, _ in named], [list(p.shape) for _, p in named])
-        self._optimizer = optimizer
-        on_shutdown(self._native.close)
+        self._optimizer = optimizer  # the context closes the hook at shutdown
         if self._native.wants_step_feedback and optimizer is None:
             raise InvalidArgument(
                 f"'{self._native.codec}' adapts to the optimizer's steps (IntSGD §4): pass "
