@@ -82,6 +82,10 @@ BucketHook::BucketHook(std::shared_ptr<Context> context, const std::string& spec
                        std::uint64_t seed, const std::string& algorithm,
                        std::optional<double> timeout_seconds, std::vector<ParameterInfo> parameters)
     : context_(std::move(context)), seed_(seed), parameters_(std::move(parameters)) {
+  for (ParameterInfo& p : parameters_) {
+    p.elements = 1;
+    for (const auto extent : p.shape) p.elements *= static_cast<std::size_t>(extent);
+  }
   const auto probe = make_codec(spec, CodecSettings{seed, 0});  // checks the spec
   spec_ = probe->spec();
   wants_feedback_ = probe->wants_step_feedback();
@@ -122,9 +126,10 @@ std::uint64_t BucketHook::bytes_sent() const {
   return stream_ ? stream_->data_bytes_sent() : 0;
 }
 
-TensorLayout BucketHook::layout_of(const BucketCall& call) const {
-  std::vector<TensorSlice> slices;
-  std::size_t offset = 0;
+// Cheap, on the submitting thread, so a wrong bucket fails in the hook:
+// known parameters whose sizes add up to the buffer's.
+void BucketHook::check_bucket(const BucketCall& call) const {
+  std::size_t elements = 0;
   for (const std::size_t p : call.parameters) {
     if (p >= parameters_.size()) {
       throw InvalidArgument("bucket " + std::to_string(call.index) + " holds parameter " +
@@ -132,15 +137,21 @@ TensorLayout BucketHook::layout_of(const BucketCall& call) const {
                             std::to_string(parameters_.size()) + ": register the hook on the "
                             "model it was created for");
     }
-    TensorSlice slice{parameters_[p].name, parameters_[p].shape, offset, 1};
-    for (const auto extent : slice.shape) slice.elements *= static_cast<std::size_t>(extent);
-    offset += slice.elements;
-    slices.push_back(std::move(slice));
+    elements += parameters_[p].elements;
   }
-  if (offset != call.count) {
+  if (elements != call.count) {
     throw InvalidArgument("bucket " + std::to_string(call.index) + " has " +
                           std::to_string(call.count) + " gradient elements but its parameters " +
-                          std::to_string(offset) + "; the hook supports dense fp32 buckets");
+                          std::to_string(elements) + "; the hook supports dense fp32 buckets");
+  }
+}
+
+TensorLayout BucketHook::layout_of(const std::vector<std::size_t>& parameters) const {
+  std::vector<TensorSlice> slices;
+  std::size_t offset = 0;
+  for (const std::size_t p : parameters) {
+    slices.push_back({parameters_[p].name, parameters_[p].shape, offset, parameters_[p].elements});
+    offset += parameters_[p].elements;
   }
   return TensorLayout(std::move(slices));
 }
@@ -151,9 +162,7 @@ std::vector<float> BucketHook::update_since_last_call(const BucketCall& call) {
   update.reserve(call.count);
   bool complete = true;
   for (std::size_t i = 0; i < call.parameters.size(); ++i) {
-    const ParameterInfo& info = parameters_[call.parameters[i]];
-    std::size_t elements = 1;
-    for (const auto extent : info.shape) elements *= static_cast<std::size_t>(extent);
+    const std::size_t elements = parameters_[call.parameters[i]].elements;
     const auto* now = reinterpret_cast<const float*>(call.values[i]);
     auto& snapshot = snapshots_[call.parameters[i]];
     if (snapshot.size() == elements) {
@@ -167,12 +176,13 @@ std::vector<float> BucketHook::update_since_last_call(const BucketCall& call) {
   return update;
 }
 
-Codec& BucketHook::codec_for(std::size_t bucket, const std::vector<std::size_t>& parameters,
-                             const TensorLayout& layout) {
+// The layout is built only when the bucket is new or DDP changed what it
+// holds (its rebuild after the first iteration), not on every step.
+Codec& BucketHook::codec_for(std::size_t bucket, const std::vector<std::size_t>& parameters) {
   auto& entry = codecs_[bucket];
   if (entry.codec == nullptr) {
     entry.codec = make_codec(spec_, CodecSettings{seed_, bucket});
-    entry.codec->set_layout(layout, store_);
+    entry.codec->set_layout(layout_of(parameters), store_);
     entry.parameters = parameters;
     if (const auto loaded = loaded_.find(bucket); loaded != loaded_.end()) {
       entry.codec->load_state(loaded->second.second);
@@ -180,7 +190,7 @@ Codec& BucketHook::codec_for(std::size_t bucket, const std::vector<std::size_t>&
       loaded_.erase(loaded);
     }
   } else if (entry.parameters != parameters) {  // DDP rebuilt its buckets
-    entry.codec->set_layout(layout, store_);
+    entry.codec->set_layout(layout_of(parameters), store_);
     entry.parameters = parameters;
   }
   return *entry.codec;
@@ -194,14 +204,13 @@ void BucketHook::submit(BucketCall call, PythonObject done) {
   if (wants_feedback_ && call.values.size() != call.parameters.size()) {
     throw InvalidArgument("the hook needs the current value of every parameter of the bucket");
   }
-  auto layout = layout_of(call);
+  check_bucket(call);
   auto update = wants_feedback_ ? update_since_last_call(call) : std::vector<float>{};
   const std::string description = "bucket " + std::to_string(call.index);
   stream().submit(
       description,
-      [this, call = std::move(call), layout = std::move(layout),
-       update = std::move(update)](Communicator& comm) {
-        Codec& codec = codec_for(call.index, call.parameters, layout);
+      [this, call = std::move(call), update = std::move(update)](Communicator& comm) {
+        Codec& codec = codec_for(call.index, call.parameters);
         if (!update.empty()) codec.observe_step(*call.step_size, update);
         codec.allreduce_mean(comm, floats_at(call.gradients, call.count), options_);
       },

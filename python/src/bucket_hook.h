@@ -42,6 +42,7 @@ namespace qccl::python {
 struct ParameterInfo {
   std::string name;
   std::vector<std::int64_t> shape;
+  std::size_t elements = 0;  // the product of shape, set by the hook
 };
 
 // One bucket as the reducer hands it over.
@@ -87,9 +88,9 @@ class BucketHook final : public Closable, public std::enable_shared_from_this<Bu
   // The update since this bucket's previous call, in bucket layout; empty
   // when some parameter has no earlier snapshot (its first step).
   std::vector<float> update_since_last_call(const BucketCall& call);
-  TensorLayout layout_of(const BucketCall& call) const;
-  Codec& codec_for(std::size_t bucket, const std::vector<std::size_t>& parameters,
-                   const TensorLayout& layout);  // stream thread only
+  void check_bucket(const BucketCall& call) const;
+  TensorLayout layout_of(const std::vector<std::size_t>& parameters) const;
+  Codec& codec_for(std::size_t bucket, const std::vector<std::size_t>& parameters);  // stream thread only
   void run_on_stream(const std::string& what, std::function<void(Communicator&)> operation);
 
   std::shared_ptr<Context> context_;
