@@ -36,18 +36,16 @@ def accuracy_after_training(rank, size, codec):
     return (predicted == torch.from_numpy(test_labels)).float().mean().item()
 
 
-def test_quantized_hook_trains_as_well_as_ddp(rank, size):
+def test_8bit_hook_trains_as_well_as_ddp(rank, size):
     reference = accuracy_after_training(rank, size, None)
     assert reference > 0.78, reference  # a third of an epoch of this MLP: about 0.80
-    # 8 bits (63 levels per rank on 2 ranks) cost nothing measurable here;
-    # 4 bits (3 levels per rank) cost a little this early in training (0.78
-    # against 0.81 measured), not the training.
-    for codec, most_lost in (("global-qsgd:bits=8", 0.01), ("global-qsgd:bits=4", 0.05)):
-        accuracy = accuracy_after_training(rank, size, codec)
-        if rank == 0:
-            print(f"  test accuracy: DDP {reference:.4f}, qccl {codec} {accuracy:.4f}", flush=True)
-        assert accuracy > reference - most_lost, (codec, accuracy, reference)
+    # 8 bits (63 levels per rank on 2 ranks) cost nothing measurable here.
+    codec = "global-qsgd:bits=8"
+    accuracy = accuracy_after_training(rank, size, codec)
+    if rank == 0:
+        print(f"  test accuracy: DDP {reference:.4f}, qccl {codec} {accuracy:.4f}", flush=True)
+    assert accuracy > reference - 0.01, (codec, accuracy, reference)
 
 
 if __name__ == "__main__":
-    run([test_quantized_hook_trains_as_well_as_ddp])
+    run([test_8bit_hook_trains_as_well_as_ddp])
