@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <span>
 #include <sstream>
 
 #include "qccl/common/errors.h"
@@ -131,6 +132,40 @@ TEST_P(InPlaceOptimizerTest, EqualsLibtorchBitwiseAtEveryStep) {
     step(*ours, our_params, k);
     expect_bitwise_equal(reference_params, our_params, "step " + std::to_string(k));
   }
+}
+
+// Updating the parameters part by part, in another order than step()'s and
+// with the learning rate set once per step, gives libtorch's bits: each
+// parameter's update reads only its own gradient and state.
+TEST_P(InPlaceOptimizerTest, PartByPartEqualsLibtorchBitwise) {
+  auto reference_params = parameters();
+  auto our_params = parameters();
+  auto reference = GetParam().libtorch(reference_params);
+  auto ours = GetParam().in_place(our_params);
+  auto& partwise = dynamic_cast<PartwiseOptimizer&>(*ours);
+  for (int k = 0; k < 7; ++k) {
+    step(*reference, reference_params, k);
+    set_gradients(our_params, k);
+    for (auto& group : ours->param_groups()) group.options().set_lr(k < 3 ? 0.01 : 0.004);
+    partwise.step_parameters(std::span(our_params).subspan(2));  // the last two first
+    partwise.step_parameters(std::span(our_params).first(1));
+    partwise.step_parameters(std::span(our_params).subspan(1, 1));
+    expect_bitwise_equal(reference_params, our_params, "step " + std::to_string(k));
+  }
+}
+
+TEST_P(InPlaceOptimizerTest, PartByPartRefusesATensorItDoesNotHold) {
+  auto params = parameters();
+  auto optimizer = GetParam().in_place(params);
+  const std::vector<torch::Tensor> stranger{torch::zeros({5}, torch::requires_grad())};
+  stranger[0].mutable_grad() = torch::ones({5});
+  try {
+    dynamic_cast<PartwiseOptimizer&>(*optimizer).step_parameters(stranger);
+    FAIL() << "no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("not one of its parameters"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(torch::equal(stranger[0], torch::zeros({5})));
 }
 
 TEST_P(InPlaceOptimizerTest, AllocatesNothingParameterSizedAfterTheFirstStep) {

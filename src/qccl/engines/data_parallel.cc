@@ -1,5 +1,6 @@
 #include "qccl/engines/data_parallel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -25,6 +26,28 @@ std::vector<std::size_t> element_counts(const std::vector<NamedTensor>& paramete
 
 float* data_of(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
+// Copies n floats and tells whether they are all finite, in one pass: a
+// float is NaN or ±Inf exactly when its exponent bits are all ones.
+bool copy_and_check_finite(float* to, const float* from, std::size_t n) {
+  std::uint32_t exponent_all_ones = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, from + i, sizeof bits);
+    to[i] = from[i];
+    exponent_all_ones |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return exponent_all_ones == 0;
+}
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+Timeout time_left(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<Timeout>(deadline - Clock::now());
+  return std::max(left, Timeout(0));
+}
+
 }  // namespace
 
 DataParallelEngine::DataParallelEngine(Communicator& comm, std::vector<NamedTensor> parameters,
@@ -42,15 +65,18 @@ DataParallelEngine::DataParallelEngine(Communicator& comm, std::vector<NamedTens
     // tensor, Algorithm 2's blocks), their state in the shared store.
     std::vector<std::string> names;
     std::vector<std::vector<std::int64_t>> shapes;
+    bucket_tensors_.emplace_back();
     for (const std::size_t t : plan_.buckets[b]) {
       names.push_back(parameters_[t].first);
       shapes.push_back(parameters_[t].second.sizes().vec());
+      bucket_tensors_.back().push_back(parameters_[t].second);
     }
     codecs_.back()->set_layout(TensorLayout::of_shapes(names, shapes), codec_state_);
     wants_feedback_ = wants_feedback_ || codecs_.back()->wants_step_feedback();
     buckets_.emplace_back(plan_.bucket_elements[b], 0.0f);
     elements_ += plan_.bucket_elements[b];
   }
+  for (const auto& [name, p] : parameters_) tensors_.push_back(p);
   seen_.assign(parameters_.size(), 0);
   pending_.assign(plan_.bucket_count(), 0);
   check_layout_agrees();
@@ -110,6 +136,7 @@ void DataParallelEngine::begin_step() {
   if (in_step_) throw InvalidArgument("data-parallel engine: begin_step() twice without finish_step()");
   for (auto& [name, p] : parameters_) p.mutable_grad() = torch::Tensor();
   std::fill(seen_.begin(), seen_.end(), 0);
+  finite_ = true;
   for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = plan_.buckets[b].size();
   reducer_.begin(std::move(work));
   in_step_ = true;
@@ -135,38 +162,67 @@ void DataParallelEngine::on_gradient(std::size_t tensor, const torch::Tensor& gr
                           "' in one step; call backward() once per step");
   }
   seen_[tensor] = 1;
-  std::memcpy(buckets_[place.bucket].data() + place.offset, g.data_ptr<float>(),
-              sizeof(float) * static_cast<std::size_t>(g.numel()));
+  finite_ = copy_and_check_finite(buckets_[place.bucket].data() + place.offset,
+                                  g.data_ptr<float>(), static_cast<std::size_t>(g.numel())) &&
+            finite_;
   if (--pending_[place.bucket] == 0) reducer_.ready(place.bucket);
 }
 
-ReduceTimes DataParallelEngine::finish_step() {
-  {
-    // Parameters that took no part in this step's loss contribute zero
-    // (what DDP's find_unused_parameters does), so every bucket completes.
-    std::lock_guard lock(mutex_);
-    if (!in_step_) throw InvalidArgument("data-parallel engine: finish_step() without begin_step()");
-    for (std::size_t t = 0; t < parameters_.size(); ++t) {
-      if (seen_[t]) continue;
-      seen_[t] = 1;
-      const auto place = plan_.places[t];
-      const auto count = static_cast<std::size_t>(parameters_[t].second.numel());
-      std::fill_n(buckets_[place.bucket].data() + place.offset, count, 0.0f);
-      if (--pending_[place.bucket] == 0) reducer_.ready(place.bucket);
-    }
-    in_step_ = false;
+// Parameters that took no part in this step's loss contribute zero (what
+// DDP's find_unused_parameters does), so every bucket completes.
+void DataParallelEngine::close_step() {
+  std::lock_guard lock(mutex_);
+  if (!in_step_) throw InvalidArgument("data-parallel engine: finish_step() without begin_step()");
+  for (std::size_t t = 0; t < parameters_.size(); ++t) {
+    if (seen_[t]) continue;
+    seen_[t] = 1;
+    const auto place = plan_.places[t];
+    const auto count = static_cast<std::size_t>(parameters_[t].second.numel());
+    std::fill_n(buckets_[place.bucket].data() + place.offset, count, 0.0f);
+    if (--pending_[place.bucket] == 0) reducer_.ready(place.bucket);
   }
+  in_step_ = false;
+}
+
+ReduceTimes DataParallelEngine::finish_step() { return finish_step(PartReady()); }
+
+// One small exchange first tells whether every rank's gradients are
+// finite. If so, with `on_part`, the buckets' tensors are handed out as each
+// bucket completes (the reducer completes them in index order), so the
+// caller's optimizer updates bucket b while bucket b+1 is on the wire. The
+// check comes first because a bucket's NonFiniteError arriving after earlier
+// buckets were updated would leave a skipped step half taken. If not, the
+// step waits for every bucket and raises a NonFiniteError on every rank —
+// the codec's own, naming the bucket, when it checks its input, else one
+// naming the ranks — whatever the codec.
+ReduceTimes DataParallelEngine::finish_step(const PartReady& on_part) {
+  close_step();
   ReduceTimes times;
   const auto start = Clock::now();
+  const auto deadline = start + options_.timeout;
   const std::uint64_t step = step_++;
+  double in_parts = 0;
   try {
-    reducer_.finish(options_.timeout);
+    const auto nonfinite = nonfinite_ranks();
+    if (!nonfinite.empty()) {
+      reducer_.finish(time_left(deadline));
+      throw NonFiniteError("NaN or Inf in the gradients of rank(s) " + nonfinite);
+    }
+    if (on_part) {
+      try {
+        in_parts = hand_out_buckets(on_part, deadline);
+      } catch (...) {
+        reducer_.finish(time_left(deadline));  // the step's first failure, if a bucket failed
+        throw;                                 // else the failure of `on_part`
+      }
+    }
+    reducer_.finish(time_left(deadline));
   } catch (const Error&) {
     const auto b = reducer_.failed_bucket();
     rethrow_with_context("step " + std::to_string(step) +
                          (b ? ", " + describe_bucket(*b) : std::string()) + ": ");
   }
-  times.waiting = std::chrono::duration<double>(Clock::now() - start).count();
+  times.waiting = seconds_since(start) - in_parts;
   const auto durations = reducer_.durations();
   const auto phases = reducer_.phase_times();
   for (const auto faults : reducer_.minor_faults()) times.communication_faults += faults;
@@ -175,11 +231,43 @@ ReduceTimes DataParallelEngine::finish_step() {
     times.decode += phases[b].decode;
     times.communicate += durations[b] - phases[b].encode - phases[b].decode;
   }
-  // The means go into the .grad that backward left (this rank's own
-  // gradient, dense and owned by the parameter), without allocating; a
-  // parameter without one (unused this step) gets a fresh tensor.
+  if (!on_part) {
+    for (std::size_t b = 0; b < buckets_.size(); ++b) write_means(b);
+  }
+  return times;
+}
+
+std::string DataParallelEngine::nonfinite_ranks() {
+  CallStatistics statistics;
+  statistics.finite = finite_;
+  CollectiveCall call(comm_, Fingerprint("data-parallel gradient check"),
+                      comm_.timeout(options_.collective.timeout), &statistics);
+  call.move([](int) {});
+  std::string ranks;
+  for (const int r : call.statistics().nonfinite_ranks) {
+    ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  }
+  return ranks;
+}
+
+double DataParallelEngine::hand_out_buckets(const PartReady& on_part, Clock::time_point deadline) {
+  double in_parts = 0;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    reducer_.work(b).wait(time_left(deadline));
+    write_means(b);
+    const auto start = Clock::now();
+    on_part(bucket_tensors_[b]);
+    in_parts += seconds_since(start);
+  }
+  return in_parts;
+}
+
+// The means go into the .grad that backward left (this rank's own
+// gradient, dense and owned by the parameter), without allocating; a
+// parameter without one (unused this step) gets a fresh tensor.
+void DataParallelEngine::write_means(std::size_t bucket) {
   torch::NoGradGuard no_grad;
-  for (std::size_t t = 0; t < parameters_.size(); ++t) {
+  for (const std::size_t t : plan_.buckets[bucket]) {
     auto& p = parameters_[t].second;
     const auto place = plan_.places[t];
     const auto mean = torch::from_blob(buckets_[place.bucket].data() + place.offset, p.sizes());
@@ -190,7 +278,6 @@ ReduceTimes DataParallelEngine::finish_step() {
       grad = mean.clone();
     }
   }
-  return times;
 }
 
 // Parameters in bucket layout before the optimizer step; afterwards the
@@ -221,32 +308,43 @@ void DataParallelEngine::observe_update(double next_step_size) {
   }
 }
 
-std::vector<torch::Tensor> DataParallelEngine::optimizer_parameters() {
-  std::vector<torch::Tensor> tensors;
-  for (const auto& [name, p] : parameters_) tensors.push_back(p);
-  return tensors;
-}
+std::vector<torch::Tensor> DataParallelEngine::optimizer_parameters() { return tensors_; }
 
 void DataParallelEngine::compute_gradients(const std::function<torch::Tensor()>& loss,
                                            OracleResult& result) {
+  compute_gradients_in_parts(loss, result, PartReady());
+}
+
+void DataParallelEngine::compute_gradients_in_parts(const std::function<torch::Tensor()>& loss,
+                                                    OracleResult& result,
+                                                    const PartReady& on_part) {
   const auto start = Clock::now();
   begin_step();
   auto value = loss();
   value.backward();
-  result.compute += std::chrono::duration<double>(Clock::now() - start).count();
+  result.compute += seconds_since(start);
   if (std::isnan(result.loss)) result.loss = value.item<double>();  // a step's first oracle
   const auto wait_start = Clock::now();
+  double in_parts = 0;
+  PartReady timed;
+  if (on_part) {
+    timed = [&](std::span<const torch::Tensor> part) {
+      const auto part_start = Clock::now();
+      on_part(part);
+      in_parts += seconds_since(part_start);
+    };
+  }
   try {
-    const ReduceTimes times = finish_step();
+    const ReduceTimes times = finish_step(timed);
     result.encode += times.encode;
     result.communicate += times.communicate;
     result.decode += times.decode;
     result.communication_faults += times.communication_faults;
   } catch (...) {
-    result.waiting += std::chrono::duration<double>(Clock::now() - wait_start).count();
+    result.waiting += seconds_since(wait_start) - in_parts;
     throw;
   }
-  result.waiting += std::chrono::duration<double>(Clock::now() - wait_start).count();
+  result.waiting += seconds_since(wait_start) - in_parts;
 }
 
 // Per bucket its codec's state and step counter; once, the per-tensor store.

@@ -77,6 +77,9 @@ class DataParallelEngine final : public Engine {
   // begin_step(), loss().backward(), finish_step().
   void compute_gradients(const std::function<torch::Tensor()>& loss,
                          OracleResult& result) override;
+  // Bucket by bucket, in the order the reducer completes them.
+  void compute_gradients_in_parts(const std::function<torch::Tensor()>& loss,
+                                  OracleResult& result, const PartReady& on_part) override;
   void before_update() override { snapshot_parameters(); }
   void after_update(double next_step_size) override { observe_update(next_step_size); }
   void save(torch::serialize::OutputArchive& archive) const override;
@@ -100,6 +103,10 @@ class DataParallelEngine final : public Engine {
   // keeps its type; a NonFiniteError leaves the engine ready for the next
   // step.
   ReduceTimes finish_step();
+  // The same, handing each bucket's tensors to `on_part` as soon as their
+  // means are in .grad (see Engine::compute_gradients_in_parts); `waiting`
+  // then leaves out the time spent in `on_part`.
+  ReduceTimes finish_step(const PartReady& on_part);
   // Optimizer feedback for codecs that need it (IntSGD): snapshot before
   // optimizer.step(), observe after it with the next step size.
   bool wants_feedback() const { return wants_feedback_; }
@@ -114,15 +121,28 @@ class DataParallelEngine final : public Engine {
  private:
   void on_gradient(std::size_t tensor, const torch::Tensor& grad);
   void check_layout_agrees();
+  // Zeroes the gradients of parameters backward did not reach and marks
+  // their buckets ready.
+  void close_step();
+  // The ranks whose gradients of this step hold NaN or Inf, as "1, 3"; ""
+  // when there are none (one small exchange on the caller's communicator).
+  std::string nonfinite_ranks();
+  // Waits for each bucket in turn, writes its means into .grad and hands
+  // its tensors to `on_part`; returns the seconds spent in `on_part`.
+  double hand_out_buckets(const PartReady& on_part, Clock::time_point deadline);
+  // Bucket b's means into its parameters' .grad.
+  void write_means(std::size_t bucket);
 
   Communicator& comm_;
   EngineOptions options_;
   std::vector<NamedTensor> parameters_;
+  std::vector<torch::Tensor> tensors_;  // the same tensors, unnamed
   BucketPlan plan_;
   // Per-tensor codec state of every bucket, keyed by parameter name.
   std::shared_ptr<TensorStateStore> codec_state_ = std::make_shared<TensorStateStore>();
   std::vector<std::unique_ptr<Codec>> codecs_;
   std::vector<std::vector<float>> buckets_;   // gradients, bucket layout
+  std::vector<std::vector<torch::Tensor>> bucket_tensors_;  // each bucket's parameters
   // Parameters before the optimizer step, then the update (bucket layout).
   std::vector<std::vector<float>> snapshot_;
   std::vector<unsigned> hook_ids_;
@@ -132,6 +152,7 @@ class DataParallelEngine final : public Engine {
 
   std::mutex mutex_;  // guards the per-step state below (hooks may run on any thread)
   bool in_step_ = false;
+  bool finite_ = true;  // this rank's gradients of the step so far
   std::vector<char> seen_;
   std::vector<std::size_t> pending_;
   BucketReducer reducer_;  // last: its thread stops before the buffers go

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct OracleResult {
   std::uint64_t communication_faults = 0;
 };
 
+// Receives a part of the optimizer's tensors whose mean gradients are final.
+using PartReady = std::function<void(std::span<const torch::Tensor> parameters)>;
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -52,6 +56,20 @@ class Engine {
   // and the bucket; the engine stays ready for the next oracle.
   virtual void compute_gradients(const std::function<torch::Tensor()>& loss,
                                  OracleResult& result) = 0;
+  // The same oracle, handing the mean gradients out part by part: `on_part`
+  // runs on this thread for each part of optimizer_parameters() as soon as
+  // that part's .grad holds its mean — every tensor in exactly one part,
+  // every part before this returns — so the caller can update those tensors
+  // while later parts are still being exchanged. Parts come only once every
+  // rank's gradients are known to be finite, so a NonFiniteError still
+  // comes before any part. Time spent in `on_part` is not counted in
+  // `result`. This default hands out one part, after compute_gradients.
+  virtual void compute_gradients_in_parts(const std::function<torch::Tensor()>& loss,
+                                          OracleResult& result, const PartReady& on_part) {
+    compute_gradients(loss, result);
+    const auto tensors = optimizer_parameters();
+    on_part(tensors);
+  }
 
   // Optimizer feedback for codecs that need it (IntSGD): before the
   // optimizer changes the parameters, and after, with the next step's size.

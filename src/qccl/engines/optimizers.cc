@@ -162,6 +162,39 @@ torch::Tensor InPlace<Libtorch>::step(torch::optim::Optimizer::LossClosure closu
   return loss;
 }
 
+template <class Libtorch>
+torch::optim::OptimizerParamGroup& InPlace<Libtorch>::group_of(const torch::Tensor& p) {
+  std::size_t parameters = 0;
+  for (const auto& group : this->param_groups_) parameters += group.params().size();
+  if (parameters != indexed_parameters_) {
+    group_index_.clear();
+    for (std::size_t g = 0; g < this->param_groups_.size(); ++g) {
+      for (const auto& q : this->param_groups_[g].params()) {
+        group_index_.emplace(q.unsafeGetTensorImpl(), g);
+      }
+    }
+    indexed_parameters_ = parameters;
+  }
+  const auto found = group_index_.find(p.unsafeGetTensorImpl());
+  if (found == group_index_.end()) {
+    throw InvalidArgument("optimizer: a tensor of " + std::to_string(p.numel()) +
+                          " elements that is not one of its parameters; pass the tensors the "
+                          "optimizer was built with");
+  }
+  return this->param_groups_[found->second];
+}
+
+// The same updates as step(), for some parameters, in the order given.
+template <class Libtorch>
+void InPlace<Libtorch>::step_parameters(std::span<const torch::Tensor> parameters) {
+  torch::NoGradGuard no_grad;
+  for (const auto& given : parameters) {
+    auto& group = group_of(given);
+    torch::Tensor p = given;  // shares the parameter's storage and .grad
+    if (p.grad().defined()) update(p, group.options());
+  }
+}
+
 template class InPlace<torch::optim::SGD>;
 template class InPlace<torch::optim::Adam>;
 template class InPlace<torch::optim::AdamW>;

@@ -17,7 +17,10 @@
 
 #include <torch/torch.h>
 
+#include <cstddef>
 #include <memory>
+#include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "qccl/common/export.h"
@@ -42,19 +45,37 @@ class StepScratch {
   std::int64_t per_slot_ = 0;
 };
 
+// An optimizer that can update some of its parameters at a time. Each
+// parameter's update reads only its own gradient, state and options, so
+// updating the parameters part by part — as their mean gradients arrive
+// from the exchange — gives the same bits as one step() over all of them.
+class PartwiseOptimizer {
+ public:
+  virtual ~PartwiseOptimizer() = default;
+  // Updates each of `parameters` (tensors of this optimizer's groups) that
+  // has a gradient, with its group's options, as step() would. Throws
+  // InvalidArgument for a tensor the optimizer does not hold.
+  virtual void step_parameters(std::span<const torch::Tensor> parameters) = 0;
+};
+
 // libtorch's optimizer `Libtorch` (SGD, Adam or AdamW: its options, state
 // and checkpoints) with its step computed in place, as above.
 template <class Libtorch>
-class InPlace final : public Libtorch {
+class InPlace final : public Libtorch, public PartwiseOptimizer {
  public:
   using Libtorch::Libtorch;
   torch::Tensor step(torch::optim::Optimizer::LossClosure closure = nullptr) override;
+  void step_parameters(std::span<const torch::Tensor> parameters) override;
 
  private:
   // One parameter's update from its (defined) gradient.
   void update(torch::Tensor& p, const torch::optim::OptimizerOptions& options);
+  // The group holding `p` (the index is rebuilt when groups change).
+  torch::optim::OptimizerParamGroup& group_of(const torch::Tensor& p);
 
   StepScratch scratch_;
+  std::unordered_map<const void*, std::size_t> group_index_;
+  std::size_t indexed_parameters_ = 0;
 };
 
 using InPlaceSGD = InPlace<torch::optim::SGD>;

@@ -26,6 +26,9 @@ struct StepContext {
   std::function<torch::Tensor()> loss;
   double lr = 0;       // this step's size, from the schedule
   double next_lr = 0;  // the next step's (0 after the run's last step)
+  // Update each part of the parameters as soon as its mean gradient has
+  // arrived (when the optimizer is a PartwiseOptimizer), not after the last.
+  bool overlap_updates = true;
 };
 
 struct StepOutcome {
@@ -48,7 +51,8 @@ class StepAlgorithm {
 
 // One oracle, then one optimizer step with the schedule's size (SGD, Adam,
 // AdamW: whatever `context.optimizer` is), with the codecs' feedback around
-// it.
+// it. With overlapped updates the step is taken part by part as the
+// engine hands out the mean gradients, bit for bit the same.
 class GradientStep final : public StepAlgorithm {
  public:
   std::string name() const override { return "gradient"; }

@@ -35,6 +35,9 @@ struct TrainConfig {
   std::uint64_t seed = 1;
   std::size_t bucket_cap_bytes = std::size_t{25} << 20;
   std::size_t first_bucket_bytes = std::size_t{1} << 20;
+  // Update each bucket's parameters as soon as its means arrive, while later
+  // buckets are still exchanged (the same bits as one step after the last).
+  bool overlap_updates = true;
   std::string checkpoint_dir;             // empty: no checkpoints
   std::size_t checkpoint_every = 0;       // steps; 0: only at the end
   bool resume = false;                    // continue from checkpoint_dir

@@ -90,7 +90,8 @@ void check_settings_agree(Communicator& comm, const TrainConfig& c, std::int64_t
                     (c.skip_nonfinite ? "on" : "off") + " (at most " +
                     std::to_string(c.max_skipped_consecutive) + " in a row, " +
                     std::to_string(c.max_skipped_total) + " in all), --verify-every " +
-                    std::to_string(c.verify_every));
+                    std::to_string(c.verify_every) + ", --no-overlap-updates " +
+                    (c.overlap_updates ? "off" : "on"));
   comm.run(fingerprint, comm.timeout(std::nullopt), [](int) {});
 }
 
@@ -300,7 +301,8 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
   const auto sent_before = engine_->bytes_sent();
   const auto k = static_cast<std::size_t>(at_.global_step);
   StepContext context{*engine_, *optimizer_, [&] { return task_->loss(batch); },
-                      learning_rate(schedule_, k), learning_rate(schedule_, k + 1)};
+                      learning_rate(schedule_, k), learning_rate(schedule_, k + 1),
+                      config_.overlap_updates};
   StepOutcome outcome;
   bool skipped = false;
   try {

@@ -59,6 +59,9 @@ void add_train(CLI::App& app, TrainCommand& command) {
   sub->add_option("--seed", c.seed, "seed of initialisation, data order and codecs (default 1)");
   sub->add_option("--bucket-cap", command.bucket_cap, "bucket size cap (default 25M)");
   sub->add_option("--first-bucket", command.first_bucket, "first bucket's cap (default 1M)");
+  sub->add_flag("--no-overlap-updates", command.no_overlap_updates,
+                "take the optimizer step after the last bucket's exchange, not bucket by bucket "
+                "as each bucket's means arrive (the same results; for measuring the overlap)");
   sub->add_option("--checkpoint-dir", c.checkpoint_dir, "write checkpoints here");
   sub->add_option("--checkpoint-every", c.checkpoint_every,
                   "checkpoint every K steps (default 0: at the end only)");
@@ -290,6 +293,7 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
     c.bucket_cap_bytes = parse_bytes(command.bucket_cap);
     c.first_bucket_bytes = parse_bytes(command.first_bucket);
     c.progress = !command.quiet;
+    c.overlap_updates = !command.no_overlap_updates;
     if (command.ranks < 0) throw InvalidArgument("--ranks must be positive");
     if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
     for (const auto& codec : command.codecs) {

@@ -20,6 +20,7 @@ struct TrainCommand {
   std::string summary_json;
   std::string config_file;  // consumed by expand_train_config before parsing
   bool quiet = false;
+  bool no_overlap_updates = false;
   int ranks = 0;
   long timeout_ms = 300000;
 };
