@@ -1,5 +1,6 @@
 #include "qccl/codecs/codec.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "qccl/collectives/allgather.h"
@@ -83,7 +84,31 @@ void Codec::allreduce_mean(Communicator& comm, std::span<float> data,
   check_supported(CodecOperation::allreduce_mean);
   validate_options(options, "allreduce mean");
   if (!own.empty()) check_same_length(data.size(), own.size(), "allreduce mean (own contribution)");
-  run_operation(comm, {CodecOperation::allreduce_mean, data, data, {}, own}, options);
+  run_operation(comm, {CodecOperation::allreduce_mean, data, data, {}, own, false, {}}, options);
+  ++step_;
+}
+
+void Codec::allreduce_mean_sparse(Communicator& comm, std::span<float> data,
+                                  std::span<const Range> support,
+                                  const CollectiveOptions& options) {
+  check_supported(CodecOperation::allreduce_mean);
+  validate_options(options, "allreduce mean");
+  std::size_t end = 0;
+  for (std::size_t k = 0; k < support.size(); ++k) {
+    const Range& r = support[k];
+    if ((k > 0 && r.first < end) || r.first > data.size() || r.count > data.size() - r.first) {
+      throw InvalidArgument(spec() + " sparse allreduce mean: support range " + std::to_string(k) +
+                            " [" + std::to_string(r.first) + ", " + std::to_string(r.end()) +
+                            ") is " + (k > 0 && r.first < end ? "before the end of the previous one"
+                                                             : "beyond the data's " +
+                                                                   std::to_string(data.size()) +
+                                                                   " elements") +
+                            "; give sorted, disjoint ranges inside the data");
+    }
+    end = r.end();
+  }
+  Operation operation{CodecOperation::allreduce_mean, data, data, {}, {}, true, support};
+  run_operation(comm, operation, options);
   ++step_;
 }
 
@@ -102,7 +127,8 @@ void Codec::reduce_scatter_mean(Communicator& comm, std::span<const float> input
   }
   check_no_partial_overlap(input, output, op);
   if (!own.empty()) check_same_length(input.size(), own.size(), "reduce-scatter mean (own contribution)");
-  run_operation(comm, {CodecOperation::reduce_scatter_mean, input, output, blocks, own}, options);
+  run_operation(comm, {CodecOperation::reduce_scatter_mean, input, output, blocks, own, false, {}},
+                options);
   ++step_;
 }
 
@@ -126,7 +152,7 @@ void Codec::allgatherv(Communicator& comm, std::span<const float> shard,
   }
   if (!own.empty()) check_same_length(shard.size(), own.size(), "allgather (own contribution)");
   const auto shards = ranges_from_counts(counts);
-  run_operation(comm, {CodecOperation::allgather, shard, output, shards, own}, options);
+  run_operation(comm, {CodecOperation::allgather, shard, output, shards, own, false, {}}, options);
   ++step_;
 }
 
@@ -147,8 +173,7 @@ void Codec::run_operation(Communicator& comm, const Operation& operation,
   // collective.
   const std::size_t elements = operation.kind == CodecOperation::allgather ? operation.output.size()
                                                                            : operation.input.size();
-  CollectiveCall call = begin_step(comm, setup, local_norm_statistic(operation.input, norm_kind()),
-                                   elements, options);
+  CollectiveCall call = begin_step(comm, setup, local_statistic(operation), elements, options);
   // Building the reduction is where codecs select or scale from the whole
   // input (Top-k, DGC, the per-tensor levels): it counts as encoding.
   std::unique_ptr<Reduction> reduction;
@@ -164,6 +189,23 @@ void Codec::run_operation(Communicator& comm, const Operation& operation,
   }
   // 3. Completion.
   complete_step(setup, reduction.get(), operation);
+}
+
+// The norm statistic of this rank's input. The ∞-norm of input that is
+// zero outside its support is the largest over the support's ranges; the
+// squared 2-norm is summed in blocks whose rounding depends on where they
+// start, so it reads the whole input, for the same bits as without support.
+double Codec::local_statistic(const Operation& operation) const {
+  if (!operation.has_support || norm_kind() != NormKind::inf) {
+    return local_norm_statistic(operation.input, norm_kind());
+  }
+  double largest = 0;
+  for (const Range& r : operation.support) {
+    const double part = local_norm_statistic(operation.input.subspan(r.first, r.count), norm_kind());
+    if (std::isnan(part)) return part;
+    largest = std::max(largest, part);
+  }
+  return largest;
 }
 
 CollectiveCall Codec::begin_step(Communicator& comm, StepSetup& setup, double statistic,

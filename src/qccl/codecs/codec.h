@@ -160,6 +160,16 @@ class Codec {
   // Q(data) is written there.
   void allreduce_mean(Communicator& comm, std::span<float> data,
                       const CollectiveOptions& options = {}, std::span<float> own = {});
+  // allreduce_mean of data that is exactly zero outside `support` (sorted,
+  // disjoint element ranges: say the rows of an embedding table that this
+  // rank's batch touched; the caller vouches for the zeros). The result is
+  // allreduce_mean's, bit for bit. A codec with a sparse path (Global-QSGD
+  // sparse=auto) then reads, encodes and writes only the support and what
+  // other ranks send, so its time follows the non-zeros rather than the
+  // length; the others ignore the hint. InvalidArgument for ranges out of
+  // order, overlapping or beyond `data`.
+  void allreduce_mean_sparse(Communicator& comm, std::span<float> data,
+                             std::span<const Range> support, const CollectiveOptions& options = {});
   // Rank r gets the mean over ranks of block r of `input`
   // (reduce_scatter_blocks(input.size(), n)[r]) in `output`.
   void reduce_scatter_mean(Communicator& comm, std::span<const float> input,
@@ -212,6 +222,9 @@ class Codec {
     std::span<float> output;
     std::span<const Range> pieces;  // reduce-scatter blocks or allgather shards
     std::span<float> own;           // empty: not wanted
+    // allreduce_mean_sparse: the input is zero outside `support`.
+    bool has_support = false;
+    std::span<const Range> support;
   };
   // Runs one operation: by default the three-part step below. A wrapper
   // (error feedback) runs its inner codec's operation instead.
@@ -254,6 +267,9 @@ class Codec {
   // Turns an output that holds the sum over ranks into their mean (the
   // means; an allgather's shards are left as they are).
   static void sum_to_mean(const StepSetup& setup, const Operation& operation);
+  // This rank's norm statistic (local_norm_statistic) of the operation's
+  // input, read over its support when it has one.
+  double local_statistic(const Operation& operation) const;
   // Aggregation::allgather_decode: whether the means are the mean of the
   // ranks' decoded values (QSGD, natural compression, Top-k, DGC, the
   // one-bit levels), which the decode-and-sum path then forms itself, the

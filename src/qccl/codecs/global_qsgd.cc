@@ -135,110 +135,160 @@ class GlobalQsgdCodec final : public Codec {
   }
 
   // Sparse aggregation (Algorithm 1, lines 6-8). Each rank quantizes exactly
-  // as the dense path would (same generator, same codes) and counts its
-  // non-zero codes; one small exchange gives every rank every count, so all
-  // take the same branch. If the non-zeros, 5 bytes each (uint32 index +
-  // code), total less than twice one dense encoding (the ring's per-rank
-  // traffic against the allgather's), they are allgathered and every rank
-  // adds them up in rank order: linear codes as exact integer sums (the
-  // dense result, bit for bit), exponential codes exactly in double (no
-  // C_nat rounding). Returns false, having moved no data, when dense is
-  // smaller; the dense allreduce then encodes again.
+  // as the dense path would (same generator, same codes: zeros always code
+  // to 0) and lists its non-zero codes; one small exchange gives every rank
+  // every count, so all take the same branch. If the non-zeros, 5 bytes each
+  // (uint32 index + code), total less than twice one dense encoding (the
+  // ring's per-rank traffic against the allgather's), they are allgathered
+  // and every rank adds them up in rank order: linear codes as exact integer
+  // sums (the dense result, bit for bit), exponential codes exactly in
+  // double (no C_nat rounding). Returns false, having moved no data, when
+  // dense is smaller; the dense allreduce then encodes again.
+  //
+  // Given a support (allreduce_mean_sparse) and no `own` to fill, the time
+  // follows the non-zeros: only the support is encoded and cleared, and the
+  // sums go into accumulators that stay zero between steps, read and reset
+  // at the gathered indices only.
   bool allreduce_sparse(Communicator& comm, int tag, const Operation& operation,
                         const StepSetup& setup, Reduction& reduction,
                         const CollectiveOptions& options) const {
-    constexpr std::size_t kEntryBytes = 5;
-    const std::span<const float> input = operation.input;
-    const std::span<float> data = operation.output;
-    const std::size_t d = input.size();
+    const std::size_t d = operation.input.size();
     if (d > std::numeric_limits<std::uint32_t>::max()) return false;  // same on every rank
-    // Every buffer is the codec's, kept from step to step.
-    SparseBuffers& b = sparse_buffers_;
-    std::vector<std::byte>& codes = b.codes;
-    codes.resize(d);
-    if (d > 0) {
-      PhaseScope timed(options.phases, &PhaseTimes::encode);
-      reduction.encode(input, 0, codes);
-      if (!operation.own.empty()) reduction.decode_contribution(codes, 0, operation.own);
-    }
-    std::vector<std::uint32_t>& index = b.index;
-    index.clear();
-    for (std::size_t i = 0; i < d; ++i) {
-      if (codes[i] != std::byte{0}) index.push_back(static_cast<std::uint32_t>(i));
-    }
+    const bool on_support = operation.has_support && operation.own.empty();
+    list_own_codes(operation, reduction, options, on_support);
     // Every rank's count, on the step's tag: every rank takes the same branch.
     const auto n = static_cast<std::size_t>(comm.size());
-    const auto counts = allgather_counts_body(comm, tag, index.size(), comm.timeout(options.timeout));
+    SparseBuffers& b = sparse_buffers_;
+    const auto counts =
+        allgather_counts_body(comm, tag, b.index.size(), comm.timeout(options.timeout));
     std::size_t total = 0;
     for (std::size_t c : counts) total += c;
     if (total * kEntryBytes >= 2 * d) return false;
 
-    const std::size_t nnz = index.size();
-    std::vector<std::byte>& mine = b.mine;
-    mine.resize(nnz * kEntryBytes);
-    std::memcpy(mine.data(), index.data(), nnz * 4);
-    for (std::size_t k = 0; k < nnz; ++k) mine[nnz * 4 + k] = codes[index[k]];
+    const std::size_t nnz = b.index.size();
+    b.mine.resize(nnz * kEntryBytes);
+    std::memcpy(b.mine.data(), b.index.data(), nnz * 4);
+    std::memcpy(b.mine.data() + nnz * 4, b.own_codes.data(), nnz);
     std::vector<std::size_t> byte_counts(n);
     for (std::size_t r = 0; r < n; ++r) byte_counts[r] = counts[r] * kEntryBytes;
-    std::vector<std::byte>& all = b.all;
-    all.resize(total * kEntryBytes);
-    allgatherv_bytes_body(comm, tag, mine, byte_counts, all, options);
+    b.all.resize(total * kEntryBytes);
+    allgatherv_bytes_body(comm, tag, b.mine, byte_counts, b.all, options);
 
-    const int ranks = setup.ranks;
-    const bool linear = config_.dither == Dither::linear;
-    const int levels = linear ? linear_levels_per_rank(8, ranks) : 0;
-    const int c = linear ? 0 : exp_dither::headroom(ranks, setup.algorithm == Algorithm::ring);
-    std::vector<std::int32_t>& level_sum = b.level_sum;
-    std::vector<double>& value_sum = b.value_sum;
-    level_sum.assign(linear ? d : 0, 0);
-    value_sum.assign(linear ? 0 : d, 0.0);
     PhaseScope timed(options.phases, &PhaseTimes::decode);
-    std::size_t offset = 0;
-    for (std::size_t r = 0; r < n; ++r) {
-      const std::byte* block = all.data() + offset;
-      const std::size_t entries = counts[r];
-      for (std::size_t k = 0; k < entries; ++k) {
-        std::uint32_t i;
-        std::memcpy(&i, block + 4 * k, 4);
-        const auto code = static_cast<std::uint8_t>(block[4 * entries + k]);
-        const int e = exp_dither::exponent(code);
-        const bool bad_code = linear ? std::abs(static_cast<std::int8_t>(code)) > levels
-                                     : (e < c || e > exp_dither::kMaxExponent);
-        if (i >= d || bad_code) {
-          throw CommError(spec() + ": sparse entry from rank " + std::to_string(r) +
-                          " is out of range (corrupt message?)");
-        }
-        if (linear) {
-          level_sum[i] += static_cast<std::int8_t>(code);
-        } else {
-          value_sum[i] += exp_dither::value(code, c);
-        }
-      }
-      offset += byte_counts[r];
-    }
-    const double norm = setup.norm;
-    if (linear) {
-      // The dense decode's arithmetic (decode_levels): integer sum times
-      // the same fp32 step, or in double for a step beyond fp32.
-      const double step = norm / (static_cast<double>(levels) * ranks);
-      const auto step_f = static_cast<float>(step);
-      for (std::size_t i = 0; i < d; ++i) {
-        data[i] = std::isfinite(step_f)
-                      ? std::clamp(static_cast<float>(level_sum[i]) * step_f, -FLT_MAX, FLT_MAX)
-                      : saturate_to_fp32(level_sum[i] * step);
+    if (on_support) {
+      for (const Range& r : operation.support) {
+        std::fill_n(operation.output.begin() + static_cast<std::ptrdiff_t>(r.first), r.count, 0.0f);
       }
     } else {
-      const double scale = norm / ranks;
-      for (std::size_t i = 0; i < d; ++i) data[i] = saturate_to_fp32(value_sum[i] * scale);
+      std::fill(operation.output.begin(), operation.output.end(), 0.0f);
     }
+    sum_gathered_codes(counts, setup, operation.output);
     return true;
   }
+
+  // This rank's non-zero codes and their indices (b.own_codes, b.index), in
+  // increasing index order: from the support's ranges alone, or from the
+  // whole input (which also gives `own`).
+  void list_own_codes(const Operation& operation, Reduction& reduction,
+                      const CollectiveOptions& options, bool on_support) const {
+    SparseBuffers& b = sparse_buffers_;
+    b.index.clear();
+    b.own_codes.clear();
+    PhaseScope timed(options.phases, &PhaseTimes::encode);
+    const auto add_nonzero = [&b](std::span<const std::byte> codes, std::size_t first) {
+      for (std::size_t k = 0; k < codes.size(); ++k) {
+        if (codes[k] == std::byte{0}) continue;
+        b.index.push_back(static_cast<std::uint32_t>(first + k));
+        b.own_codes.push_back(codes[k]);
+      }
+    };
+    if (on_support) {
+      for (const Range& r : operation.support) {
+        b.codes.resize(r.count);
+        if (r.count == 0) continue;
+        reduction.encode(operation.input.subspan(r.first, r.count), r.first, b.codes);
+        add_nonzero(b.codes, r.first);
+      }
+      return;
+    }
+    b.codes.resize(operation.input.size());
+    if (b.codes.empty()) return;
+    reduction.encode(operation.input, 0, b.codes);
+    if (!operation.own.empty()) reduction.decode_contribution(b.codes, 0, operation.own);
+    add_nonzero(b.codes, 0);
+  }
+
+  // Calls f(rank, index, code) for every gathered entry (b.all: rank r's
+  // `counts[r]` indices, then their codes), in rank order.
+  template <class F>
+  void for_each_gathered(std::span<const std::size_t> counts, const F& f) const {
+    const std::byte* block = sparse_buffers_.all.data();
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      for (std::size_t k = 0; k < counts[r]; ++k) {
+        std::uint32_t i;
+        std::memcpy(&i, block + 4 * k, 4);
+        f(r, i, static_cast<std::uint8_t>(block[4 * counts[r] + k]));
+      }
+      block += counts[r] * kEntryBytes;
+    }
+  }
+
+  // Adds every rank's gathered codes in rank order into accumulators that
+  // are zero on entry, writes the mean at every gathered index of `output`
+  // (zero elsewhere already), and resets the accumulators there — after
+  // every index is written, since an index several ranks sent must read its
+  // whole sum each time. Throws CommError for an index or code out of range
+  // (the accumulators are then dropped, to be refilled with zeros).
+  void sum_gathered_codes(std::span<const std::size_t> counts, const StepSetup& setup,
+                          std::span<float> output) const {
+    SparseBuffers& b = sparse_buffers_;
+    const std::size_t d = output.size();
+    const bool linear = config_.dither == Dither::linear;
+    const int levels = linear ? linear_levels_per_rank(8, setup.ranks) : 0;
+    const int c = linear ? 0 : exp_dither::headroom(setup.ranks, setup.algorithm == Algorithm::ring);
+    if (linear && b.level_sum.size() != d) b.level_sum.assign(d, 0);
+    if (!linear && b.value_sum.size() != d) b.value_sum.assign(d, 0.0);
+    for_each_gathered(counts, [&](std::size_t r, std::uint32_t i, std::uint8_t code) {
+      const int e = exp_dither::exponent(code);
+      const bool bad_code = linear ? std::abs(static_cast<std::int8_t>(code)) > levels
+                                   : (e < c || e > exp_dither::kMaxExponent);
+      if (i >= d || bad_code) {
+        b.level_sum.clear();
+        b.value_sum.clear();
+        throw CommError(spec() + ": sparse entry from rank " + std::to_string(r) +
+                        " is out of range (corrupt message?)");
+      }
+      if (linear) b.level_sum[i] += static_cast<std::int8_t>(code);
+      else b.value_sum[i] += exp_dither::value(code, c);
+    });
+    // The dense decode's arithmetic (decode_levels): integer sum times the
+    // same fp32 step, or in double for a step beyond fp32.
+    const double step = linear ? setup.norm / (static_cast<double>(levels) * setup.ranks) : 0;
+    const auto step_f = static_cast<float>(step);
+    const double scale = setup.norm / setup.ranks;
+    for_each_gathered(counts, [&](std::size_t, std::uint32_t i, std::uint8_t) {
+      if (!linear) {
+        output[i] = saturate_to_fp32(b.value_sum[i] * scale);
+      } else if (std::isfinite(step_f)) {
+        output[i] = std::clamp(static_cast<float>(b.level_sum[i]) * step_f, -FLT_MAX, FLT_MAX);
+      } else {
+        output[i] = saturate_to_fp32(b.level_sum[i] * step);
+      }
+    });
+    for_each_gathered(counts, [&](std::size_t, std::uint32_t i, std::uint8_t) {
+      if (linear) b.level_sum[i] = 0;
+      else b.value_sum[i] = 0.0;
+    });
+  }
+
+  static constexpr std::size_t kEntryBytes = 5;
 
   GlobalQsgdConfig config_;
   // The sparse path's codes, non-zero positions, outgoing and gathered
   // entries and sums: allocated by the first steps, reused by the next.
+  // level_sum and value_sum are zero between steps.
   struct SparseBuffers {
-    std::vector<std::byte> codes, mine, all;
+    std::vector<std::byte> codes, own_codes, mine, all;
     std::vector<std::uint32_t> index;
     std::vector<std::int32_t> level_sum;
     std::vector<double> value_sum;

@@ -78,6 +78,9 @@ DataParallelEngine::DataParallelEngine(Communicator& comm, std::vector<NamedTens
   }
   for (const auto& [name, p] : parameters_) tensors_.push_back(p);
   seen_.assign(parameters_.size(), 0);
+  sparse_.assign(parameters_.size(), 0);
+  tensor_rows_.resize(parameters_.size());
+  supports_.resize(plan_.bucket_count());
   pending_.assign(plan_.bucket_count(), 0);
   check_layout_agrees();
   for (std::size_t t = 0; t < parameters_.size(); ++t) {
@@ -131,11 +134,15 @@ void DataParallelEngine::broadcast_from_root(std::vector<torch::Tensor> buffers)
 
 void DataParallelEngine::begin_step() {
   std::vector<BucketWork> work;
-  for (std::size_t b = 0; b < buckets_.size(); ++b) work.emplace_back(codecs_[b].get(), buckets_[b]);
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    work.emplace_back(codecs_[b].get(), buckets_[b]);
+    work.back().support = &supports_[b];
+  }
   std::lock_guard lock(mutex_);
   if (in_step_) throw InvalidArgument("data-parallel engine: begin_step() twice without finish_step()");
   for (auto& [name, p] : parameters_) p.mutable_grad() = torch::Tensor();
   std::fill(seen_.begin(), seen_.end(), 0);
+  std::fill(sparse_.begin(), sparse_.end(), 0);
   finite_ = true;
   for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = plan_.buckets[b].size();
   reducer_.begin(std::move(work));
@@ -143,14 +150,16 @@ void DataParallelEngine::begin_step() {
 }
 
 // Runs inside backward, once per parameter per step, with the parameter's
-// whole gradient (autograd sums every use of a leaf before its hooks run).
+// whole gradient (autograd sums every use of a leaf before its hooks run):
+// dense, or sparse rows (an embedding with sparse gradients).
 void DataParallelEngine::on_gradient(std::size_t tensor, const torch::Tensor& grad) {
   const auto& name = parameters_[tensor].first;
-  if (grad.is_sparse() || grad.scalar_type() != torch::kFloat) {
+  if (grad.scalar_type() != torch::kFloat ||
+      (grad.is_sparse() && (grad.sparse_dim() != 1 || grad.sizes() != parameters_[tensor].second.sizes()))) {
     throw InvalidArgument("data-parallel engine: gradient of '" + name +
-                          "' is not a dense fp32 tensor");
+                          "' is neither a dense fp32 tensor nor fp32 rows of a sparse one");
   }
-  const auto g = grad.contiguous();
+  const auto g = grad.is_sparse() ? grad.coalesce() : grad.contiguous();
   const auto place = plan_.places[tensor];
   std::lock_guard lock(mutex_);
   if (!in_step_) {
@@ -162,10 +171,76 @@ void DataParallelEngine::on_gradient(std::size_t tensor, const torch::Tensor& gr
                           "' in one step; call backward() once per step");
   }
   seen_[tensor] = 1;
-  finite_ = copy_and_check_finite(buckets_[place.bucket].data() + place.offset,
-                                  g.data_ptr<float>(), static_cast<std::size_t>(g.numel())) &&
-            finite_;
-  if (--pending_[place.bucket] == 0) reducer_.ready(place.bucket);
+  if (g.is_sparse()) {
+    place_sparse_gradient(tensor, g);
+  } else {
+    finite_ = copy_and_check_finite(buckets_[place.bucket].data() + place.offset,
+                                    g.data_ptr<float>(), static_cast<std::size_t>(g.numel())) &&
+              finite_;
+  }
+  if (--pending_[place.bucket] == 0) bucket_ready(place.bucket);
+}
+
+// Coalesced rows (sorted, each once): the region is cleared — at memory
+// speed; it held last step's means — and each row copied to its place.
+void DataParallelEngine::place_sparse_gradient(std::size_t tensor, const torch::Tensor& grad) {
+  const auto& p = parameters_[tensor].second;
+  const auto place = plan_.places[tensor];
+  const auto row = static_cast<std::size_t>(p.numel() / std::max<std::int64_t>(p.size(0), 1));
+  float* region = buckets_[place.bucket].data() + place.offset;
+  std::fill_n(region, static_cast<std::size_t>(p.numel()), 0.0f);
+  const auto indices = grad._indices();
+  const auto values = grad._values().contiguous();
+  const std::int64_t* rows = indices.data_ptr<std::int64_t>();
+  const float* from = values.data_ptr<float>();
+  auto& ranges = tensor_rows_[tensor];
+  ranges.clear();
+  for (std::int64_t k = 0; k < indices.size(1); ++k) {
+    const std::size_t first = place.offset + static_cast<std::size_t>(rows[k]) * row;
+    finite_ = copy_and_check_finite(buckets_[place.bucket].data() + first,
+                                    from + static_cast<std::size_t>(k) * row, row) &&
+              finite_;
+    if (!ranges.empty() && ranges.back().end() == first) {
+      ranges.back().count += row;
+    } else {
+      ranges.push_back({first, row});
+    }
+  }
+  sparse_[tensor] = 1;
+}
+
+// The support, when some tensor of the bucket came sparse: its rows'
+// ranges, every dense tensor whole; tensors unused this step (zero) left
+// out. Sorted by place, adjacent ranges merged.
+void DataParallelEngine::bucket_ready(std::size_t bucket) {
+  auto& support = supports_[bucket];
+  const auto& tensors = plan_.buckets[bucket];
+  if (std::none_of(tensors.begin(), tensors.end(), [&](std::size_t t) { return sparse_[t]; })) {
+    support.reset();
+    reducer_.ready(bucket);
+    return;
+  }
+  if (!support) support.emplace();
+  support->clear();
+  for (const std::size_t t : tensors) {
+    if (sparse_[t]) {
+      support->insert(support->end(), tensor_rows_[t].begin(), tensor_rows_[t].end());
+    } else if (seen_[t] == 1) {
+      support->push_back({plan_.places[t].offset, static_cast<std::size_t>(parameters_[t].second.numel())});
+    }
+  }
+  std::sort(support->begin(), support->end(),
+            [](const Range& a, const Range& b) { return a.first < b.first; });
+  std::size_t kept = 0;
+  for (const Range& r : *support) {
+    if (kept > 0 && (*support)[kept - 1].end() == r.first) {
+      (*support)[kept - 1].count += r.count;
+    } else {
+      (*support)[kept++] = r;
+    }
+  }
+  support->resize(kept);
+  reducer_.ready(bucket);
 }
 
 // Parameters that took no part in this step's loss contribute zero (what
@@ -175,11 +250,11 @@ void DataParallelEngine::close_step() {
   if (!in_step_) throw InvalidArgument("data-parallel engine: finish_step() without begin_step()");
   for (std::size_t t = 0; t < parameters_.size(); ++t) {
     if (seen_[t]) continue;
-    seen_[t] = 1;
+    seen_[t] = 2;  // unused: zero, outside any support
     const auto place = plan_.places[t];
     const auto count = static_cast<std::size_t>(parameters_[t].second.numel());
     std::fill_n(buckets_[place.bucket].data() + place.offset, count, 0.0f);
-    if (--pending_[place.bucket] == 0) reducer_.ready(place.bucket);
+    if (--pending_[place.bucket] == 0) bucket_ready(place.bucket);
   }
   in_step_ = false;
 }
@@ -264,7 +339,9 @@ double DataParallelEngine::hand_out_buckets(const PartReady& on_part, Clock::tim
 
 // The means go into the .grad that backward left (this rank's own
 // gradient, dense and owned by the parameter), without allocating; a
-// parameter without one (unused this step) gets a fresh tensor.
+// parameter whose gradient came sparse gets a dense view of its bucket
+// region (dense optimizers update it as any other), and one without a
+// gradient (unused this step) a fresh tensor.
 void DataParallelEngine::write_means(std::size_t bucket) {
   torch::NoGradGuard no_grad;
   for (const std::size_t t : plan_.buckets[bucket]) {
@@ -272,7 +349,9 @@ void DataParallelEngine::write_means(std::size_t bucket) {
     const auto place = plan_.places[t];
     const auto mean = torch::from_blob(buckets_[place.bucket].data() + place.offset, p.sizes());
     auto& grad = p.mutable_grad();
-    if (grad.defined() && grad.is_contiguous() && grad.sizes() == p.sizes()) {
+    if (sparse_[t] || (grad.defined() && grad.is_sparse())) {
+      grad = mean;  // a dense view of the bucket, valid until the next begin_step()
+    } else if (grad.defined() && grad.is_contiguous() && grad.sizes() == p.sizes()) {
       grad.copy_(mean);
     } else {
       grad = mean.clone();

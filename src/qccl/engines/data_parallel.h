@@ -25,6 +25,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -120,6 +121,12 @@ class DataParallelEngine final : public Engine {
 
  private:
   void on_gradient(std::size_t tensor, const torch::Tensor& grad);
+  // A sparse gradient (an embedding's rows) into the bucket: the tensor's
+  // region zeroed, its rows written, their ranges kept. Caller holds mutex_.
+  void place_sparse_gradient(std::size_t tensor, const torch::Tensor& grad);
+  // Marks bucket b ready, with its support when a tensor of it had a sparse
+  // gradient. Caller holds mutex_.
+  void bucket_ready(std::size_t bucket);
   void check_layout_agrees();
   // Zeroes the gradients of parameters backward did not reach and marks
   // their buckets ready.
@@ -143,6 +150,12 @@ class DataParallelEngine final : public Engine {
   std::vector<std::unique_ptr<Codec>> codecs_;
   std::vector<std::vector<float>> buckets_;   // gradients, bucket layout
   std::vector<std::vector<torch::Tensor>> bucket_tensors_;  // each bucket's parameters
+  // Sparse gradients of this step: per tensor whether its gradient came
+  // sparse and its rows' ranges in bucket layout; per bucket the support
+  // handed to the codec (none when every gradient in it was dense).
+  std::vector<char> sparse_;
+  std::vector<std::vector<Range>> tensor_rows_;
+  std::vector<std::optional<std::vector<Range>>> supports_;
   // Parameters before the optimizer step, then the update (bucket layout).
   std::vector<std::vector<float>> snapshot_;
   std::vector<unsigned> hook_ids_;

@@ -215,16 +215,20 @@ class CharLstmTask final : public Task {
 
 // ---- Recommendation model on generated clicks --------------------------------
 
-// One embedding table per categorical field (dense gradients: every step
-// reduces every table, which is what makes this model communication-bound),
-// concatenated into a small MLP that predicts the click.
+// One embedding table per categorical field, concatenated into a small MLP
+// that predicts the click. Every step's gradient spans every table, which
+// makes this model communication-bound; with sparse gradients (the default)
+// autograd gives only the rows the batch touched, and the engine hands the
+// codec those rows (Global-QSGD sparse=auto then works in proportion to
+// them).
 struct RecommenderNet : nn::Module {
   std::vector<nn::Embedding> tables;
   nn::Linear fc1{nullptr}, fc2{nullptr}, fc3{nullptr};
   static constexpr std::int64_t kDim = 16;
-  RecommenderNet(std::size_t fields, std::int64_t values) {
+  RecommenderNet(std::size_t fields, std::int64_t values, bool sparse) {
     for (std::size_t f = 0; f < fields; ++f) {
-      tables.push_back(register_module("table" + std::to_string(f), nn::Embedding(values, kDim)));
+      tables.push_back(register_module("table" + std::to_string(f),
+                                       nn::Embedding(nn::EmbeddingOptions(values, kDim).sparse(sparse))));
     }
     fc1 = register_module("fc1", nn::Linear(static_cast<std::int64_t>(fields) * kDim, 128));
     fc2 = register_module("fc2", nn::Linear(128, 64));
@@ -246,7 +250,8 @@ class RecommenderTask final : public Task {
       : data_(data::ClickDataShape{config.fields, config.values_per_field, config.click_samples,
                                    std::max<std::size_t>(config.click_samples / 10, 1)},
               config.seed),
-        net_(config.fields, static_cast<std::int64_t>(config.values_per_field)) {}
+        net_(config.fields, static_cast<std::int64_t>(config.values_per_field),
+             config.sparse_embeddings) {}
   std::string metric_name() const override { return "accuracy"; }
   std::size_t train_size() const override { return data_.shape().train_samples; }
   std::size_t test_size() const override { return data_.shape().test_samples; }

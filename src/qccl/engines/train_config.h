@@ -58,6 +58,9 @@ struct TrainConfig {
   std::size_t sequence_length = 64;       // char-lstm
   std::size_t hidden = 256;               // char-lstm
   std::size_t fields = 8, values_per_field = 100000;  // recommender
+  // recommender: embedding tables with sparse gradients (the rows a batch
+  // touched), which the engine reduces in proportion to those rows.
+  bool sparse_embeddings = true;
   std::size_t click_samples = 200000;     // recommender training samples
   // Keep the final parameters in the summary (tests compare runs).
   bool return_parameters = false;

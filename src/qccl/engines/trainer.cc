@@ -72,7 +72,8 @@ std::string optimizer_text(const TrainConfig& c) {
 // rank with a MismatchError naming the field and the ranks.
 void check_settings_agree(Communicator& comm, const TrainConfig& c, std::int64_t resume_step) {
   Fingerprint fingerprint("train settings");
-  fingerprint.add_text("model and data", c.model + " on " + c.data)
+  fingerprint.add_text("model and data", c.model + " on " + c.data +
+                                             (c.sparse_embeddings ? "" : ", --dense-embeddings"))
       .add_text("codec", make_codec(c.codec)->spec())
       .add_text("optimizer", optimizer_text(c))
       .add_text("schedule", "batch " + std::to_string(c.batch) + " per rank, " +

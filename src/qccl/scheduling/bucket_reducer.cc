@@ -76,7 +76,11 @@ void BucketReducer::reduce(Communicator& comm, std::size_t bucket, const BucketW
   const auto faults_before = thread_minor_faults();
   const auto start = Clock::now();
   try {
-    work.codec->allreduce_mean(comm, work.data, options);
+    if (work.support && work.support->has_value()) {
+      work.codec->allreduce_mean_sparse(comm, work.data, **work.support, options);
+    } else {
+      work.codec->allreduce_mean(comm, work.data, options);
+    }
   } catch (...) {
     std::lock_guard lock(mutex_);
     if (!failed_) failed_ = bucket;

@@ -38,6 +38,12 @@ struct BucketWork {
   std::span<float> data;      // replaced by the mean over ranks
   // Runs on the stream's thread once the bucket is reduced (or failed).
   std::function<void(const Work&)> on_done;
+  // When it points to ranges (read once the bucket is ready): `data` is
+  // zero outside these sorted, disjoint ranges, and the bucket is reduced by
+  // Codec::allreduce_mean_sparse (the same result; time in proportion to the
+  // non-zeros where the codec has a sparse path). They must stay unchanged
+  // until the bucket is reduced.
+  const std::optional<std::vector<Range>>* support = nullptr;
 };
 
 class BucketReducer {

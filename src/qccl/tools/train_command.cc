@@ -91,6 +91,8 @@ void add_train(CLI::App& app, TrainCommand& command) {
   sub->add_option("--values-per-field", c.values_per_field,
                   "recommender: rows of each embedding table (100000)");
   sub->add_option("--click-samples", c.click_samples, "recommender: training samples (200000)");
+  sub->add_flag("--dense-embeddings", command.dense_embeddings,
+                "recommender: embedding gradients as dense tensors (default: sparse rows)");
   add_ranks_option(*sub, command.ranks);
   sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
 }
@@ -294,6 +296,7 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
     c.first_bucket_bytes = parse_bytes(command.first_bucket);
     c.progress = !command.quiet;
     c.overlap_updates = !command.no_overlap_updates;
+    c.sparse_embeddings = !command.dense_embeddings;
     if (command.ranks < 0) throw InvalidArgument("--ranks must be positive");
     if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
     for (const auto& codec : command.codecs) {

@@ -21,6 +21,7 @@ struct TrainCommand {
   std::string config_file;  // consumed by expand_train_config before parsing
   bool quiet = false;
   bool no_overlap_updates = false;
+  bool dense_embeddings = false;
   int ranks = 0;
   long timeout_ms = 300000;
 };
