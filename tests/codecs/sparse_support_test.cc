@@ -78,6 +78,7 @@ INSTANTIATE_TEST_SUITE_P(
                       SparseSupportCase{4, "global-qsgd:sparse=auto"},
                       SparseSupportCase{7, "global-qsgd:sparse=auto"},
                       SparseSupportCase{3, "global-qsgd:dither=exp,sparse=auto"},
+                      SparseSupportCase{4, "global-qsgd:bits=4,sparse=auto"},
                       SparseSupportCase{7, "global-qsgd:dither=exp,sparse=auto"},
                       SparseSupportCase{3, "global-qsgd:norm=2,sparse=auto"},
                       SparseSupportCase{3, "global-qsgd"}, SparseSupportCase{3, "fp32"},
@@ -87,7 +88,8 @@ INSTANTIATE_TEST_SUITE_P(
 // the rate its own spread allows (5σ per element): unbiased, exponential
 // dithering included (whose sums are exact in double, not C_nat-rounded).
 TEST(SparseSupport, GlobalQsgdSparsePathIsUnbiased) {
-  for (const char* spec : {"global-qsgd:sparse=auto", "global-qsgd:dither=exp,sparse=auto"}) {
+  for (const char* spec : {"global-qsgd:sparse=auto", "global-qsgd:dither=exp,sparse=auto",
+                           "global-qsgd:bits=4,sparse=auto"}) {
     constexpr int kRanks = 3, kRounds = 1500;
     constexpr std::size_t kRows = 40;
     std::vector<double> exact(kRows * kRow, 0.0);

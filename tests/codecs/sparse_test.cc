@@ -96,8 +96,17 @@ TEST(SparseTest, BeyondOneHundredTwentySevenRanksFallsBackToDense) {
   EXPECT_EQ(automatic.bytes_sent, dense.bytes_sent);
 }
 
-TEST(SparseTest, NeedsEightBits) {
-  EXPECT_THROW(make_codec("global-qsgd:bits=4,sparse=auto"), InvalidArgument);
+// 4-bit: each rank's own 7-level codes summed exactly, unbiased, sending
+// less than the dense 4-bit allreduce.
+TEST(SparseTest, FourBitSparseIsUnbiasedAndSendsLess) {
+  for (int n : {2, 3, 5}) {
+    expect_unbiased_end_to_end("global-qsgd:bits=4,sparse=auto", n, Algorithm::ring,
+                               [](int r) { return sparse_input(r, 400); }, 2000);
+  }
+  auto input = [](int r) { return sparse_input(r, 20000); };
+  const auto dense = run("global-qsgd:bits=4", 3, Algorithm::ring, input);
+  const auto sparse = run("global-qsgd:bits=4,sparse=auto", 3, Algorithm::ring, input);
+  EXPECT_LT(sparse.bytes_sent * 2, dense.bytes_sent);
 }
 
 }  // namespace

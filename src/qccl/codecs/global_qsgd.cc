@@ -102,8 +102,7 @@ class GlobalQsgdCodec final : public Codec {
   std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
     if (norm == 0.0) return nullptr;
     const int ranks = setup.summed;
-    const CounterRng rng(settings().seed, setup.step, settings().bucket,
-                         static_cast<std::uint64_t>(setup.rank), RngStream::quantize);
+    const CounterRng rng = quantize_rng(setup);
     if (config_.dither == Dither::exponential) {
       return make_exp_dither_reduction(
           spec(), norm, exp_dither::headroom(ranks, setup.algorithm == Algorithm::ring), ranks, rng,
@@ -120,13 +119,35 @@ class GlobalQsgdCodec final : public Codec {
   void move_data(Communicator& comm, int tag, const StepSetup& setup, Reduction& reduction,
                  const Operation& operation, const CollectiveOptions& options) override {
     const bool sparse = config_.sparse && setup.operation == CodecOperation::allreduce_mean &&
-                        codes_are_bytes(setup.ranks);
-    if (sparse && allreduce_sparse(comm, tag, operation, setup, reduction, options)) return;
+                        (config_.bits == 4 || codes_are_bytes(setup.ranks));
+    if (sparse) {
+      // 4-bit codes are averaged at every hop of the dense path; the sparse
+      // path sums each rank's own 4-bit levels, one byte per code, exactly.
+      std::unique_ptr<Reduction> four_bit;
+      if (config_.bits == 4) {
+        four_bit = make_linear_sum_reduction(spec(), setup.norm, sparse_levels(setup.ranks),
+                                             setup.ranks, quantize_rng(setup));
+      }
+      if (allreduce_sparse(comm, tag, operation, setup, four_bit ? *four_bit : reduction, options)) {
+        return;
+      }
+    }
     Codec::move_data(comm, tag, setup, reduction, operation, options);
   }
 
  private:
   bool sums_in_transit(int ranks) const { return config_.bits == 8 && ranks <= 127; }
+  // The generator of this rank's quantization in this step.
+  CounterRng quantize_rng(const StepSetup& setup) const {
+    return CounterRng(settings().seed, setup.step, settings().bucket,
+                      static_cast<std::uint64_t>(setup.rank), RngStream::quantize);
+  }
+  // Linear levels per rank of the sparse path's codes: the in-transit sum's
+  // at 8 bits, all 7 of a signed 4-bit code at 4 bits (the sum is exact in
+  // int32 there, so it needs no headroom).
+  int sparse_levels(int ranks) const {
+    return config_.bits == 4 ? 7 : linear_levels_per_rank(8, ranks);
+  }
   // One code byte per element (no chunk header): what the sparse path sends.
   // Beyond 127 ranks 8-bit linear dithering averages, with headers, and the
   // sparse option falls back to the dense allreduce.
@@ -143,7 +164,9 @@ class GlobalQsgdCodec final : public Codec {
   // and every rank adds them up in rank order: linear codes as exact integer
   // sums (the dense result, bit for bit), exponential codes exactly in
   // double (no C_nat rounding). Returns false, having moved no data, when
-  // dense is smaller; the dense allreduce then encodes again.
+  // dense is smaller; the dense allreduce then encodes again. At 4 bits the
+  // codes are each rank's own 7-level ones (`reduction` makes them), summed
+  // exactly: unbiased, not the dense path's bits.
   //
   // Given a support (allreduce_mean_sparse) and no `own` to fill, the time
   // follows the non-zeros: only the support is encoded and cleared, and the
@@ -163,7 +186,7 @@ class GlobalQsgdCodec final : public Codec {
         allgather_counts_body(comm, tag, b.index.size(), comm.timeout(options.timeout));
     std::size_t total = 0;
     for (std::size_t c : counts) total += c;
-    if (total * kEntryBytes >= 2 * d) return false;
+    if (total * kEntryBytes >= 2 * wire_bytes(d)) return false;
 
     const std::size_t nnz = b.index.size();
     b.mine.resize(nnz * kEntryBytes);
@@ -244,7 +267,7 @@ class GlobalQsgdCodec final : public Codec {
     SparseBuffers& b = sparse_buffers_;
     const std::size_t d = output.size();
     const bool linear = config_.dither == Dither::linear;
-    const int levels = linear ? linear_levels_per_rank(8, setup.ranks) : 0;
+    const int levels = linear ? sparse_levels(setup.ranks) : 0;
     const int c = linear ? 0 : exp_dither::headroom(setup.ranks, setup.algorithm == Algorithm::ring);
     if (linear && b.level_sum.size() != d) b.level_sum.assign(d, 0);
     if (!linear && b.value_sum.size() != d) b.value_sum.assign(d, 0.0);
@@ -303,9 +326,6 @@ std::unique_ptr<Codec> make_global_qsgd_codec(const GlobalQsgdConfig& config,
   if (config.bits != 8 && config.bits != 4) {
     throw InvalidArgument("global-qsgd: bits=" + std::to_string(config.bits) +
                           " is not available; valid: 8, 4");
-  }
-  if (config.sparse && config.bits != 8) {
-    throw InvalidArgument("global-qsgd: sparse=auto needs bits=8");
   }
   if (config.bits == 4 && config.dither == Dither::exponential) {
     throw InvalidArgument("global-qsgd: exponential dithering is 8-bit; use bits=8 with "
