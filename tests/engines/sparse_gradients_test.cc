@@ -41,7 +41,14 @@ struct TinyRecommender {
   }
 };
 
-class SparseGradientsTest : public ::testing::TestWithParam<std::tuple<int, const char*>> {};
+struct SparseGradientsCase {
+  int ranks;
+  const char* codec;
+};
+
+void PrintTo(const SparseGradientsCase& c, std::ostream* out) { *out << c.ranks << " " << c.codec; }
+
+class SparseGradientsTest : public ::testing::TestWithParam<SparseGradientsCase> {};
 
 TEST_P(SparseGradientsTest, RowsGiveTheMeansOfTheDenseGradientBitForBit) {
   const auto [ranks, codec] = GetParam();
@@ -71,12 +78,13 @@ TEST_P(SparseGradientsTest, RowsGiveTheMeansOfTheDenseGradientBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(
     RanksAndCodecs, SparseGradientsTest,
-    ::testing::Values(std::make_tuple(1, "global-qsgd:sparse=auto"),
-                      std::make_tuple(2, "global-qsgd:sparse=auto"),
-                      std::make_tuple(3, "global-qsgd:sparse=auto"),
-                      std::make_tuple(4, "global-qsgd:dither=exp,sparse=auto"),
-                      std::make_tuple(7, "global-qsgd:sparse=auto"),
-                      std::make_tuple(3, "fp32"), std::make_tuple(3, "intsgd")));
+    ::testing::Values(SparseGradientsCase{1, "global-qsgd:sparse=auto"},
+                      SparseGradientsCase{2, "global-qsgd:sparse=auto"},
+                      SparseGradientsCase{3, "global-qsgd:sparse=auto"},
+                      SparseGradientsCase{4, "global-qsgd:dither=exp,sparse=auto"},
+                      SparseGradientsCase{4, "global-qsgd:bits=4,sparse=auto"},
+                      SparseGradientsCase{7, "global-qsgd:sparse=auto"},
+                      SparseGradientsCase{3, "fp32"}, SparseGradientsCase{3, "intsgd"}));
 
 }  // namespace
 }  // namespace qccl::engines
