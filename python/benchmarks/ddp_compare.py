@@ -43,13 +43,16 @@ def environment_problem(args):
 
 
 def planned_runs(args):
-    """(model, rate, system, method) of every run, in order."""
-    for model in args.models:
-        for rate in args.rates:
-            for hook in args.hooks:
-                yield model, rate, "PyTorch DDP", hook
-            for codec in args.train_codecs:
-                yield model, rate, "qccl train", codec
+    """(repeat, model, rate, system, method) of every run, in order: every
+    run once per round, so that repeats of one run are spread over the
+    sitting (interleaved) rather than back to back."""
+    for repeat in range(1, args.repeats + 1):
+        for model in args.models:
+            for rate in args.rates:
+                for hook in args.hooks:
+                    yield repeat, model, rate, "PyTorch DDP", hook
+                for codec in args.train_codecs:
+                    yield repeat, model, rate, "qccl train", codec
 
 
 def run_name(index, model, rate, system, method):
@@ -75,8 +78,9 @@ def measure(args, model, rate, system, method, name):
 
 
 def write_report(rows, directory):
-    files = {"comparison.md": ddp_report.markdown(rows), "runs.csv": ddp_report.csv_text(rows),
-             "comparison.svg": ddp_report.svg(rows)}
+    table = ddp_report.medians(rows)
+    files = {"comparison.md": ddp_report.markdown(table), "runs.csv": ddp_report.csv_text(rows),
+             "comparison.svg": ddp_report.svg(table)}
     for name, text in files.items():
         with open(os.path.join(directory, name + ".tmp"), "w") as f:
             f.write(text)
@@ -102,7 +106,7 @@ def main(argv):
     os.makedirs(args.output, exist_ok=True)
     print(f"ddp-compare: writing to {args.output}", file=sys.stderr)
     rows = []
-    for index, (model, rate, system, method) in enumerate(planned_runs(args), 1):
+    for index, (repeat, model, rate, system, method) in enumerate(planned_runs(args), 1):
         name = run_name(index, model, rate, system, method)
         print(f"ddp-compare: {model}, {args.hosts} hosts at {rate}: {system} {method}",
               file=sys.stderr)
@@ -114,10 +118,10 @@ def main(argv):
         except ddp_runs.RunFailed as error:
             print(f"ddp-compare: {name} failed: {error}", file=sys.stderr)
             row = {"system": system, "method": method, "model": model, "error": str(error)}
-        row.update(rate=rate, hosts=args.hosts)
+        row.update(rate=rate, hosts=args.hosts, repeat=repeat)
         rows.append(row)
         write_report(rows, args.output)
-    print(ddp_report.markdown(rows), end="")
+    print(ddp_report.markdown(ddp_report.medians(rows)), end="")
     return 1 if any(r.get("error") for r in rows) else 0
 
 

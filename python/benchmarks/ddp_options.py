@@ -80,6 +80,9 @@ def _parser():
     p.add_argument("--hosts", default="4", help="emulated hosts, one rank each (2..64)")
     p.add_argument("--cnn-epochs", default="1", help="epochs of the CNN")
     p.add_argument("--recommender-steps", default="30", help="steps of the recommender")
+    p.add_argument("--repeats", default="1",
+                   help="rounds of every run, interleaved; the table shows each run's median "
+                        "ms/step (default 1)")
     p.add_argument("--warmup-steps", default="5",
                    help="first steps left out of ms/step; PowerSGD compresses from this step on")
     p.add_argument("--timeout", default="1800", help="seconds one run may take before it is stopped")
@@ -117,6 +120,7 @@ def parse_arguments(argv, root):
     a.cnn_epochs = _whole(a.cnn_epochs, "--cnn-epochs", 1)
     a.recommender_steps = _whole(a.recommender_steps, "--recommender-steps", 1)
     a.warmup_steps = _whole(a.warmup_steps, "--warmup-steps", 0)
+    a.repeats = _whole(a.repeats, "--repeats", 1, 20)
     a.timeout = _whole(a.timeout, "--timeout", 10)
     if "recommender" in a.models and a.recommender_steps <= a.warmup_steps:
         raise UsageError(f"--recommender-steps {a.recommender_steps} leaves no timed step after "

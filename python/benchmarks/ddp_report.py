@@ -6,8 +6,10 @@ import csv
 import html
 import io
 import math
+import statistics
 
-CSV_FIELDS = ("model", "rate", "hosts", "system", "method", "settings", "steps", "warmup_steps",
+CSV_FIELDS = ("model", "rate", "hosts", "repeat", "system", "method", "settings", "steps",
+              "warmup_steps",
               "ms_per_step", "accuracy", "test_loss", "data_bytes_per_step",
               "wire_tx_bytes_per_step", "error")
 
@@ -39,6 +41,32 @@ def baseline(rows):
     return None
 
 
+def medians(rows):
+    """One row per (model, rate, hosts, system, method), in the order they
+    first appear: the first successful repeat's row with ms/step replaced by
+    the median over the successful repeats, and `runs` holding each one's
+    ms/step; a run that failed every time keeps its first failure."""
+    grouped = {}
+    for row in rows:
+        key = (row["model"], row["rate"], row["hosts"], row["system"], row["method"])
+        grouped.setdefault(key, []).append(row)
+    table = []
+    for members in grouped.values():
+        measured = [r for r in members if not r.get("error") and r.get("ms_per_step")]
+        if not measured:
+            table.append(members[0])
+            continue
+        runs = [r["ms_per_step"] for r in measured]
+        table.append(dict(measured[0], ms_per_step=statistics.median(runs), runs=runs))
+    return table
+
+
+def _ms_text(row):
+    runs = row.get("runs") or []
+    median = f"{row['ms_per_step']:.1f}"
+    return median if len(runs) < 2 else f"{median} ({', '.join(f'{v:.0f}' for v in runs)})"
+
+
 def _cell(row, key, text):
     return "failed" if row.get("error") else ("-" if row.get(key) is None else text(row[key]))
 
@@ -58,7 +86,7 @@ def markdown(rows):
             if base and not r.get("error") and r.get("ms_per_step"):
                 speedup = f"{base['ms_per_step'] / r['ms_per_step']:.2f}×"
             out.write(f"| {r['system']} | {r['method']} | {r.get('settings', '')} | "
-                      f"{_cell(r, 'steps', str)} | {_cell(r, 'ms_per_step', lambda v: f'{v:.1f}')} | "
+                      f"{_cell(r, 'steps', str)} | {_cell(r, 'ms_per_step', lambda v: _ms_text(r))} | "
                       f"{speedup} | {_cell(r, 'accuracy', lambda v: f'{100 * v:.2f}%')} | "
                       f"{_cell(r, 'test_loss', lambda v: f'{v:.4f}')} | "
                       f"{_cell(r, 'data_bytes_per_step', size_text)} | "

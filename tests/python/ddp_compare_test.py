@@ -57,6 +57,7 @@ class Options(unittest.TestCase):
                             (["--cnn-epochs", "0"], "--cnn-epochs"),
                             (["--recommender-steps", "5", "--warmup-steps", "5"], "no timed step"),
                             (["--hooks", "none powersgd"], "powersgd"),
+                            (["--repeats", "0"], "--repeats"),
                             (["--unknown"], "unrecognized")):
             with self.assertRaises(UsageError) as caught:
                 parse_arguments(argv, ROOT)
@@ -67,6 +68,14 @@ class Options(unittest.TestCase):
         self.assertEqual(a.train_codecs, ["fp32", "intsgd"])
         self.assertEqual(parse_arguments(["--no-qccl-train"], ROOT).train_codecs, [])
         self.assertEqual(parse_arguments(["--train-codecs", "fp16"], ROOT).train_codecs, ["fp16"])
+
+    def test_repeats_interleave_every_run_round_by_round(self):
+        a = parse_arguments(["--models", "recommender", "--rates", "1gbit", "--hooks", "none",
+                             "--train-codecs", "fp32 fp16", "--repeats", "2"], ROOT)
+        runs = [(rep, system, method) for rep, _, _, system, method in ddp_compare.planned_runs(a)]
+        self.assertEqual(runs, [(1, "PyTorch DDP", "none"), (1, "qccl train", "fp32"),
+                                (1, "qccl train", "fp16"), (2, "PyTorch DDP", "none"),
+                                (2, "qccl train", "fp32"), (2, "qccl train", "fp16")])
 
     def test_bad_options_exit_2_before_any_run(self):
         with tempfile.TemporaryDirectory() as directory:
@@ -134,6 +143,20 @@ class Report(unittest.TestCase):
         self.assertIn("speed-up vs qccl train fp32", md)
         self.assertIn("| 900.0 | 1.00× | 55.00% |", md)
 
+    def test_repeats_show_their_median_and_each_run(self):
+        rows = [row("PyTorch DDP", "none", 800.0, 0.60, repeat=1),
+                row("qccl train", "fp32", 900.0, 0.55, repeat=1),
+                row("PyTorch DDP", "none", 700.0, 0.60, repeat=2),
+                {"system": "qccl train", "method": "fp32", "model": "recommender",
+                 "rate": "1gbit", "hosts": 4, "repeat": 2, "error": "exit status 1"},
+                row("PyTorch DDP", "none", 760.0, 0.60, repeat=3)]
+        table = ddp_report.medians(rows)
+        self.assertEqual([(r["method"], r["ms_per_step"]) for r in table],
+                         [("none", 760.0), ("fp32", 900.0)])  # failed repeats left out
+        md = ddp_report.markdown(table)
+        self.assertIn("| 760.0 (800, 700, 760) | 1.00× |", md)
+        self.assertIn("| 900.0 | 0.84× |", md)
+
     def test_a_failed_run_shows_as_failed_with_its_reason(self):
         md = ddp_report.markdown(self.ROWS)
         self.assertIn("| PyTorch DDP | qccl:intsgd |  | failed | failed | - | failed |", md)
@@ -143,7 +166,7 @@ class Report(unittest.TestCase):
         lines = ddp_report.csv_text(self.ROWS).splitlines()
         self.assertEqual(lines[0].split(","), list(ddp_report.CSV_FIELDS))
         self.assertEqual(len(lines), 1 + len(self.ROWS))
-        self.assertTrue(lines[2].startswith("recommender,1gbit,4,PyTorch DDP,powersgd:1,"))
+        self.assertTrue(lines[2].startswith("recommender,1gbit,4,,PyTorch DDP,powersgd:1,"))  # no repeat
         self.assertTrue(lines[2].endswith(",200.0,0.58,0.68,,,"))
 
     def test_the_plot_is_svg_with_a_panel_per_group_and_a_marker_per_measured_run(self):
