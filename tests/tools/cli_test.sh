@@ -191,6 +191,11 @@ expect "experiment: a rank with another --passes fails at once, naming it" 1 "di
 expect "train: a rank with another --stop-after fails at once, naming it" 1 "disagree on 'run control'.*--stop-after 2" -- \
   "${mpirun[@]}" -np 1 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet --stop-after 2 \
   --timeout 20000 : -np 1 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet --timeout 20000
+expect "train: a rank that updates after the last bucket fails at once, naming it" 1 \
+  "disagree on 'run control'.*--no-overlap-updates on" -- \
+  "${mpirun[@]}" -np 1 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet \
+  --no-overlap-updates --timeout 20000 : -np 1 "$qccl" train --model mlp --max-steps-per-epoch 4 \
+  --quiet --timeout 20000
 expect "train compares codecs under mpirun" 0 'global-qsgd:bits=8,dither=exp.* 4\.0x' -- \
   "${mpirun[@]}" -np 2 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet \
   --codec fp32 --codec global-qsgd:bits=8,dither=exp
