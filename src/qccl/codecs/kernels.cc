@@ -22,6 +22,13 @@ inline std::uint32_t bits_of(float f) {
   return b;
 }
 
+// The generator's 32-bit hash input for element i is (first + i)·φ + k_low
+// (CounterRng::bits32): it starts here and advances by φ per element.
+constexpr std::uint32_t kPhi32 = 0x9E3779B9U;
+inline std::uint32_t hash_start(std::uint64_t first, std::uint32_t k_low) {
+  return static_cast<std::uint32_t>(first) * kPhi32 + k_low;
+}
+
 }  // namespace
 
 QCCL_MULTIVERSION
@@ -59,30 +66,27 @@ double sum_of_squares(const float* x, std::size_t n) {
   return total;
 }
 
-// Per block: levels as int32 (one element width, so the loop vectorises),
-// then narrowed to int8.
+// One loop, levels in 32-bit lanes narrowed at the store. The hash input
+// counter·φ + k_low advances by φ per element (a 32-bit vector induction
+// variable: no 64-bit counter lanes, no multiply for it), so the generator
+// costs its two mixing multiplies per element and nothing else.
 QCCL_MULTIVERSION
 void linear_encode_i8(const float* x, std::int8_t* q, std::size_t n, float scale,
                       std::int32_t levels, std::uint32_t k_low, std::uint32_t k_high,
                       std::uint64_t first) {
-  std::int32_t level[kBlock];
-  const auto first32 = static_cast<std::uint32_t>(first);
-  for (std::size_t base = 0; base < n; base += kBlock) {
-    const std::size_t m = std::min(kBlock, n - base);
-    for (std::size_t i = 0; i < m; ++i) {
-      const std::uint32_t counter = first32 + static_cast<std::uint32_t>(base + i);
-      const std::uint32_t r = mix32(counter * 0x9E3779B9U + k_low) ^ k_high;
-      const float u = static_cast<float>(static_cast<std::int32_t>(r >> 8)) * 0x1p-24f;
-      const float xv = x[base + i];
-      const float v = __builtin_fabsf(xv) * scale;
-      const auto lower = static_cast<std::int32_t>(v);  // v >= 0: truncation is floor
-      // Up when u < v - lower: the sign bit of their difference.
-      const auto up = static_cast<std::int32_t>(bits_of(u - (v - static_cast<float>(lower))) >> 31);
-      const std::int32_t l = std::min(lower + up, levels);
-      const auto negative = -static_cast<std::int32_t>(bits_of(xv) >> 31);  // 0 or -1
-      level[i] = (l ^ negative) - negative;
-    }
-    for (std::size_t i = 0; i < m; ++i) q[base + i] = static_cast<std::int8_t>(level[i]);
+  std::uint32_t hashed = hash_start(first, k_low);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t r = mix32(hashed) ^ k_high;
+    hashed += kPhi32;
+    const float u = static_cast<float>(static_cast<std::int32_t>(r >> 8)) * 0x1p-24f;
+    const float xv = x[i];
+    const float v = __builtin_fabsf(xv) * scale;
+    const auto lower = static_cast<std::int32_t>(v);  // v >= 0: truncation is floor
+    // Up when u < v - lower: the sign bit of their difference.
+    const auto up = static_cast<std::int32_t>(bits_of(u - (v - static_cast<float>(lower))) >> 31);
+    const std::int32_t l = std::min(lower + up, levels);
+    const auto negative = -static_cast<std::int32_t>(bits_of(xv) >> 31);  // 0 or -1
+    q[i] = static_cast<std::int8_t>((l ^ negative) - negative);
   }
 }
 
@@ -250,39 +254,37 @@ void average_i8(const std::int8_t* a, const std::int8_t* b, std::int8_t* out, st
   }
 }
 
-// The branch-free form of exp_dither::quantize (see there): all 32-bit lanes.
+// The branch-free form of exp_dither::quantize (see there): all 32-bit
+// lanes, narrowed at the store; the hash input advances by φ per element
+// (see linear_encode_i8).
 QCCL_MULTIVERSION
 void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,
                 std::int32_t s, std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first) {
-  std::int32_t out[kBlock];
-  const auto first32 = static_cast<std::uint32_t>(first);
   const std::int32_t deepest = s - 1;
   const float below_scale = __builtin_ldexpf(1.0f, deepest);
-  for (std::size_t base = 0; base < n; base += kBlock) {
-    const std::size_t m = std::min(kBlock, n - base);
-    for (std::size_t i = 0; i < m; ++i) {
-      const std::uint32_t counter = first32 + static_cast<std::uint32_t>(base + i);
-      const std::uint32_t random23 = (mix32(counter * 0x9E3779B9U + k_low) ^ k_high) >> 9;
-      const float xv = x[base + i];
-      const float y = __builtin_fabsf(xv) / norm;
-      const std::uint32_t bits = bits_of(y);
-      const auto biased = static_cast<std::int32_t>(bits >> 23);
-      const auto mantissa = static_cast<std::int32_t>(bits & 0x7FFFFF);
-      const std::int32_t e_floor = biased - 127;
-      // In a level's range: j = -e_floor, one less (the level above) with
-      // probability mantissa / 2^23; never below level 0.
-      const std::int32_t up = static_cast<std::int32_t>(static_cast<std::int32_t>(random23) < mantissa);
-      const std::int32_t j_range = std::max(-e_floor - up, 0);
-      const std::int32_t in_range = static_cast<std::int32_t>((biased != 0) & (-e_floor <= deepest));
-      // Below the smallest level: 2^-deepest with probability y·2^deepest.
-      const float p23 = y * below_scale * 8388608.0f;
-      const std::int32_t below_up = static_cast<std::int32_t>(static_cast<float>(random23) < p23);
-      const std::int32_t nonzero = in_range | below_up;
-      const std::int32_t j = in_range ? j_range : deepest;
-      const std::int32_t sign = static_cast<std::int32_t>((bits_of(xv) >> 31) << 7);
-      out[i] = static_cast<std::int32_t>(y > 0.0f) * nonzero * (sign | (j + c));
-    }
-    for (std::size_t i = 0; i < m; ++i) code[base + i] = static_cast<std::uint8_t>(out[i]);
+  std::uint32_t hashed = hash_start(first, k_low);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t random23 = (mix32(hashed) ^ k_high) >> 9;
+    hashed += kPhi32;
+    const float xv = x[i];
+    const float y = __builtin_fabsf(xv) / norm;
+    const std::uint32_t bits = bits_of(y);
+    const auto biased = static_cast<std::int32_t>(bits >> 23);
+    const auto mantissa = static_cast<std::int32_t>(bits & 0x7FFFFF);
+    const std::int32_t e_floor = biased - 127;
+    // In a level's range: j = -e_floor, one less (the level above) with
+    // probability mantissa / 2^23; never below level 0.
+    const std::int32_t up = static_cast<std::int32_t>(static_cast<std::int32_t>(random23) < mantissa);
+    const std::int32_t j_range = std::max(-e_floor - up, 0);
+    const std::int32_t in_range = static_cast<std::int32_t>((biased != 0) & (-e_floor <= deepest));
+    // Below the smallest level: 2^-deepest with probability y·2^deepest.
+    const float p23 = y * below_scale * 8388608.0f;
+    const std::int32_t below_up = static_cast<std::int32_t>(static_cast<float>(random23) < p23);
+    const std::int32_t nonzero = in_range | below_up;
+    const std::int32_t j = in_range ? j_range : deepest;
+    const std::int32_t sign = static_cast<std::int32_t>((bits_of(xv) >> 31) << 7);
+    code[i] = static_cast<std::uint8_t>(static_cast<std::int32_t>(y > 0.0f) * nonzero *
+                                        (sign | (j + c)));
   }
 }
 
