@@ -2,6 +2,8 @@
 // plain scalar reference code of the same definition, bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -142,6 +144,49 @@ TEST(KernelsTest, DecodeAddAndPackMatchTheirDefinitions) {
       std::vector<std::int8_t> push(n, 0);
       push[n - 1] = static_cast<std::int8_t>(20 - a[n - 1]);  // the last element reaches 20
       EXPECT_FALSE(kernels::add_i8_checked(over.data(), push.data(), n, 14));
+    }
+  }
+}
+
+// Decoded outputs of 8 MiB and more are streamed past the cache after an
+// alignment head, in blocks: every element, at any alignment of the output
+// and either parity of the head (4-bit levels share bytes), must still be
+// the plain definition's value.
+TEST(KernelsTest, LargeDecodesMatchTheirDefinitionsAtEveryAlignment) {
+  const std::size_t n = (std::size_t{8} << 20) / sizeof(float) + 1001;
+  std::vector<std::int8_t> q(n);
+  std::vector<std::uint8_t> code(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    q[i] = static_cast<std::int8_t>(static_cast<int>((i * 7919) % 15) - 7);
+    code[i] = static_cast<std::uint8_t>(i % 3 == 0 ? 0 : ((i * 31) % 100 + 1) | (i % 2) << 7);
+  }
+  std::vector<std::uint8_t> packed((n + 1) / 2);
+  kernels::pack_i4(q.data(), packed.data(), n);
+  std::vector<float> storage(n + 16);
+  for (std::size_t offset : {0, 1, 2, 3, 15}) {  // head of 0, odd and even lengths
+    float* out = storage.data() + offset;
+    kernels::linear_decode_i8(q.data(), out, n, 0.25f);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], q[i] * 0.25f) << offset << " " << i;
+    std::fill(storage.begin(), storage.end(), -1.0f);
+    kernels::linear_decode_i4(packed.data(), out, n, 0.25f);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], q[i] * 0.25f) << offset << " " << i;
+    kernels::exp_decode(code.data(), out, n, 4, 0.75f);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i], static_cast<float>(exp_dither::value(code[i], 4) * 0.75)) << offset << " " << i;
+    }
+  }
+}
+
+TEST(KernelsTest, PackedDecodeMatchesUnpackThenDecode) {
+  for (std::size_t n : kLengths) {
+    std::vector<std::int8_t> q(n);
+    for (std::size_t i = 0; i < n; ++i) q[i] = static_cast<std::int8_t>(static_cast<int>((i * 5) % 16) - 8);
+    std::vector<std::uint8_t> packed((n + 1) / 2);
+    kernels::pack_i4(q.data(), packed.data(), n);
+    std::vector<float> out(n);
+    kernels::linear_decode_i4(packed.data(), out.data(), n, 3.0e38f);  // saturates at ±FLT_MAX
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i], std::clamp(q[i] * 3.0e38f, -FLT_MAX, FLT_MAX)) << "n=" << n << " i=" << i;
     }
   }
 }
