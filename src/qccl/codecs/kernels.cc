@@ -284,9 +284,10 @@ void linear_decode_i8(const std::int8_t* q, float* out, std::size_t n, float ste
   });
 }
 
-// Both nibbles of a byte per iteration; a range starting at an odd element
-// (after write_floats' alignment head) takes its first element from a high
-// nibble alone, one ending at an odd count its last from a low nibble.
+// Unpacked into an L1 block of levels, then decoded at full vector width. A
+// range starting at an odd element (after write_floats' alignment head)
+// takes its first element from a high nibble alone, one ending at an odd
+// count its last from a low nibble.
 QCCL_MULTIVERSION
 void linear_decode_i4(const std::uint8_t* packed, float* out, std::size_t n, float step) {
   write_floats(out, n, [packed, step](float* dst, std::size_t at, std::size_t count)
@@ -300,12 +301,18 @@ void linear_decode_i4(const std::uint8_t* packed, float* out, std::size_t n, flo
                                k = 1;
                              }
                              const std::uint8_t* bytes = packed + (at + k) / 2;
-                             const std::size_t pairs = (count - k) / 2;
-                             for (std::size_t j = 0; j < pairs; ++j) {
-                               dst[k + 2 * j] = value(low_nibble(bytes[j]));
-                               dst[k + 2 * j + 1] = value(high_nibble(bytes[j]));
+                             constexpr std::size_t kLevels = 4096;
+                             std::int8_t q[kLevels];
+                             for (std::size_t pairs; (pairs = std::min(kLevels, count - k) / 2) > 0;) {
+                               for (std::size_t j = 0; j < pairs; ++j) {
+                                 q[2 * j] = low_nibble(bytes[j]);
+                                 q[2 * j + 1] = high_nibble(bytes[j]);
+                               }
+                               for (std::size_t j = 0; j < 2 * pairs; ++j) dst[k + j] = value(q[j]);
+                               k += 2 * pairs;
+                               bytes += pairs;
                              }
-                             if ((count - k) % 2) dst[count - 1] = value(low_nibble(bytes[pairs]));
+                             if (k < count) dst[k] = value(low_nibble(*bytes));
                            });
 }
 
