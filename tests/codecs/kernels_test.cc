@@ -326,12 +326,19 @@ TEST(KernelsTest, NormsDetectNonFiniteValuesAndMatchReferences) {
     std::memcpy(&bits, &largest, 4);
     ASSERT_EQ(kernels::max_abs_bits(x.data(), n), bits);
     EXPECT_NEAR(kernels::sum_of_squares(x.data(), n), squares, 1e-6 * squares + 1e-30);
+    const auto both = kernels::sum_of_squares_and_max_abs_bits(x.data(), n);
+    EXPECT_EQ(both.largest_bits, bits);
+    EXPECT_EQ(both.squares, kernels::sum_of_squares(x.data(), n));  // bit for bit
     if (n == 0) continue;
     for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
                       std::numeric_limits<float>::quiet_NaN()}) {
-      auto y = x;
-      y[n - 1] = bad;
-      EXPECT_GE(kernels::max_abs_bits(y.data(), n), 0x7F800000U);
+      for (std::size_t at : {std::size_t{0}, n / 2, n - 1}) {  // in a block of 1024 or the tail
+        auto y = x;
+        y[at] = bad;
+        EXPECT_GE(kernels::max_abs_bits(y.data(), n), 0x7F800000U);
+        EXPECT_GE(kernels::sum_of_squares_and_max_abs_bits(y.data(), n).largest_bits, 0x7F800000U)
+            << n << " " << at;
+      }
     }
   }
 }

@@ -112,21 +112,29 @@ std::uint32_t max_abs_bits(const float* x, std::size_t n) {
   return m;
 }
 
+namespace {
+
 // 16 fixed lanes (lane j sums elements j, j+16, ...) in fp32 per block of
 // 1024, lanes and blocks then summed in double in a fixed order: the same
 // result on every instruction set, whatever its vector width.
 // A block whose fp32 lanes overflow (elements beyond about 1.8e19, whose
 // squares exceed fp32) is summed again in double, element by element: the
 // same decision and the same bits on every instruction set.
-QCCL_MULTIVERSION
-double sum_of_squares(const float* x, std::size_t n) {
+// With `largest`, also max_abs_bits in the same pass (16 lanes of maxima).
+__attribute__((always_inline)) inline double squares_and_largest(const float* x, std::size_t n,
+                                                                 std::uint32_t* largest_bits) {
   constexpr std::size_t kLanes = 16;
   double total = 0;
+  std::uint32_t top[kLanes] = {};
   std::size_t base = 0;
   for (; base + 1024 <= n; base += 1024) {
     float lane[kLanes] = {};
     for (std::size_t i = 0; i < 1024; i += kLanes) {
       for (std::size_t j = 0; j < kLanes; ++j) lane[j] += x[base + i + j] * x[base + i + j];
+      if (largest_bits == nullptr) continue;
+      for (std::size_t j = 0; j < kLanes; ++j) {
+        top[j] = std::max(top[j], bits_of(x[base + i + j]) & 0x7FFFFFFFU);
+      }
     }
     float largest = 0;
     for (float l : lane) largest = std::max(largest, l);
@@ -136,8 +144,28 @@ double sum_of_squares(const float* x, std::size_t n) {
     }
     for (std::size_t i = base; i < base + 1024; ++i) total += static_cast<double>(x[i]) * x[i];
   }
-  for (; base < n; ++base) total += static_cast<double>(x[base]) * x[base];
+  std::uint32_t top_all = 0;
+  for (; base < n; ++base) {
+    total += static_cast<double>(x[base]) * x[base];
+    top_all = std::max(top_all, bits_of(x[base]) & 0x7FFFFFFFU);
+  }
+  if (largest_bits != nullptr) {
+    for (std::uint32_t t : top) top_all = std::max(top_all, t);
+    *largest_bits = top_all;
+  }
   return total;
+}
+
+}  // namespace
+
+QCCL_MULTIVERSION
+double sum_of_squares(const float* x, std::size_t n) { return squares_and_largest(x, n, nullptr); }
+
+QCCL_MULTIVERSION
+SquaresAndLargest sum_of_squares_and_max_abs_bits(const float* x, std::size_t n) {
+  SquaresAndLargest result;
+  result.squares = squares_and_largest(x, n, &result.largest_bits);
+  return result;
 }
 
 // One loop, levels in 32-bit lanes narrowed at the store. The hash input

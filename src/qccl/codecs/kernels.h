@@ -20,6 +20,13 @@ std::uint32_t max_abs_bits(const float* x, std::size_t n);
 // summed in double (a block whose lanes overflow fp32: in double); identical
 // on every instruction set.
 double sum_of_squares(const float* x, std::size_t n);
+// Both in one pass over x, each the same as its kernel's result: the
+// 2-norm's statistic and finiteness check read the input once.
+struct SquaresAndLargest {
+  double squares = 0;
+  std::uint32_t largest_bits = 0;
+};
+SquaresAndLargest sum_of_squares_and_max_abs_bits(const float* x, std::size_t n);
 
 // Linear dithering (Global-QSGD L_s): q[i] = sign(x[i]) · (floor(v) + [u < frac(v)]),
 // v = |x[i]|·scale, clamped to `levels`, where u = bits32(first + i) / 2^32 of
