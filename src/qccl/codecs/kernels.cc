@@ -103,16 +103,12 @@ __attribute__((always_inline)) inline void unpack_nibbles(const std::uint8_t* pa
   if (n % 2) q[n - 1] = low_nibble(packed[n / 2]);
 }
 
-}  // namespace
-
-QCCL_MULTIVERSION
-std::uint32_t max_abs_bits(const float* x, std::size_t n) {
+// max over i of the bits of |x[i]| (max_abs_bits).
+__attribute__((always_inline)) inline std::uint32_t largest_in(const float* x, std::size_t n) {
   std::uint32_t m = 0;
   for (std::size_t i = 0; i < n; ++i) m = std::max(m, bits_of(x[i]) & 0x7FFFFFFFU);
   return m;
 }
-
-namespace {
 
 // 16 fixed lanes (lane j sums elements j, j+16, ...) in fp32 per block of
 // 1024, lanes and blocks then summed in double in a fixed order: the same
@@ -120,22 +116,20 @@ namespace {
 // A block whose fp32 lanes overflow (elements beyond about 1.8e19, whose
 // squares exceed fp32) is summed again in double, element by element: the
 // same decision and the same bits on every instruction set.
-// With `largest`, also max_abs_bits in the same pass (16 lanes of maxima).
+// With `largest_bits`, also max_abs_bits, from each block while it is in
+// the L1 cache (a loop of its own, so both vectorise): memory is read once.
 __attribute__((always_inline)) inline double squares_and_largest(const float* x, std::size_t n,
                                                                  std::uint32_t* largest_bits) {
   constexpr std::size_t kLanes = 16;
   double total = 0;
-  std::uint32_t top[kLanes] = {};
+  std::uint32_t top = 0;
   std::size_t base = 0;
   for (; base + 1024 <= n; base += 1024) {
     float lane[kLanes] = {};
     for (std::size_t i = 0; i < 1024; i += kLanes) {
       for (std::size_t j = 0; j < kLanes; ++j) lane[j] += x[base + i + j] * x[base + i + j];
-      if (largest_bits == nullptr) continue;
-      for (std::size_t j = 0; j < kLanes; ++j) {
-        top[j] = std::max(top[j], bits_of(x[base + i + j]) & 0x7FFFFFFFU);
-      }
     }
+    if (largest_bits != nullptr) top = std::max(top, largest_in(x + base, 1024));
     float largest = 0;
     for (float l : lane) largest = std::max(largest, l);
     if (largest <= FLT_MAX) {
@@ -144,19 +138,15 @@ __attribute__((always_inline)) inline double squares_and_largest(const float* x,
     }
     for (std::size_t i = base; i < base + 1024; ++i) total += static_cast<double>(x[i]) * x[i];
   }
-  std::uint32_t top_all = 0;
-  for (; base < n; ++base) {
-    total += static_cast<double>(x[base]) * x[base];
-    top_all = std::max(top_all, bits_of(x[base]) & 0x7FFFFFFFU);
-  }
-  if (largest_bits != nullptr) {
-    for (std::uint32_t t : top) top_all = std::max(top_all, t);
-    *largest_bits = top_all;
-  }
+  if (largest_bits != nullptr) *largest_bits = std::max(top, largest_in(x + base, n - base));
+  for (; base < n; ++base) total += static_cast<double>(x[base]) * x[base];
   return total;
 }
 
 }  // namespace
+
+QCCL_MULTIVERSION
+std::uint32_t max_abs_bits(const float* x, std::size_t n) { return largest_in(x, n); }
 
 QCCL_MULTIVERSION
 double sum_of_squares(const float* x, std::size_t n) { return squares_and_largest(x, n, nullptr); }
