@@ -36,8 +36,8 @@ inline std::uint32_t hash_start(std::uint64_t first, std::uint32_t k_low) {
 // Large decoded outputs go to memory with streaming (non-temporal) stores:
 // an output beyond a core's share of the last-level cache (at most a few
 // MiB on current x86 servers) cannot stay cached for its reader anyway, and
-// ordinary stores first read every line they overwrite, which for a decode
-// is most of its memory traffic. Values are computed into an L1-sized block
+// ordinary stores first read every line they overwrite, almost half of a
+// decode's memory traffic. Values are computed into an L1-sized block
 // at the caller's full vector width, then streamed 32 bytes per store with
 // AVX (16 with the baseline's SSE2). Results are the same bits either way.
 constexpr std::size_t kStreamBytes = std::size_t{8} << 20;
