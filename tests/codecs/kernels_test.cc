@@ -2,6 +2,8 @@
 // plain scalar reference code of the same definition, bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -146,6 +148,49 @@ TEST(KernelsTest, DecodeAddAndPackMatchTheirDefinitions) {
   }
 }
 
+// Decoded outputs of 8 MiB and more are streamed past the cache after an
+// alignment head, in blocks: every element, at any alignment of the output
+// and either parity of the head (4-bit levels share bytes), must still be
+// the plain definition's value.
+TEST(KernelsTest, LargeDecodesMatchTheirDefinitionsAtEveryAlignment) {
+  const std::size_t n = (std::size_t{8} << 20) / sizeof(float) + 1001;
+  std::vector<std::int8_t> q(n);
+  std::vector<std::uint8_t> code(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    q[i] = static_cast<std::int8_t>(static_cast<int>((i * 7919) % 15) - 7);
+    code[i] = static_cast<std::uint8_t>(i % 3 == 0 ? 0 : ((i * 31) % 100 + 1) | (i % 2) << 7);
+  }
+  std::vector<std::uint8_t> packed((n + 1) / 2);
+  kernels::pack_i4(q.data(), packed.data(), n);
+  std::vector<float> storage(n + 16);
+  for (std::size_t offset : {0, 1, 2, 3, 15}) {  // head of 0, odd and even lengths
+    float* out = storage.data() + offset;
+    kernels::linear_decode_i8(q.data(), out, n, 0.25f);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], q[i] * 0.25f) << offset << " " << i;
+    std::fill(storage.begin(), storage.end(), -1.0f);
+    kernels::linear_decode_i4(packed.data(), out, n, 0.25f);
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], q[i] * 0.25f) << offset << " " << i;
+    kernels::exp_decode(code.data(), out, n, 4, 0.75f);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i], static_cast<float>(exp_dither::value(code[i], 4) * 0.75)) << offset << " " << i;
+    }
+  }
+}
+
+TEST(KernelsTest, PackedDecodeMatchesUnpackThenDecode) {
+  for (std::size_t n : kLengths) {
+    std::vector<std::int8_t> q(n);
+    for (std::size_t i = 0; i < n; ++i) q[i] = static_cast<std::int8_t>(static_cast<int>((i * 5) % 16) - 8);
+    std::vector<std::uint8_t> packed((n + 1) / 2);
+    kernels::pack_i4(q.data(), packed.data(), n);
+    std::vector<float> out(n);
+    kernels::linear_decode_i4(packed.data(), out.data(), n, 3.0e38f);  // saturates at ±FLT_MAX
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i], std::clamp(q[i] * 3.0e38f, -FLT_MAX, FLT_MAX)) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
 TEST(KernelsTest, Fp16RoundsToNearestEvenLikeTheScalarConversion) {
   for (std::size_t n : kLengths) {
     auto x = data_of(n);
@@ -281,12 +326,19 @@ TEST(KernelsTest, NormsDetectNonFiniteValuesAndMatchReferences) {
     std::memcpy(&bits, &largest, 4);
     ASSERT_EQ(kernels::max_abs_bits(x.data(), n), bits);
     EXPECT_NEAR(kernels::sum_of_squares(x.data(), n), squares, 1e-6 * squares + 1e-30);
+    const auto both = kernels::sum_of_squares_and_max_abs_bits(x.data(), n);
+    EXPECT_EQ(both.largest_bits, bits);
+    EXPECT_EQ(both.squares, kernels::sum_of_squares(x.data(), n));  // bit for bit
     if (n == 0) continue;
     for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
                       std::numeric_limits<float>::quiet_NaN()}) {
-      auto y = x;
-      y[n - 1] = bad;
-      EXPECT_GE(kernels::max_abs_bits(y.data(), n), 0x7F800000U);
+      for (std::size_t at : {std::size_t{0}, n / 2, n - 1}) {  // in a block of 1024 or the tail
+        auto y = x;
+        y[at] = bad;
+        EXPECT_GE(kernels::max_abs_bits(y.data(), n), 0x7F800000U);
+        EXPECT_GE(kernels::sum_of_squares_and_max_abs_bits(y.data(), n).largest_bits, 0x7F800000U)
+            << n << " " << at;
+      }
     }
   }
 }

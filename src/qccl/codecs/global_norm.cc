@@ -14,9 +14,13 @@ namespace qccl {
 std::string_view to_string(NormKind kind) { return kind == NormKind::inf ? "inf" : "2"; }
 
 double local_norm_statistic(std::span<const float> data, NormKind kind) {
+  constexpr double kNonFinite = std::numeric_limits<double>::quiet_NaN();
+  if (kind == NormKind::two) {
+    const auto both = kernels::sum_of_squares_and_max_abs_bits(data.data(), data.size());
+    return both.largest_bits >= 0x7F800000U ? kNonFinite : both.squares;  // Inf or NaN
+  }
   const std::uint32_t largest = kernels::max_abs_bits(data.data(), data.size());
-  if (largest >= 0x7F800000U) return std::numeric_limits<double>::quiet_NaN();  // Inf or NaN
-  if (kind == NormKind::two) return kernels::sum_of_squares(data.data(), data.size());
+  if (largest >= 0x7F800000U) return kNonFinite;
   float value;
   std::memcpy(&value, &largest, 4);
   return value;

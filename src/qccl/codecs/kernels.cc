@@ -22,10 +22,89 @@ inline std::uint32_t bits_of(float f) {
   return b;
 }
 
-}  // namespace
+// std::clamp(v, -FLT_MAX, FLT_MAX), NaN included, in the operand order of
+// the max and min instructions (std::clamp's compiles to compares and masks).
+inline float saturate(float v) { return std::min(std::max(v, -FLT_MAX), FLT_MAX); }
 
-QCCL_MULTIVERSION
-std::uint32_t max_abs_bits(const float* x, std::size_t n) {
+// The generator's 32-bit hash input for element i is (first + i)·φ + k_low
+// (CounterRng::bits32): it starts here and advances by φ per element.
+constexpr std::uint32_t kPhi32 = 0x9E3779B9U;
+inline std::uint32_t hash_start(std::uint64_t first, std::uint32_t k_low) {
+  return static_cast<std::uint32_t>(first) * kPhi32 + k_low;
+}
+
+// Large decoded outputs go to memory with streaming (non-temporal) stores:
+// an output beyond a core's share of the last-level cache (at most a few
+// MiB on current x86 servers) cannot stay cached for its reader anyway, and
+// ordinary stores first read every line they overwrite, almost half of a
+// decode's memory traffic. Values are computed into an L1-sized block
+// at the caller's full vector width, then streamed 32 bytes per store with
+// AVX (16 with the baseline's SSE2). Results are the same bits either way.
+constexpr std::size_t kStreamBytes = std::size_t{8} << 20;
+constexpr std::size_t kStreamBlock = 256;  // floats; a multiple of 8
+
+// out[j] = block[j] for j < kStreamBlock; out and block 32-byte aligned.
+// Called through GCC's dispatcher (see fp16_encode_impl).
+__attribute__((target("default"))) void stream_block(float* out, const float* block) {
+  for (std::size_t j = 0; j < kStreamBlock; j += 4) _mm_stream_ps(out + j, _mm_load_ps(block + j));
+}
+
+__attribute__((target("avx"))) void stream_block(float* out, const float* block) {
+  for (std::size_t j = 0; j < kStreamBlock; j += 8) {
+    _mm256_stream_ps(out + j, _mm256_load_ps(block + j));
+  }
+}
+
+// Writes n floats to out, streamed when the output is large: fill(dst, at,
+// count) writes the values of elements at..at+count-1 to dst[0..count).
+// Inlined (with `fill`) into each instruction set's version of its caller,
+// which vectorises it there.
+template <class Fill>
+__attribute__((always_inline)) inline void write_floats(float* out, std::size_t n, Fill fill) {
+  std::size_t i = 0;
+  if (n * sizeof(float) >= kStreamBytes) {
+    const std::size_t head = (64 - reinterpret_cast<std::uintptr_t>(out) % 64) % 64 / sizeof(float);
+    fill(out, 0, head);
+    alignas(64) float block[kStreamBlock];
+    for (i = head; i + kStreamBlock <= n; i += kStreamBlock) {
+      fill(block, i, kStreamBlock);
+      stream_block(out + i, block);
+    }
+    _mm_sfence();  // the streamed stores are visible before any later store
+  }
+  fill(out + i, i, n - i);
+}
+
+// write_floats of out[i] = value(i).
+template <class Value>
+__attribute__((always_inline)) inline void write_values(float* out, std::size_t n, Value value) {
+  write_floats(out, n, [value](float* dst, std::size_t at, std::size_t count)
+                           __attribute__((always_inline)) {
+                             for (std::size_t j = 0; j < count; ++j) dst[j] = value(at + j);
+                           });
+}
+
+// Two's-complement nibbles, sign-extended: shift each to the top of a byte,
+// then arithmetic-shift back.
+inline std::int8_t low_nibble(std::uint8_t b) {
+  return static_cast<std::int8_t>(static_cast<std::int8_t>(b << 4) >> 4);
+}
+inline std::int8_t high_nibble(std::uint8_t b) {
+  return static_cast<std::int8_t>(static_cast<std::int8_t>(b) >> 4);
+}
+
+// unpack_i4's loop, inlined into kernels that unpack a block at a time.
+__attribute__((always_inline)) inline void unpack_nibbles(const std::uint8_t* packed,
+                                                          std::int8_t* q, std::size_t n) {
+  for (std::size_t j = 0; j < n / 2; ++j) {
+    q[2 * j] = low_nibble(packed[j]);
+    q[2 * j + 1] = high_nibble(packed[j]);
+  }
+  if (n % 2) q[n - 1] = low_nibble(packed[n / 2]);
+}
+
+// max over i of the bits of |x[i]| (max_abs_bits).
+__attribute__((always_inline)) inline std::uint32_t largest_in(const float* x, std::size_t n) {
   std::uint32_t m = 0;
   for (std::size_t i = 0; i < n; ++i) m = std::max(m, bits_of(x[i]) & 0x7FFFFFFFU);
   return m;
@@ -37,16 +116,20 @@ std::uint32_t max_abs_bits(const float* x, std::size_t n) {
 // A block whose fp32 lanes overflow (elements beyond about 1.8e19, whose
 // squares exceed fp32) is summed again in double, element by element: the
 // same decision and the same bits on every instruction set.
-QCCL_MULTIVERSION
-double sum_of_squares(const float* x, std::size_t n) {
+// With `largest_bits`, also max_abs_bits, from each block while it is in
+// the L1 cache (a loop of its own, so both vectorise): memory is read once.
+__attribute__((always_inline)) inline double squares_and_largest(const float* x, std::size_t n,
+                                                                 std::uint32_t* largest_bits) {
   constexpr std::size_t kLanes = 16;
   double total = 0;
+  std::uint32_t top = 0;
   std::size_t base = 0;
   for (; base + 1024 <= n; base += 1024) {
     float lane[kLanes] = {};
     for (std::size_t i = 0; i < 1024; i += kLanes) {
       for (std::size_t j = 0; j < kLanes; ++j) lane[j] += x[base + i + j] * x[base + i + j];
     }
+    if (largest_bits != nullptr) top = std::max(top, largest_in(x + base, 1024));
     float largest = 0;
     for (float l : lane) largest = std::max(largest, l);
     if (largest <= FLT_MAX) {
@@ -55,34 +138,46 @@ double sum_of_squares(const float* x, std::size_t n) {
     }
     for (std::size_t i = base; i < base + 1024; ++i) total += static_cast<double>(x[i]) * x[i];
   }
+  if (largest_bits != nullptr) *largest_bits = std::max(top, largest_in(x + base, n - base));
   for (; base < n; ++base) total += static_cast<double>(x[base]) * x[base];
   return total;
 }
 
-// Per block: levels as int32 (one element width, so the loop vectorises),
-// then narrowed to int8.
+}  // namespace
+
+QCCL_MULTIVERSION
+std::uint32_t max_abs_bits(const float* x, std::size_t n) { return largest_in(x, n); }
+
+QCCL_MULTIVERSION
+double sum_of_squares(const float* x, std::size_t n) { return squares_and_largest(x, n, nullptr); }
+
+QCCL_MULTIVERSION
+SquaresAndLargest sum_of_squares_and_max_abs_bits(const float* x, std::size_t n) {
+  SquaresAndLargest result;
+  result.squares = squares_and_largest(x, n, &result.largest_bits);
+  return result;
+}
+
+// One loop, levels in 32-bit lanes narrowed at the store. The hash input
+// counter·φ + k_low advances by φ per element (a 32-bit vector induction
+// variable: no 64-bit counter lanes, no multiply for it), so the generator
+// costs its two mixing multiplies per element and nothing else.
 QCCL_MULTIVERSION
 void linear_encode_i8(const float* x, std::int8_t* q, std::size_t n, float scale,
                       std::int32_t levels, std::uint32_t k_low, std::uint32_t k_high,
                       std::uint64_t first) {
-  std::int32_t level[kBlock];
-  const auto first32 = static_cast<std::uint32_t>(first);
-  for (std::size_t base = 0; base < n; base += kBlock) {
-    const std::size_t m = std::min(kBlock, n - base);
-    for (std::size_t i = 0; i < m; ++i) {
-      const std::uint32_t counter = first32 + static_cast<std::uint32_t>(base + i);
-      const std::uint32_t r = mix32(counter * 0x9E3779B9U + k_low) ^ k_high;
-      const float u = static_cast<float>(static_cast<std::int32_t>(r >> 8)) * 0x1p-24f;
-      const float xv = x[base + i];
-      const float v = __builtin_fabsf(xv) * scale;
-      const auto lower = static_cast<std::int32_t>(v);  // v >= 0: truncation is floor
-      // Up when u < v - lower: the sign bit of their difference.
-      const auto up = static_cast<std::int32_t>(bits_of(u - (v - static_cast<float>(lower))) >> 31);
-      const std::int32_t l = std::min(lower + up, levels);
-      const auto negative = -static_cast<std::int32_t>(bits_of(xv) >> 31);  // 0 or -1
-      level[i] = (l ^ negative) - negative;
-    }
-    for (std::size_t i = 0; i < m; ++i) q[base + i] = static_cast<std::int8_t>(level[i]);
+  std::uint32_t hashed = hash_start(first, k_low);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t r = mix32(hashed) ^ k_high;
+    hashed += kPhi32;
+    const float u = static_cast<float>(static_cast<std::int32_t>(r >> 8)) * 0x1p-24f;
+    const float xv = x[i];
+    const float v = __builtin_fabsf(xv) * scale;
+    const auto lower = static_cast<std::int32_t>(v);  // v >= 0: truncation is floor
+    // Up when u < v - lower (a compare and a masked add; -0.0 gives level 0).
+    const auto up = static_cast<std::int32_t>(u < v - static_cast<float>(lower));
+    const std::int32_t l = std::min(lower + up, levels);
+    q[i] = static_cast<std::int8_t>(static_cast<std::int32_t>(bits_of(xv)) < 0 ? -l : l);
   }
 }
 
@@ -96,9 +191,10 @@ inline void int_round_block(const float* x, std::int32_t* level, std::size_t m, 
   const float limit_f = static_cast<float>(limit);  // may round up above limit for int32
   std::uint32_t clipped = 0;
   std::int32_t largest = result.largest;
+  std::uint32_t hashed = hash_start(first32, k_low);
   for (std::size_t i = 0; i < m; ++i) {
-    const std::uint32_t counter = first32 + static_cast<std::uint32_t>(i);
-    const std::uint32_t r = mix32(counter * 0x9E3779B9U + k_low) ^ k_high;
+    const std::uint32_t r = mix32(hashed) ^ k_high;
+    hashed += kPhi32;
     const float u = random ? static_cast<float>(static_cast<std::int32_t>(r >> 8)) * 0x1p-24f : 0.5f;
     const float xv = x[i];
     const float raw = __builtin_fabsf(xv) * alpha;
@@ -158,7 +254,7 @@ inline std::int64_t int_decode(const Int* s, float* out, std::size_t n, float fa
     const std::int32_t v = s[i];
     const auto bits = static_cast<std::uint32_t>(v);
     largest = std::max(largest, v < 0 ? 0U - bits : bits);
-    out[i] = std::clamp(static_cast<float>(v) * factor, -FLT_MAX, FLT_MAX);
+    out[i] = saturate(static_cast<float>(v) * factor);
   }
   return largest;
 }
@@ -196,19 +292,46 @@ void pack_i4(const std::int8_t* q, std::uint8_t* packed, std::size_t n) {
 
 QCCL_MULTIVERSION
 void unpack_i4(const std::uint8_t* packed, std::int8_t* q, std::size_t n) {
-  for (std::size_t j = 0; j < n / 2; ++j) {
-    // Shift each nibble to the top, then arithmetic-shift back: sign extension.
-    q[2 * j] = static_cast<std::int8_t>(static_cast<std::int8_t>(packed[j] << 4) >> 4);
-    q[2 * j + 1] = static_cast<std::int8_t>(static_cast<std::int8_t>(packed[j]) >> 4);
-  }
-  if (n % 2) q[n - 1] = static_cast<std::int8_t>(static_cast<std::int8_t>(packed[n / 2] << 4) >> 4);
+  unpack_nibbles(packed, q, n);
 }
 
 QCCL_MULTIVERSION
 void linear_decode_i8(const std::int8_t* q, float* out, std::size_t n, float step) {
-  for (std::size_t i = 0; i < n; ++i) {
-    out[i] = std::clamp(static_cast<float>(q[i]) * step, -FLT_MAX, FLT_MAX);
-  }
+  write_values(out, n, [q, step](std::size_t i) __attribute__((always_inline)) {
+    return saturate(static_cast<float>(q[i]) * step);
+  });
+}
+
+// Unpacked into an L1 block of levels, then decoded at full vector width. A
+// range starting at an odd element (after write_floats' alignment head)
+// takes its first element from a high nibble alone, one ending at an odd
+// count its last from a low nibble.
+QCCL_MULTIVERSION
+void linear_decode_i4(const std::uint8_t* packed, float* out, std::size_t n, float step) {
+  write_floats(out, n, [packed, step](float* dst, std::size_t at, std::size_t count)
+                           __attribute__((always_inline)) {
+                             const auto value = [step](std::int8_t level) {
+                               return saturate(static_cast<float>(level) * step);
+                             };
+                             std::size_t k = 0;
+                             if (at % 2 == 1 && count > 0) {
+                               dst[0] = value(high_nibble(packed[at / 2]));
+                               k = 1;
+                             }
+                             const std::uint8_t* bytes = packed + (at + k) / 2;
+                             constexpr std::size_t kLevels = 4096;
+                             std::int8_t q[kLevels];
+                             for (std::size_t pairs; (pairs = std::min(kLevels, count - k) / 2) > 0;) {
+                               for (std::size_t j = 0; j < pairs; ++j) {
+                                 q[2 * j] = low_nibble(bytes[j]);
+                                 q[2 * j + 1] = high_nibble(bytes[j]);
+                               }
+                               for (std::size_t j = 0; j < 2 * pairs; ++j) dst[k + j] = value(q[j]);
+                               k += 2 * pairs;
+                               bytes += pairs;
+                             }
+                             if (k < count) dst[k] = value(low_nibble(*bytes));
+                           });
 }
 
 QCCL_MULTIVERSION
@@ -229,7 +352,7 @@ void average_i8(const std::int8_t* a, const std::int8_t* b, std::int8_t* out, st
   std::int32_t level[kBlock];
   const std::int32_t k = ka + kb;
   const float inverse_k = 1.0f / static_cast<float>(k);
-  const auto first32 = static_cast<std::uint32_t>(first);
+  std::uint32_t hashed = hash_start(first, k_low);
   for (std::size_t base = 0; base < n; base += kBlock) {
     const std::size_t m = std::min(kBlock, n - base);
     for (std::size_t i = 0; i < m; ++i) {
@@ -240,8 +363,8 @@ void average_i8(const std::int8_t* a, const std::int8_t* b, std::int8_t* out, st
       auto q = static_cast<std::int32_t>(quotient);  // truncation toward zero
       q -= static_cast<std::int32_t>(static_cast<float>(q) > quotient);  // floor
       const std::int32_t remainder = total - q * k;  // in [0, k)
-      const std::uint32_t counter = first32 + static_cast<std::uint32_t>(base + i);
-      const std::uint32_t r = mix32(counter * 0x9E3779B9U + k_low) ^ k_high;
+      const std::uint32_t r = mix32(hashed) ^ k_high;
+      hashed += kPhi32;
       const float u = static_cast<float>(static_cast<std::int32_t>(r >> 8)) * 0x1p-24f;
       const float fraction = static_cast<float>(remainder) * inverse_k;
       level[i] = q + static_cast<std::int32_t>(bits_of(u - fraction) >> 31);
@@ -250,53 +373,51 @@ void average_i8(const std::int8_t* a, const std::int8_t* b, std::int8_t* out, st
   }
 }
 
-// The branch-free form of exp_dither::quantize (see there): all 32-bit lanes.
+// The branch-free form of exp_dither::quantize (see there): all 32-bit
+// lanes, narrowed at the store; the hash input advances by φ per element
+// (see linear_encode_i8).
 QCCL_MULTIVERSION
 void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,
                 std::int32_t s, std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first) {
-  std::int32_t out[kBlock];
-  const auto first32 = static_cast<std::uint32_t>(first);
   const std::int32_t deepest = s - 1;
   const float below_scale = __builtin_ldexpf(1.0f, deepest);
-  for (std::size_t base = 0; base < n; base += kBlock) {
-    const std::size_t m = std::min(kBlock, n - base);
-    for (std::size_t i = 0; i < m; ++i) {
-      const std::uint32_t counter = first32 + static_cast<std::uint32_t>(base + i);
-      const std::uint32_t random23 = (mix32(counter * 0x9E3779B9U + k_low) ^ k_high) >> 9;
-      const float xv = x[base + i];
-      const float y = __builtin_fabsf(xv) / norm;
-      const std::uint32_t bits = bits_of(y);
-      const auto biased = static_cast<std::int32_t>(bits >> 23);
-      const auto mantissa = static_cast<std::int32_t>(bits & 0x7FFFFF);
-      const std::int32_t e_floor = biased - 127;
-      // In a level's range: j = -e_floor, one less (the level above) with
-      // probability mantissa / 2^23; never below level 0.
-      const std::int32_t up = static_cast<std::int32_t>(static_cast<std::int32_t>(random23) < mantissa);
-      const std::int32_t j_range = std::max(-e_floor - up, 0);
-      const std::int32_t in_range = static_cast<std::int32_t>((biased != 0) & (-e_floor <= deepest));
-      // Below the smallest level: 2^-deepest with probability y·2^deepest.
-      const float p23 = y * below_scale * 8388608.0f;
-      const std::int32_t below_up = static_cast<std::int32_t>(static_cast<float>(random23) < p23);
-      const std::int32_t nonzero = in_range | below_up;
-      const std::int32_t j = in_range ? j_range : deepest;
-      const std::int32_t sign = static_cast<std::int32_t>((bits_of(xv) >> 31) << 7);
-      out[i] = static_cast<std::int32_t>(y > 0.0f) * nonzero * (sign | (j + c));
-    }
-    for (std::size_t i = 0; i < m; ++i) code[base + i] = static_cast<std::uint8_t>(out[i]);
+  std::uint32_t hashed = hash_start(first, k_low);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t random23 = (mix32(hashed) ^ k_high) >> 9;
+    hashed += kPhi32;
+    const float xv = x[i];
+    const float y = __builtin_fabsf(xv) / norm;
+    const std::uint32_t bits = bits_of(y);
+    const auto biased = static_cast<std::int32_t>(bits >> 23);
+    const auto mantissa = static_cast<std::int32_t>(bits & 0x7FFFFF);
+    const std::int32_t e_floor = biased - 127;
+    // In a level's range: j = -e_floor, one less (the level above) with
+    // probability mantissa / 2^23; never below level 0.
+    const std::int32_t up = static_cast<std::int32_t>(static_cast<std::int32_t>(random23) < mantissa);
+    const std::int32_t j_range = std::max(-e_floor - up, 0);
+    const std::int32_t in_range = static_cast<std::int32_t>((biased != 0) & (-e_floor <= deepest));
+    // Below the smallest level: 2^-deepest with probability y·2^deepest.
+    const float p23 = y * below_scale * 8388608.0f;
+    const std::int32_t below_up = static_cast<std::int32_t>(static_cast<float>(random23) < p23);
+    const std::int32_t nonzero = in_range | below_up;
+    const std::int32_t j = in_range ? j_range : deepest;
+    const std::int32_t sign = static_cast<std::int32_t>((bits_of(xv) >> 31) << 7);
+    code[i] = static_cast<std::uint8_t>(static_cast<std::int32_t>(y > 0.0f) * nonzero *
+                                        (sign | (j + c)));
   }
 }
 
 // 2^(c-e) as fp32 bits (c-e in [-126, 0]: a normal number), signed, scaled.
 QCCL_MULTIVERSION
 void exp_decode(const std::uint8_t* code, float* out, std::size_t n, std::int32_t c, float scale) {
-  for (std::size_t i = 0; i < n; ++i) {
+  write_values(out, n, [code, c, scale](std::size_t i) __attribute__((always_inline)) {
     const std::int32_t e = code[i] & 0x7F;
     const std::uint32_t sign = static_cast<std::uint32_t>(code[i] & 0x80) << 24;
     const std::uint32_t bits = (static_cast<std::uint32_t>(127 + c - e) << 23) | sign;
     float value;
     std::memcpy(&value, &bits, 4);
-    out[i] = e == 0 ? 0.0f : value * scale;
-  }
+    return e == 0 ? 0.0f : value * scale;
+  });
 }
 
 // exp_dither::reduce without branches, in 32-bit lanes: bytes are widened
@@ -305,7 +426,7 @@ QCCL_MULTIVERSION
 bool exp_reduce(std::uint8_t* acc, const std::uint8_t* in, std::size_t n, std::uint32_t k_low,
                 std::uint32_t k_high, std::uint64_t first) {
   std::int32_t a[kBlock], b[kBlock], out[kBlock];
-  const auto first32 = static_cast<std::uint32_t>(first);
+  std::uint32_t hashed = hash_start(first, k_low);
   std::int32_t invalid = 0;
   for (std::size_t base = 0; base < n; base += kBlock) {
     const std::size_t m = std::min(kBlock, n - base);
@@ -323,8 +444,8 @@ bool exp_reduce(std::uint8_t* acc, const std::uint8_t* in, std::size_t n, std::u
       const std::int32_t same = static_cast<std::int32_t>(sa == sb);
       const std::int32_t d = e2 - e1;
       const std::int32_t k = same ? d : d - 1;  // >= 0 whenever it is used
-      const std::uint32_t counter = first32 + static_cast<std::uint32_t>(base + i);
-      const std::uint32_t r = mix32(counter * 0x9E3779B9U + k_low) ^ k_high;
+      const std::uint32_t r = mix32(hashed) ^ k_high;
+      hashed += kPhi32;
       const std::int32_t shift = 32 - std::min(std::max(k, 1), 31);
       const std::int32_t happens = static_cast<std::int32_t>(
           (k == 0) | ((k < 32) & (r < (std::uint32_t{1} << shift))));

@@ -2,9 +2,10 @@
 // instruction sets and chosen at run time from the CPU's features (GCC
 // function multiversioning: AVX-512, AVX2+FMA+F16C, or baseline x86-64), so a
 // generic build runs at full speed on the machine it lands on. Each loop is
-// written so the compiler vectorises it: one element width per loop, no
-// branches, truncation instead of floor, sign-bit arithmetic instead of
-// selects. Results are identical on every instruction set.
+// written so the compiler vectorises it: 32-bit lanes (narrowed at the
+// store), no branches, truncation instead of floor, sign-bit arithmetic
+// instead of selects, the generator's hash input advanced as an induction
+// variable. Results are identical on every instruction set.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,13 @@ std::uint32_t max_abs_bits(const float* x, std::size_t n);
 // summed in double (a block whose lanes overflow fp32: in double); identical
 // on every instruction set.
 double sum_of_squares(const float* x, std::size_t n);
+// Both in one pass over x, each the same as its kernel's result: the
+// 2-norm's statistic and finiteness check read the input once.
+struct SquaresAndLargest {
+  double squares = 0;
+  std::uint32_t largest_bits = 0;
+};
+SquaresAndLargest sum_of_squares_and_max_abs_bits(const float* x, std::size_t n);
 
 // Linear dithering (Global-QSGD L_s): q[i] = sign(x[i]) · (floor(v) + [u < frac(v)]),
 // v = |x[i]|·scale, clamped to `levels`, where u = bits32(first + i) / 2^32 of
@@ -31,7 +39,10 @@ void linear_encode_i8(const float* x, std::int8_t* q, std::size_t n, float scale
 void pack_i4(const std::int8_t* q, std::uint8_t* packed, std::size_t n);
 void unpack_i4(const std::uint8_t* packed, std::int8_t* q, std::size_t n);
 // out[i] = q[i] · step, saturated at ±FLT_MAX (levels.h: saturate_to_fp32).
+// Outputs of 8 MiB and more are written with streaming stores (same values).
 void linear_decode_i8(const std::int8_t* q, float* out, std::size_t n, float step);
+// linear_decode_i8 of the levels that unpack_i4 would give, without unpacking them first.
+void linear_decode_i4(const std::uint8_t* packed, float* out, std::size_t n, float step);
 // acc[i] += in[i]; returns false if any sum leaves [-limit, limit].
 bool add_i8_checked(std::int8_t* acc, const std::int8_t* in, std::size_t n, std::int32_t limit);
 
@@ -68,7 +79,8 @@ void average_i8(const std::int8_t* a, const std::int8_t* b, std::int8_t* out, st
                 std::uint64_t first);
 
 // Exponential dithering codes (exp_dither.h): code[i] = quantize(|x[i]|/norm,
-// sign, c, s, bits32(first + i) >> 9); out[i] = sign · 2^(c-e) · scale.
+// sign, c, s, bits32(first + i) >> 9); out[i] = sign · 2^(c-e) · scale
+// (streamed like linear_decode_i8's).
 void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,
                 std::int32_t s, std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first);
 void exp_decode(const std::uint8_t* code, float* out, std::size_t n, std::int32_t c, float scale);

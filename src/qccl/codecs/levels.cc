@@ -9,6 +9,13 @@
 #include "qccl/common/errors.h"
 
 namespace qccl {
+namespace {
+
+// Elements per block of the 4-bit paths: even (blocks start on a byte) and
+// small enough for the unpacked levels to stay in the L1 cache.
+constexpr std::size_t kPackBlock = 4096;
+
+}  // namespace
 
 void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q, double norm,
                    int levels, const CounterRng& rng) {
@@ -46,6 +53,30 @@ void decode_levels(const std::int8_t* q, float* out, std::size_t n, double step)
     return;
   }
   for (std::size_t i = 0; i < n; ++i) out[i] = saturate_to_fp32(q[i] * step);
+}
+
+void decode_levels_i4(const std::uint8_t* packed, float* out, std::size_t n, double step) {
+  const auto step_f = static_cast<float>(step);
+  if (std::isfinite(step_f)) {
+    kernels::linear_decode_i4(packed, out, n, step_f);
+    return;
+  }
+  std::int8_t q[kPackBlock];
+  for (std::size_t at = 0; at < n; at += kPackBlock) {
+    const std::size_t m = std::min(kPackBlock, n - at);
+    kernels::unpack_i4(packed + at / 2, q, m);
+    decode_levels(q, out + at, m, step);
+  }
+}
+
+void encode_levels_i4(std::span<const float> in, std::size_t first, std::uint8_t* packed,
+                      double norm, int levels, const CounterRng& rng) {
+  std::int8_t q[kPackBlock];
+  for (std::size_t at = 0; at < in.size(); at += kPackBlock) {
+    const std::size_t m = std::min(kPackBlock, in.size() - at);
+    encode_levels(in.subspan(at, m), first + at, q, norm, levels, rng);
+    kernels::pack_i4(q, packed + at / 2, m);
+  }
 }
 
 CounterRng reduce_rng(const CodecSettings& settings, std::uint64_t step, const ReduceContext& context) {

@@ -31,6 +31,13 @@ float saturate_to_fp32(double x);
 // out[i] = q[i]·step, saturated: the fp32 kernel while step is an fp32
 // number, else in double (a step beyond fp32's range).
 void decode_levels(const std::int8_t* q, float* out, std::size_t n, double step);
+// decode_levels of packed 4-bit levels (kernels::unpack_i4), unpacked on the fly.
+void decode_levels_i4(const std::uint8_t* packed, float* out, std::size_t n, double step);
+
+// encode_levels of 4-bit levels (|level| <= 7), packed (kernels::pack_i4)
+// one cache-sized block at a time: the unpacked levels never reach memory.
+void encode_levels_i4(std::span<const float> in, std::size_t first, std::uint8_t* packed,
+                      double norm, int levels, const CounterRng& rng);
 
 // The generator for a stochastic reduction: the owner rank's reduce stream
 // at this step, with the hop in the key (the kernels' 32-bit counter is the

@@ -1,8 +1,8 @@
 #include "qccl/codecs/linear_dither.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <vector>
 
 #include "qccl/codecs/kernels.h"
 #include "qccl/codecs/levels.h"
@@ -112,9 +112,7 @@ class LinearAverageReduction final : public Reduction {
     if (bits_ == 8) {
       encode_levels(in, first, reinterpret_cast<std::int8_t*>(payload), norm_, levels_, quantize_);
     } else {
-      std::vector<std::int8_t>& q = levels_scratch(in.size());
-      encode_levels(in, first, q.data(), norm_, levels_, quantize_);
-      kernels::pack_i4(q.data(), payload, in.size());
+      encode_levels_i4(in, first, payload, norm_, levels_, quantize_);
     }
     return kHeader + payload_bytes(in.size());
   }
@@ -153,13 +151,9 @@ class LinearAverageReduction final : public Reduction {
                           reinterpret_cast<std::int8_t*>(a), context.count, static_cast<std::int32_t>(ka),
                           static_cast<std::int32_t>(kb), rng.key_low(), rng.key_high(), context.first);
     } else {
-      std::vector<std::int8_t>& qa = levels_scratch(2 * context.count);
-      std::int8_t* qb = qa.data() + context.count;
-      kernels::unpack_i4(reinterpret_cast<const std::uint8_t*>(a), qa.data(), context.count);
-      kernels::unpack_i4(reinterpret_cast<const std::uint8_t*>(b), qb, context.count);
-      kernels::average_i8(qa.data(), qb, qa.data(), context.count, static_cast<std::int32_t>(ka),
-                          static_cast<std::int32_t>(kb), rng.key_low(), rng.key_high(), context.first);
-      kernels::pack_i4(qa.data(), reinterpret_cast<std::uint8_t*>(a), context.count);
+      average_i4(reinterpret_cast<std::uint8_t*>(a), reinterpret_cast<const std::uint8_t*>(b),
+                 context.count, static_cast<std::int32_t>(ka), static_cast<std::int32_t>(kb), rng,
+                 context.first);
     }
     write_header(accum, static_cast<std::uint32_t>(k));
     return accum_bytes;
@@ -181,18 +175,28 @@ class LinearAverageReduction final : public Reduction {
                       " (incomplete or corrupt aggregation)");
     }
     const auto* payload = reinterpret_cast<const std::uint8_t*>(in.data() + kHeader);
-    const std::int8_t* q = reinterpret_cast<const std::int8_t*>(payload);
     if (bits_ == 4) {
-      std::vector<std::int8_t>& unpacked = levels_scratch(out.size());
-      kernels::unpack_i4(payload, unpacked.data(), out.size());
-      q = unpacked.data();
+      decode_levels_i4(payload, out.data(), out.size(), value_);
+    } else {
+      decode_levels(reinterpret_cast<const std::int8_t*>(payload), out.data(), out.size(), value_);
     }
-    decode_levels(q, out.data(), out.size(), value_);
   }
 
-  std::vector<std::int8_t>& levels_scratch(std::size_t count) {
-    if (scratch_.size() < count) scratch_.resize(count);
-    return scratch_;
+  // a = the stochastic weighted mean of packed 4-bit levels a and b,
+  // unpacked and packed again one L1-sized block at a time (the generator's
+  // counter is the element index, so blocks draw what one pass would).
+  static void average_i4(std::uint8_t* a, const std::uint8_t* b, std::size_t count,
+                         std::int32_t ka, std::int32_t kb, const CounterRng& rng,
+                         std::size_t first) {
+    constexpr std::size_t kBlock = 4096;  // even: blocks start on a byte
+    std::int8_t qa[kBlock], qb[kBlock];
+    for (std::size_t at = 0; at < count; at += kBlock) {
+      const std::size_t m = std::min(kBlock, count - at);
+      kernels::unpack_i4(a + at / 2, qa, m);
+      kernels::unpack_i4(b + at / 2, qb, m);
+      kernels::average_i8(qa, qb, qa, m, ka, kb, rng.key_low(), rng.key_high(), first + at);
+      kernels::pack_i4(qa, a + at / 2, m);
+    }
   }
 
   std::size_t payload_bytes(std::size_t count) const {
@@ -216,7 +220,6 @@ class LinearAverageReduction final : public Reduction {
   CounterRng quantize_;
   CodecSettings settings_;
   std::uint64_t step_;
-  std::vector<std::int8_t> scratch_;  // unpacked levels of one chunk
 };
 
 }  // namespace
