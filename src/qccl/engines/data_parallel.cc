@@ -154,8 +154,9 @@ void DataParallelEngine::begin_step() {
 // dense, or sparse rows (an embedding with sparse gradients).
 void DataParallelEngine::on_gradient(std::size_t tensor, const torch::Tensor& grad) {
   const auto& name = parameters_[tensor].first;
-  if (grad.scalar_type() != torch::kFloat ||
-      (grad.is_sparse() && (grad.sparse_dim() != 1 || grad.sizes() != parameters_[tensor].second.sizes()))) {
+  const bool rows = grad.is_sparse() && grad.sparse_dim() == 1 &&
+                    grad.sizes() == parameters_[tensor].second.sizes();
+  if (grad.scalar_type() != torch::kFloat || (grad.is_sparse() && !rows)) {
     throw InvalidArgument("data-parallel engine: gradient of '" + name +
                           "' is neither a dense fp32 tensor nor fp32 rows of a sparse one");
   }
@@ -187,8 +188,8 @@ void DataParallelEngine::place_sparse_gradient(std::size_t tensor, const torch::
   const auto& p = parameters_[tensor].second;
   const auto place = plan_.places[tensor];
   const auto row = static_cast<std::size_t>(p.numel() / std::max<std::int64_t>(p.size(0), 1));
-  float* region = buckets_[place.bucket].data() + place.offset;
-  std::fill_n(region, static_cast<std::size_t>(p.numel()), 0.0f);
+  std::fill_n(buckets_[place.bucket].data() + place.offset, static_cast<std::size_t>(p.numel()),
+              0.0f);
   const auto indices = grad._indices();
   const auto values = grad._values().contiguous();
   const std::int64_t* rows = indices.data_ptr<std::int64_t>();
@@ -226,7 +227,8 @@ void DataParallelEngine::bucket_ready(std::size_t bucket) {
     if (sparse_[t]) {
       support->insert(support->end(), tensor_rows_[t].begin(), tensor_rows_[t].end());
     } else if (seen_[t] == 1) {
-      support->push_back({plan_.places[t].offset, static_cast<std::size_t>(parameters_[t].second.numel())});
+      const auto count = static_cast<std::size_t>(parameters_[t].second.numel());
+      support->push_back({plan_.places[t].offset, count});
     }
   }
   std::sort(support->begin(), support->end(),
