@@ -2,12 +2,12 @@
 //
 // A compressed collective that encodes its whole input before the first send
 // and decodes the whole result after the last receive leaves the links idle
-// for both (at 64 MiB on 4 ranks, about a fifth of the time on 1 Gbit/s
-// links). A CodecQueue instead lets the ring encode each slot just before its
-// first use, in the order the ring needs them, and decode each slot once it
-// holds its final bytes. Whenever the ring would wait for a transfer it does
-// one piece of this work and tests the transfer again, so the transport keeps
-// progressing between pieces.
+// for both (for Global-QSGD at 64 MiB, about 10 ms per rank on one core, 5% of
+// the time 4 ranks need at 1 Gbit/s). A CodecQueue instead lets the ring
+// encode each slot just before its first use, in the order the ring needs
+// them, and decode each slot once it holds its final bytes. Whenever the ring
+// would wait for a transfer it does one piece of this work and tests the
+// transfer again, so the transport keeps progressing between pieces.
 //
 // Each slot is encoded and decoded by the same calls, over the same element
 // ranges, as encode_slots and decode_slots make; encodings depend only on the

@@ -20,11 +20,11 @@
 // With a CodecQueue, the ring encodes each slot just before its first use and
 // hands each slot to the queue once it is final; it works off the queue while
 // a receive is pending, and one piece after each transfer in any case (see
-// codec_queue.h). Reduce-scatter first uses
-// segment r-1 (sent at step 0) and then r-s-2 (reduced into at step s), so
-// the encode order is segment r-1, r-2, ..., r-n; allgather alone sends only
-// segment r. Rank r's segment is final after the last reduce-scatter step,
-// every other segment once the allgather has received it.
+// codec_queue.h). Reduce-scatter first uses segment r-1 (sent at step 0) and
+// then r-s-2 (reduced into at step s), so the encode order is segment r-1,
+// r-2, ..., r-n; allgather alone sends only segment r. Rank r's segment is
+// final after the last reduce-scatter step, every other segment once the
+// allgather has received it.
 #include "qccl/collectives/ring.h"
 
 #include <algorithm>
