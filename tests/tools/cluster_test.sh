@@ -43,6 +43,14 @@ if [ "$mode" = arguments ]; then
   expect "one host" 2 '--hosts must be a whole number from 2 to 64' -- "$cluster" --hosts 1 -- true
   expect "hosts not a number" 2 '--hosts must be' -- "$cluster" --hosts four -- true
   expect "bad rate" 2 '--rate must look like 100mbit' -- "$cluster" --rate 1gb -- true
+  expect "burst without a number" 2 '--burst must be a whole number of bytes' -- "$cluster" --burst 16KiB -- true
+  expect "burst below a packet" 2 '--burst must be from 2k' -- "$cluster" --burst 1500 -- true
+  expect "burst too large" 2 '--burst must be from 2k .* to 256m' -- "$cluster" --burst 512m -- true
+  expect "queue of zero" 2 '--queue-ms must be a whole number of milliseconds from 1 to 10000' -- \
+    "$cluster" --queue-ms 0 -- true
+  expect "queue not a number" 2 '--queue-ms must be' -- "$cluster" --queue-ms 5ms -- true
+  expect "burst on an unshaped link" 2 'need a --rate other than unshaped' -- \
+    "$cluster" --rate unshaped --burst 16k -- true
   expect "bad prefix" 2 '--prefix must be' -- "$cluster" --prefix Bad-Name -- true
   expect "public subnet refused" 2 'private /24' -- "$cluster" --subnet 8.8.8 -- true
   expect "octet range" 2 'octet above 255' -- "$cluster" --subnet 10.300.1 -- true
@@ -74,6 +82,13 @@ expect "runs a command on every host" 0 'hello from 10\.7[0-9]\.' -- \
   sh -c 'echo hello from $(ip -4 -o addr show eth0 | awk "{print \$4}")'
 [ -z "$(ours)" ] && echo "ok: removed its namespaces after success" ||
   { echo "FAIL: left $(ours)"; failures=$((failures + 1)); }
+
+expect "shapes with the given bucket and queue" 0 'tbf .*burst 16Kb lat 5ms' -- \
+  "$cluster" --hosts 2 --rate 1gbit --burst 16k --queue-ms 5 --prefix "$prefix" --subnet 10.78.0 -- \
+  sh -c '/usr/sbin/tc qdisc show dev eth0'
+expect "keeps the default bucket and queue" 0 'tbf .*burst 500000b lat 100ms' -- \
+  "$cluster" --hosts 2 --rate 1gbit --prefix "$prefix" --subnet 10.78.0 -- \
+  sh -c '/usr/sbin/tc qdisc show dev eth0'
 
 expect "passes on the command's failure" 1 '' -- \
   "$cluster" --hosts 2 --prefix "$prefix" --subnet 10.78.0 -- false

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "qccl/collectives/codec_queue.h"
 #include "qccl/collectives/codec_steps.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/collectives/native.h"
@@ -106,11 +107,18 @@ void allgather_body(Communicator& comm, int tag, std::span<const float> shard,
   if (identity && !shard.empty() && shard.data() != output.data() + mine.first) {
     std::memmove(output.data() + mine.first, shard.data(), shard.size_bytes());
   }
+  const Timeout timeout = comm.timeout(options.timeout);
+  if (overlaps_codec(reduction, options)) {
+    CodecQueue codec(reduction, layout, work, {shard, mine.first, own}, {output, 0},
+                     options.phases);
+    run_schedule(comm, tag, layout, work, nullptr, SchedulePhases::allgather, options, timeout,
+                 "allgather", &codec);
+    return;
+  }
   {
     PhaseScope timed(options.phases, &PhaseTimes::encode);
     encode_slots(reduction, layout, segment_slots(layout, me), shard, mine.first, work, own);
   }
-  const Timeout timeout = comm.timeout(options.timeout);
   run_schedule(comm, tag, layout, work, nullptr, SchedulePhases::allgather, options, timeout,
                "allgather");
   PhaseScope timed(options.phases, &PhaseTimes::decode);

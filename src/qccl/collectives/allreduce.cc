@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "qccl/collectives/codec_queue.h"
 #include "qccl/collectives/codec_steps.h"
 #include "qccl/collectives/halving_doubling.h"
 #include "qccl/collectives/layout.h"
@@ -56,6 +57,12 @@ void allreduce_body(Communicator& comm, int tag, std::span<const float> input,
   SlotLayout layout(segments, chunks_for(segments, options.chunk_bytes), granularity, reduction);
   std::span<std::byte> work = identity ? std::as_writable_bytes(output)
                                        : comm.scratch(Scratch::work, layout.total_bytes());
+  if (overlaps_codec(reduction, options)) {
+    CodecQueue codec(reduction, layout, work, {input, 0, own}, {output, 0}, options.phases);
+    run_schedule(comm, tag, layout, work, &reduction, SchedulePhases::allreduce, options, timeout,
+                 "allreduce", &codec);
+    return;
+  }
   {
     PhaseScope timed(options.phases, &PhaseTimes::encode);
     encode_slots(reduction, layout, all_slots(layout), input, 0, work, own);

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "qccl/collectives/codec_queue.h"
 #include "qccl/collectives/codec_steps.h"
 #include "qccl/collectives/native.h"
 #include "qccl/collectives/schedule.h"
@@ -81,15 +82,22 @@ void reduce_scatter_body(Communicator& comm, int tag, std::span<const float> inp
   const bool identity = reduction.identity_layout();
   // An empty span may hold a null pointer, which memcpy must never get.
   if (identity && !input.empty()) std::memcpy(work.data(), input.data(), input.size_bytes());
+  const Timeout timeout = comm.timeout(options.timeout);
+  const std::size_t rank = static_cast<std::size_t>(comm.rank());
+  const Range mine = blocks[rank];
+  if (overlaps_codec(reduction, options)) {
+    CodecQueue codec(reduction, layout, work, {input, 0, own}, {output, mine.first},
+                     options.phases);
+    run_schedule(comm, tag, layout, work, &reduction, SchedulePhases::reduce_scatter, options,
+                 timeout, "reduce-scatter", &codec);
+    return;
+  }
   {
     PhaseScope timed(options.phases, &PhaseTimes::encode);
     encode_slots(reduction, layout, all_slots(layout), input, 0, work, own);
   }
-  const Timeout timeout = comm.timeout(options.timeout);
   run_schedule(comm, tag, layout, work, &reduction, SchedulePhases::reduce_scatter, options,
                timeout, "reduce-scatter");
-  const std::size_t rank = static_cast<std::size_t>(comm.rank());
-  const Range mine = blocks[rank];
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   if (identity && !output.empty()) {  // an empty block may have no storage at all
     std::memcpy(output.data(), work.data() + mine.first * sizeof(float), output.size_bytes());

@@ -29,14 +29,21 @@ HalvingDoublingPhases halving_doubling_phases(SchedulePhases phases) {
 
 }  // namespace
 
+bool overlaps_codec(const Reduction& reduction, const CollectiveOptions& options) {
+  return options.algorithm == Algorithm::ring && !reduction.identity_layout();
+}
+
 void run_schedule(Communicator& comm, int tag, SlotLayout& layout, std::span<std::byte> work,
                   Reduction* reduction, SchedulePhases phases, const CollectiveOptions& options,
-                  Timeout timeout, std::string_view what) {
+                  Timeout timeout, std::string_view what, CodecQueue* codec) {
+  if (codec != nullptr && options.algorithm != Algorithm::ring) {
+    throw InvalidArgument(std::string(what) + ": only the ring encodes while it transfers");
+  }
   const std::string operation = std::string(to_string(options.algorithm)) + " " + std::string(what);
   switch (options.algorithm) {
     case Algorithm::ring:
       run_ring(comm, tag, layout, work, reduction, ring_phases(phases), options, timeout,
-               operation);
+               operation, codec);
       return;
     case Algorithm::halving_doubling:
       run_halving_doubling(comm, tag, layout, work, reduction, halving_doubling_phases(phases),

@@ -14,6 +14,8 @@
 
 namespace qccl {
 
+class CodecQueue;
+
 enum class SchedulePhases {
   // Every rank ends with every segment reduced (`layout`: n segments for the
   // ring, halving_doubling_blocks(n) for halving-doubling).
@@ -27,8 +29,14 @@ enum class SchedulePhases {
 // Runs `phases` with options.algorithm's schedule (ring or halving-doubling;
 // native has none and is refused). `reduction` may be null for allgather.
 // Errors name the operation as "<algorithm> <what>", e.g. "ring allreduce".
+// `codec` (ring only, see overlaps_codec) encodes and decodes the slots while
+// the transfers run; without it `work` must hold the encoded slots.
 void run_schedule(Communicator& comm, int tag, SlotLayout& layout, std::span<std::byte> work,
                   Reduction* reduction, SchedulePhases phases, const CollectiveOptions& options,
-                  Timeout timeout, std::string_view what);
+                  Timeout timeout, std::string_view what, CodecQueue* codec = nullptr);
+
+// True when the schedule interleaves `reduction`'s encoding and decoding with
+// its transfers (a CodecQueue): the ring, for reductions that encode.
+bool overlaps_codec(const Reduction& reduction, const CollectiveOptions& options);
 
 }  // namespace qccl
