@@ -21,6 +21,16 @@ inline Clock::time_point deadline_after(Timeout timeout) {
   return Clock::now() + std::min(timeout, kCentury);
 }
 
+// Seconds from `start` until now.
+inline double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// What is left of a wait until `deadline`: zero once it has passed.
+inline Timeout time_left(Clock::time_point deadline) {
+  return std::max(Timeout(0), std::chrono::duration_cast<Timeout>(deadline - Clock::now()));
+}
+
 // "1500 ms" — for error messages.
 inline std::string to_string(Timeout t) { return std::to_string(t.count()) + " ms"; }
 

@@ -39,15 +39,6 @@ bool copy_and_check_finite(float* to, const float* from, std::size_t n) {
   return exponent_all_ones == 0;
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-Timeout time_left(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<Timeout>(deadline - Clock::now());
-  return std::max(left, Timeout(0));
-}
-
 }  // namespace
 
 DataParallelEngine::DataParallelEngine(Communicator& comm, std::vector<NamedTensor> parameters,

@@ -54,10 +54,6 @@ std::uint64_t parameters_checksum(const std::vector<torch::Tensor>& parameters) 
   return h;
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 std::string optimizer_text(const TrainConfig& c) {
   std::ostringstream text;
   text << c.optimizer << " lr=" << c.lr << " " << c.lr_schedule << " warmup=" << c.warmup_steps

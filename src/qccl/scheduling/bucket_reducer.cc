@@ -86,7 +86,7 @@ void BucketReducer::reduce(Communicator& comm, std::size_t bucket, const BucketW
     if (!failed_) failed_ = bucket;
     throw;
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double seconds = seconds_since(start);
   const auto faults = thread_minor_faults() - faults_before;
   std::lock_guard lock(mutex_);
   durations_[bucket] = seconds;
@@ -149,9 +149,8 @@ void BucketReducer::finish(Timeout timeout) {
                          std::to_string(count) + " not reduced after " +
                          std::to_string(timeout.count()) + " ms (it was never marked ready)");
     }
-    const auto left = std::max(Timeout(0), std::chrono::duration_cast<Timeout>(deadline - Clock::now()));
     try {
-      launched.wait(left);
+      launched.wait(time_left(deadline));
     } catch (const TimeoutError& e) {
       if (is_stored_failure(launched, e)) {  // the bucket's own collective timed out
         if (!first_failure) first_failure = std::current_exception();
