@@ -93,19 +93,20 @@ void Codec::allreduce_mean_sparse(Communicator& comm, std::span<float> data,
                                   const CollectiveOptions& options) {
   check_supported(CodecOperation::allreduce_mean);
   validate_options(options, "allreduce mean");
-  std::size_t end = 0;
+  std::size_t end = 0;  // of the previous range
   for (std::size_t k = 0; k < support.size(); ++k) {
     const Range& r = support[k];
-    if ((k > 0 && r.first < end) || r.first > data.size() || r.count > data.size() - r.first) {
-      throw InvalidArgument(spec() + " sparse allreduce mean: support range " + std::to_string(k) +
-                            " [" + std::to_string(r.first) + ", " + std::to_string(r.end()) +
-                            ") is " + (k > 0 && r.first < end ? "before the end of the previous one"
-                                                             : "beyond the data's " +
-                                                                   std::to_string(data.size()) +
-                                                                   " elements") +
-                            "; give sorted, disjoint ranges inside the data");
+    const bool inside = r.first <= data.size() && r.count <= data.size() - r.first;
+    if (inside && r.first >= end) {
+      end = r.end();
+      continue;
     }
-    end = r.end();
+    throw InvalidArgument(spec() + " sparse allreduce mean: support range " + std::to_string(k) +
+                          " [" + std::to_string(r.first) + ", " + std::to_string(r.end()) +
+                          ") " + (inside ? "starts before the end of the previous one"
+                                         : "goes beyond the data's " +
+                                               std::to_string(data.size()) + " elements") +
+                          "; give sorted, disjoint ranges inside the data");
   }
   Operation operation{CodecOperation::allreduce_mean, data, data, {}, {}, true, support};
   run_operation(comm, operation, options);
