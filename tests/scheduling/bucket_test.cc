@@ -43,6 +43,49 @@ TEST(BucketPlanTest, SizeCappedPolicyPacksInReverseOrder) {
   EXPECT_EQ(policy.plan({}).bucket_count(), 0u);
 }
 
+TEST(BucketPlanTest, GroupsAreContiguousInReverseRegistrationOrder) {
+  const std::vector<std::size_t> elements{100, 300000, 50, 7000000, 10, 7, 9, 1};
+  const auto plan = GroupsPolicy({3, 5}).plan(elements);
+  ASSERT_EQ(plan.bucket_count(), 2u);
+  EXPECT_EQ(plan.buckets[0], (std::vector<std::size_t>{7, 6, 5}));
+  EXPECT_EQ(plan.buckets[1], (std::vector<std::size_t>{4, 3, 2, 1, 0}));
+  EXPECT_EQ(plan.bucket_elements, (std::vector<std::size_t>{17, 7300160}));
+  EXPECT_EQ(plan.places[6].bucket, 0u);
+  EXPECT_EQ(plan.places[6].offset, 1u);
+  EXPECT_EQ(plan.places[0].offset, 7300060u);
+  EXPECT_EQ(group_sizes_of(plan), (GroupSizes{3, 5}));
+  EXPECT_EQ(GroupsPolicy({3, 5}).name(), "groups:3,5");
+
+  EXPECT_EQ(group_sizes_of(LayerwisePolicy().plan(elements)), GroupSizes(8, 1));
+  EXPECT_EQ(group_sizes_of(SingleBucketPolicy().plan(elements)), (GroupSizes{8}));
+  // DDP's rule makes contiguous groups too: the same plan as its sizes.
+  const auto ddp = SizeCappedPolicy(1 << 20, 64).plan(elements);
+  const auto sizes = group_sizes_of(ddp);
+  ASSERT_FALSE(sizes.empty());
+  EXPECT_EQ(plan_of_groups(sizes, elements).fingerprint(), ddp.fingerprint());
+  // A plan that is not contiguous in that order has no group sizes.
+  BucketPlan shuffled = plan;
+  std::swap(shuffled.buckets[0][0], shuffled.buckets[1][0]);
+  EXPECT_TRUE(group_sizes_of(shuffled).empty());
+}
+
+TEST(BucketPlanTest, GroupSizesThatDoNotFitTheModelAreRefusedNamingBoth) {
+  const std::vector<std::size_t> elements{4, 4, 4};
+  try {
+    GroupsPolicy({1, 1}).plan(elements);
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("make 2 tensors, but the model has 3"));
+  }
+  EXPECT_THROW(GroupsPolicy({}), InvalidArgument);
+  EXPECT_THROW(GroupsPolicy({2, 0, 1}), InvalidArgument);
+  EXPECT_EQ(parse_group_sizes("3,40,1"), (GroupSizes{3, 40, 1}));
+  EXPECT_EQ(format_group_sizes({3, 40, 1}), "3,40,1");
+  for (const char* bad : {"", "3,", ",3", "3,x", "0", "-1", "3;4", "2,,1"}) {
+    EXPECT_THROW(parse_group_sizes(bad), InvalidArgument) << "'" << bad << "'";
+  }
+}
+
 // Each rank marks its buckets ready in its own order, from another thread,
 // with pauses; the reducer still launches them 0, 1, 2, ... everywhere.
 TEST(BucketReducerTest, InOrderLaunchGivesExactIdenticalResults) {

@@ -1,5 +1,9 @@
 #include "qccl/scheduling/bucket_plan.h"
 
+#include <algorithm>
+#include <charconv>
+#include <numeric>
+
 #include "qccl/common/counter_rng.h"  // mix64
 #include "qccl/common/errors.h"
 
@@ -49,6 +53,90 @@ BucketPlan SizeCappedPolicy::plan(std::span<const std::size_t> tensor_elements) 
     used += bytes;
   }
   return plan;
+}
+
+BucketPlan plan_of_groups(const GroupSizes& sizes, std::span<const std::size_t> tensor_elements) {
+  const std::size_t total = std::accumulate(sizes.begin(), sizes.end(), std::size_t{0});
+  if (total != tensor_elements.size()) {
+    throw InvalidArgument("bucket groups of " + format_group_sizes(sizes) + " tensors make " +
+                          std::to_string(total) + " tensors, but the model has " +
+                          std::to_string(tensor_elements.size()));
+  }
+  BucketPlan plan;
+  plan.places.resize(tensor_elements.size());
+  std::size_t k = tensor_elements.size();  // tensors taken from the end
+  for (const std::size_t size : sizes) {
+    const std::size_t b = plan.buckets.size();
+    plan.buckets.emplace_back();
+    plan.bucket_elements.push_back(0);
+    for (std::size_t i = 0; i < size; ++i) {
+      --k;
+      plan.places[k] = {b, plan.bucket_elements[b]};
+      plan.buckets[b].push_back(k);
+      plan.bucket_elements[b] += tensor_elements[k];
+    }
+  }
+  return plan;
+}
+
+GroupSizes group_sizes_of(const BucketPlan& plan) {
+  GroupSizes sizes;
+  std::size_t expected = plan.places.size();  // the next tensor, counting down
+  for (const auto& bucket : plan.buckets) {
+    for (const std::size_t t : bucket) {
+      if (expected == 0 || t != expected - 1) return {};
+      --expected;
+    }
+    sizes.push_back(bucket.size());
+  }
+  return expected == 0 ? sizes : GroupSizes{};
+}
+
+std::string format_group_sizes(const GroupSizes& sizes) {
+  std::string text;
+  for (const std::size_t size : sizes) text += (text.empty() ? "" : ",") + std::to_string(size);
+  return text;
+}
+
+GroupSizes parse_group_sizes(std::string_view text) {
+  GroupSizes sizes;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string_view entry = text.substr(at, comma - at);
+    std::size_t value = 0;
+    const auto [end, error] = std::from_chars(entry.data(), entry.data() + entry.size(), value);
+    if (entry.empty() || error != std::errc() || end != entry.data() + entry.size() || value == 0) {
+      throw InvalidArgument("bucket groups '" + std::string(text) + "': '" + std::string(entry) +
+                            "' is not a tensor count; give positive counts separated by commas, "
+                            "e.g. groups:3,40");
+    }
+    sizes.push_back(value);
+    at = comma + 1;
+  }
+  return sizes;
+}
+
+BucketPlan LayerwisePolicy::plan(std::span<const std::size_t> tensor_elements) const {
+  return plan_of_groups(GroupSizes(tensor_elements.size(), 1), tensor_elements);
+}
+
+BucketPlan SingleBucketPolicy::plan(std::span<const std::size_t> tensor_elements) const {
+  if (tensor_elements.empty()) return {};
+  return plan_of_groups({tensor_elements.size()}, tensor_elements);
+}
+
+GroupsPolicy::GroupsPolicy(GroupSizes sizes) : sizes_(std::move(sizes)) {
+  if (sizes_.empty() || std::find(sizes_.begin(), sizes_.end(), 0) != sizes_.end()) {
+    throw InvalidArgument("bucket groups '" + format_group_sizes(sizes_) +
+                          "': every group needs at least one tensor");
+  }
+}
+
+std::string GroupsPolicy::name() const { return "groups:" + format_group_sizes(sizes_); }
+
+BucketPlan GroupsPolicy::plan(std::span<const std::size_t> tensor_elements) const {
+  return plan_of_groups(sizes_, tensor_elements);
 }
 
 }  // namespace qccl

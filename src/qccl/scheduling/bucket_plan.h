@@ -1,6 +1,8 @@
 // Which gradient tensors are reduced together as one vector (a bucket), for
 // data-parallel training. The policy is pluggable: the size-capped rule of
-// PyTorch DDP below now, MergeComp's searched partition later.
+// PyTorch DDP, one bucket per tensor (layer-wise compression), one bucket for
+// the whole model, or groups given by their sizes (MergeComp's searched
+// partition, merge_plan.h, or a partition written by hand).
 #pragma once
 
 #include <cstddef>
@@ -8,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "qccl/common/export.h"
@@ -55,6 +58,51 @@ class SizeCappedPolicy final : public BucketPolicy {
  private:
   std::size_t cap_bytes_, first_cap_bytes_, element_bytes_;
 };
+
+// The tensor counts of contiguous groups, in reverse registration order (the
+// order backward produces gradients): {3, 5} on 8 tensors puts tensors
+// 7, 6, 5 in bucket 0 and 4 .. 0 in bucket 1. MergeComp §4.1 merges
+// tensors into such groups.
+using GroupSizes = std::vector<std::size_t>;
+
+// Every bucket one tensor, the last registered first: layer-wise
+// compression, as frameworks apply codecs by default (MergeComp §2.2).
+class LayerwisePolicy final : public BucketPolicy {
+ public:
+  std::string name() const override { return "layerwise"; }
+  BucketPlan plan(std::span<const std::size_t> tensor_elements) const override;
+};
+
+// The whole model in one bucket, reduced after backward (MergeComp's y = 1).
+class SingleBucketPolicy final : public BucketPolicy {
+ public:
+  std::string name() const override { return "one"; }
+  BucketPlan plan(std::span<const std::size_t> tensor_elements) const override;
+};
+
+// Contiguous groups of the given sizes. plan() throws InvalidArgument when
+// they do not add up to the model's tensor count, naming both.
+class GroupsPolicy final : public BucketPolicy {
+ public:
+  // Throws InvalidArgument for no group or an empty one.
+  explicit GroupsPolicy(GroupSizes sizes);
+  std::string name() const override;  // "groups:3,5"
+  BucketPlan plan(std::span<const std::size_t> tensor_elements) const override;
+  const GroupSizes& sizes() const { return sizes_; }
+
+ private:
+  GroupSizes sizes_;
+};
+
+// The plan of contiguous groups of `sizes` over tensors of the given counts.
+BucketPlan plan_of_groups(const GroupSizes& sizes, std::span<const std::size_t> tensor_elements);
+// A plan's group sizes if its buckets are contiguous groups in reverse
+// registration order (every policy above makes such plans); empty if not.
+GroupSizes group_sizes_of(const BucketPlan& plan);
+// "3,5": sizes as `groups:` takes them; parse_group_sizes reads them back,
+// throwing InvalidArgument naming the bad entry.
+std::string format_group_sizes(const GroupSizes& sizes);
+GroupSizes parse_group_sizes(std::string_view text);
 
 }  // namespace qccl
 QCCL_API_END
