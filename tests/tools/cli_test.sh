@@ -170,6 +170,22 @@ expect "train: missing data" 2 'cannot open .*/nonexistent/train-images' -- \
   "$qccl" train --model mlp --data-dir /nonexistent --ranks 2
 expect "train: native runs only what MPI can sum" 2 "'intsgd:round=random.*' runs on ring or halving-doubling" -- \
   "$qccl" train --algo native --codec intsgd --ranks 2
+expect "train: unknown --buckets names the choices" 2 "unknown --buckets 'greedy'; choose one of ddp, layerwise, one, groups:N1,N2,.., mergecomp" -- \
+  "$qccl" train --buckets greedy --ranks 2
+expect "train: bucket groups that do not fit the model name both counts" 2 "groups of 1,1 tensors make 2 tensors, but the model has 6" -- \
+  "$qccl" train --model mlp --buckets groups:1,1 --ranks 2 --max-steps-per-epoch 1 --quiet
+expect "train: a bad group count is named" 2 "'x' is not a tensor count" -- \
+  "$qccl" train --model mlp --buckets groups:3,x --ranks 2
+expect "plan prints the chosen groups and the named plans' predictions" 0 "^mergecomp +[0-9]+ .*[0-9.]+$" -- \
+  "$qccl" plan --model mlp --codec fp16 --ranks 2 --batch 16 --max-steps-per-epoch 20
+expect "plan lists layer-wise, one group and DDP's rule" 0 "^layerwise +6 .*" -- \
+  "$qccl" plan --model mlp --codec fp16 --ranks 2 --batch 16 --max-steps-per-epoch 20
+expect "plan for a given link rate" 0 "link 1 Gbit/s" -- \
+  "$qccl" plan --model mlp --codec 'topk:ratio=0.01' --ranks 2 --batch 16 --link-rate 1gbit
+expect "plan needs enough steps to profile" 2 "--plan-steps 5 needs at least that many steps" -- \
+  "$qccl" plan --model mlp --ranks 2 --batch 16 --max-steps-per-epoch 3
+expect "train --buckets mergecomp trains on with the plan" 0 '"event": ?"plan"' -- \
+  bash -c "'$qccl' train --model mlp --codec fp16 --ranks 2 --batch 16 --max-steps-per-epoch 8 --buckets mergecomp --quiet --log '$traindir/plan.jsonl' --force && cat '$traindir/plan.jsonl'"
 expect "train: --resume without a checkpoint dir" 2 'needs --checkpoint-dir' -- \
   "$qccl" train --resume --ranks 2
 printf 'model = "mlp"\nlearning-rate = 0.1\n' >"$traindir/unknown.toml"

@@ -67,8 +67,7 @@ std::vector<Setting> resume_settings(const TrainConfig& c, int ranks) {
           {"epochs", std::to_string(c.epochs)},
           {"max-steps-per-epoch", std::to_string(c.max_steps_per_epoch)},
           {"seed", std::to_string(c.seed)},
-          {"buckets", "cap " + std::to_string(c.bucket_cap_bytes) + " B, first " +
-                          std::to_string(c.first_bucket_bytes) + " B"}};
+          {"buckets", bucket_settings(c)}};
 }
 
 std::string manifest_text(const Manifest& m) {

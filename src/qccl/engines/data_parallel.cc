@@ -47,11 +47,32 @@ DataParallelEngine::DataParallelEngine(Communicator& comm, std::vector<NamedTens
       options_(std::move(options)),
       parameters_(std::move(parameters)),
       reducer_(comm, options_.collective) {
-  const auto counts = element_counts(parameters_);
+  element_counts(parameters_);  // checks the parameters
   if (!options_.policy) options_.policy = std::make_shared<SizeCappedPolicy>();
-  plan_ = options_.policy->plan(counts);
+  for (const auto& [name, p] : parameters_) tensors_.push_back(p);
+  seen_.assign(parameters_.size(), 0);
+  sparse_.assign(parameters_.size(), 0);
+  tensor_rows_.resize(parameters_.size());
+  ready_seconds_.assign(parameters_.size(), std::nan(""));
+  build_buckets(0);
+  check_layout_agrees();
+  for (std::size_t t = 0; t < parameters_.size(); ++t) {
+    hook_ids_.push_back(parameters_[t].second.register_hook(
+        [this, t](const torch::Tensor& grad) { on_gradient(t, grad); }));
+  }
+}
+
+void DataParallelEngine::build_buckets(std::uint64_t codec_step) {
+  plan_ = options_.policy->plan(element_counts(parameters_));
+  codecs_.clear();
+  buckets_.clear();
+  bucket_tensors_.clear();
+  snapshot_.clear();
+  elements_ = 0;
+  wants_feedback_ = false;
   for (std::size_t b = 0; b < plan_.bucket_count(); ++b) {
     codecs_.push_back(make_codec(options_.codec, CodecSettings{options_.seed, b}));
+    codecs_.back()->set_step(codec_step);
     // The bucket's tensors by name and shape (IntSGD takes a scale per
     // tensor, Algorithm 2's blocks), their state in the shared store.
     std::vector<std::string> names;
@@ -67,17 +88,20 @@ DataParallelEngine::DataParallelEngine(Communicator& comm, std::vector<NamedTens
     buckets_.emplace_back(plan_.bucket_elements[b], 0.0f);
     elements_ += plan_.bucket_elements[b];
   }
-  for (const auto& [name, p] : parameters_) tensors_.push_back(p);
-  seen_.assign(parameters_.size(), 0);
-  sparse_.assign(parameters_.size(), 0);
-  tensor_rows_.resize(parameters_.size());
-  supports_.resize(plan_.bucket_count());
+  supports_.assign(plan_.bucket_count(), std::nullopt);
   pending_.assign(plan_.bucket_count(), 0);
-  check_layout_agrees();
-  for (std::size_t t = 0; t < parameters_.size(); ++t) {
-    hook_ids_.push_back(parameters_[t].second.register_hook(
-        [this, t](const torch::Tensor& grad) { on_gradient(t, grad); }));
+}
+
+void DataParallelEngine::replan(std::shared_ptr<const BucketPolicy> policy) {
+  if (!policy) throw InvalidArgument("data-parallel engine: replan() needs a bucket policy");
+  {
+    std::lock_guard lock(mutex_);
+    if (in_step_) throw InvalidArgument("data-parallel engine: replan() inside a step; call it between steps");
   }
+  const std::uint64_t codec_step = codecs_.empty() ? 0 : codecs_.front()->step();
+  options_.policy = std::move(policy);
+  build_buckets(codec_step);
+  check_layout_agrees();
 }
 
 DataParallelEngine::~DataParallelEngine() {
@@ -135,7 +159,9 @@ void DataParallelEngine::begin_step() {
   std::fill(seen_.begin(), seen_.end(), 0);
   std::fill(sparse_.begin(), sparse_.end(), 0);
   finite_ = true;
+  std::fill(ready_seconds_.begin(), ready_seconds_.end(), std::nan(""));
   for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = plan_.buckets[b].size();
+  step_start_ = Clock::now();
   reducer_.begin(std::move(work));
   in_step_ = true;
 }
@@ -163,6 +189,7 @@ void DataParallelEngine::on_gradient(std::size_t tensor, const torch::Tensor& gr
                           "' in one step; call backward() once per step");
   }
   seen_[tensor] = 1;
+  ready_seconds_[tensor] = seconds_since(step_start_);
   if (g.is_sparse()) {
     place_sparse_gradient(tensor, g);
   } else {
@@ -241,6 +268,7 @@ void DataParallelEngine::bucket_ready(std::size_t bucket) {
 void DataParallelEngine::close_step() {
   std::lock_guard lock(mutex_);
   if (!in_step_) throw InvalidArgument("data-parallel engine: finish_step() without begin_step()");
+  backward_seconds_ = seconds_since(step_start_);
   for (std::size_t t = 0; t < parameters_.size(); ++t) {
     if (seen_[t]) continue;
     seen_[t] = 2;  // unused: zero, outside any support
@@ -382,6 +410,10 @@ void DataParallelEngine::observe_update(double next_step_size) {
 
 std::vector<torch::Tensor> DataParallelEngine::optimizer_parameters() { return tensors_; }
 
+std::vector<std::size_t> DataParallelEngine::tensor_elements() const {
+  return element_counts(parameters_);
+}
+
 void DataParallelEngine::compute_gradients(const std::function<torch::Tensor()>& loss,
                                            OracleResult& result) {
   compute_gradients_in_parts(loss, result, PartReady());
@@ -426,6 +458,14 @@ void DataParallelEngine::save(torch::serialize::OutputArchive& archive) const {
     if (!bytes.empty()) std::memcpy(t.data_ptr<std::uint8_t>(), bytes.data(), bytes.size());
     return t;
   };
+  // The layout first: a plan chosen during the run (MergeComp's) is
+  // restored before the buckets' codec states are.
+  const GroupSizes groups = group_sizes_of(plan_);
+  auto sizes = torch::empty({static_cast<std::int64_t>(groups.size())}, torch::kInt64);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    sizes[static_cast<std::int64_t>(g)] = static_cast<std::int64_t>(groups[g]);
+  }
+  archive.write("buckets.groups", sizes);
   for (std::size_t b = 0; b < codecs_.size(); ++b) {
     archive.write("codec." + std::to_string(b) + ".state", bytes_tensor(codecs_[b]->save_state()));
     archive.write("codec." + std::to_string(b) + ".step",
@@ -439,6 +479,16 @@ void DataParallelEngine::load(torch::serialize::InputArchive& archive) {
     const auto* data = reinterpret_cast<const std::byte*>(t.data_ptr<std::uint8_t>());
     return std::span(data, static_cast<std::size_t>(t.numel()));
   };
+  torch::Tensor sizes;
+  if (archive.try_read("buckets.groups", sizes) && sizes.numel() > 0) {
+    GroupSizes groups;
+    for (std::int64_t g = 0; g < sizes.numel(); ++g) {
+      const auto size = sizes[g].item<std::int64_t>();
+      if (size <= 0) throw InvalidArgument("checkpoint: a bucket group of " + std::to_string(size) + " tensors");
+      groups.push_back(static_cast<std::size_t>(size));
+    }
+    if (groups != group_sizes_of(plan_)) replan(std::make_shared<GroupsPolicy>(groups));
+  }
   torch::Tensor store;
   archive.read("codec.tensor_state", store);
   codec_state_->load(bytes_of(store));

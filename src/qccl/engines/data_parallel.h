@@ -114,7 +114,24 @@ class DataParallelEngine final : public Engine {
   void snapshot_parameters();
   void observe_update(double next_step_size);
 
+  // Rebuilds the buckets with `policy` between steps (collective: every rank
+  // with the same policy, checked as at construction). The codecs are new
+  // instances on the same per-tensor state store, at the same step, so
+  // per-tensor state (residuals, scales, shifts) carries over: MergeComp's
+  // switch from the profiling layout to its plan. Throws InvalidArgument
+  // inside a step.
+  void replan(std::shared_ptr<const BucketPolicy> policy);
+  // The last step's profile, per tensor in registration order: seconds from
+  // begin_step() until the tensor's gradient reached its hook (NaN for a
+  // parameter backward did not reach), and until backward returned
+  // (finish_step() was called).
+  const std::vector<double>& ready_seconds() const { return ready_seconds_; }
+  double backward_seconds() const { return backward_seconds_; }
+  // Elements of each parameter, in registration order.
+  std::vector<std::size_t> tensor_elements() const;
+
   const BucketPlan& plan() const { return plan_; }
+  const BucketPolicy& policy() const { return *options_.policy; }
   Codec& codec(std::size_t bucket) { return *codecs_[bucket]; }
   // A description of bucket b for messages: "bucket 2 (fc1.weight .. conv1.bias)".
   std::string describe_bucket(std::size_t bucket) const;
@@ -127,6 +144,9 @@ class DataParallelEngine final : public Engine {
   // Marks bucket b ready, with its support when a tensor of it had a sparse
   // gradient. Caller holds mutex_.
   void bucket_ready(std::size_t bucket);
+  // Plans buckets with options_.policy and builds a codec and a buffer per
+  // bucket, the codecs at `codec_step`.
+  void build_buckets(std::uint64_t codec_step);
   void check_layout_agrees();
   // Zeroes the gradients of parameters backward did not reach and marks
   // their buckets ready.
@@ -165,6 +185,9 @@ class DataParallelEngine final : public Engine {
 
   std::mutex mutex_;  // guards the per-step state below (hooks may run on any thread)
   bool in_step_ = false;
+  Clock::time_point step_start_{};
+  std::vector<double> ready_seconds_;
+  double backward_seconds_ = 0;
   bool finite_ = true;  // this rank's gradients of the step so far
   std::vector<char> seen_;
   std::vector<std::size_t> pending_;

@@ -91,6 +91,44 @@ struct CnnNet : nn::Module {
   }
 };
 
+// A residual MLP with many tensors, for bucket scheduling (MergeComp §3.2:
+// models of a hundred or more tensors, where compressing layer by layer
+// pays a fixed cost per tensor): 784 → 512, then 24 pre-norm blocks
+// x + W·relu(LayerNorm(x)), then LayerNorm and 512 → 10. 102 tensors,
+// 6.7 M parameters.
+struct ResMlpNet : nn::Module {
+  static constexpr int kWidth = 512, kDepth = 24;
+  nn::Linear input{nullptr}, head{nullptr};
+  nn::LayerNorm final_norm{nullptr};
+  std::vector<nn::LayerNorm> norms;
+  std::vector<nn::Linear> layers;
+  ResMlpNet() {
+    input = register_module("input", nn::Linear(784, kWidth));
+    for (int i = 0; i < kDepth; ++i) {
+      norms.push_back(register_module("block" + std::to_string(i) + "_norm",
+                                      nn::LayerNorm(nn::LayerNormOptions({kWidth}))));
+      layers.push_back(register_module("block" + std::to_string(i) + "_fc", nn::Linear(kWidth, kWidth)));
+    }
+    final_norm = register_module("final_norm", nn::LayerNorm(nn::LayerNormOptions({kWidth})));
+    head = register_module("head", nn::Linear(kWidth, 10));
+  }
+  torch::Tensor forward(torch::Tensor x) {
+    x = input(x.flatten(1));
+    for (int i = 0; i < kDepth; ++i) x = x + layers[i](torch::relu(norms[i](x)));
+    return head(torch::relu(final_norm(x)));
+  }
+  // LayerNorm starts as the identity (weight 1, bias 0), as PyTorch's does.
+  void reset_norms() {
+    torch::NoGradGuard no_grad;
+    for (auto& norm : norms) {
+      norm->weight.fill_(1);
+      norm->bias.zero_();
+    }
+    final_norm->weight.fill_(1);
+    final_norm->bias.zero_();
+  }
+};
+
 template <typename Net>
 class ImageTask final : public Task {
  public:
@@ -105,7 +143,10 @@ class ImageTask final : public Task {
   std::size_t train_size() const override { return train_.size(); }
   std::size_t test_size() const override { return test_.size(); }
   torch::nn::Module& model() override { return net_; }
-  void initialize(std::uint64_t seed) override { initialize_module(net_, seed); }
+  void initialize(std::uint64_t seed) override {
+    initialize_module(net_, seed);
+    if constexpr (requires { net_.reset_norms(); }) net_.reset_norms();
+  }
 
   // Pixels scaled to [0,1] and standardised with Fashion-MNIST's training
   // mean and deviation.
@@ -306,9 +347,10 @@ std::string directory_or(const std::string& given, const char* fallback) {
 std::unique_ptr<Task> make_task(const TrainConfig& config) {
   validate(config);
   const auto& m = config.model;
-  if (m == "mlp" || m == "cnn") {
+  if (m == "mlp" || m == "cnn" || m == "resmlp") {
     const auto dir = directory_or(config.data_dir, data::kFashionMnistDirectory);
     if (m == "mlp") return std::make_unique<ImageTask<MlpNet>>(dir);
+    if (m == "resmlp") return std::make_unique<ImageTask<ResMlpNet>>(dir);
     return std::make_unique<ImageTask<CnnNet>>(dir);
   }
   if (m == "char-lstm") {

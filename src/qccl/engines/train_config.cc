@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "qccl/codecs/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/engines/lr_schedule.h"
+#include "qccl/scheduling/bucket_plan.h"
 
 namespace qccl::engines {
 namespace {
@@ -27,14 +29,34 @@ void require(bool ok, const std::string& message) {
 }  // namespace
 
 std::string dataset_for_model(const std::string& model) {
-  if (model == "mlp" || model == "cnn") return "fashion-mnist";
+  if (model == "mlp" || model == "cnn" || model == "resmlp") return "fashion-mnist";
   if (model == "char-lstm") return "fortunes";
   return "clicks";
 }
 
-std::vector<std::string> model_names() { return {"mlp", "cnn", "char-lstm", "recommender"}; }
+std::vector<std::string> model_names() {
+  return {"mlp", "cnn", "resmlp", "char-lstm", "recommender"};
+}
 std::vector<std::string> dataset_names() { return {"fashion-mnist", "fortunes", "clicks"}; }
 std::vector<std::string> optimizer_names() { return {"sgd", "adam", "adamw"}; }
+std::vector<std::string> bucket_policy_names() {
+  return {"ddp", "layerwise", "one", "groups:N1,N2,..", "mergecomp"};
+}
+
+std::string bucket_settings(const TrainConfig& c) {
+  if (c.buckets == "ddp") {
+    return "ddp: cap " + std::to_string(c.bucket_cap_bytes) + " B, first " +
+           std::to_string(c.first_bucket_bytes) + " B";
+  }
+  if (c.buckets != "mergecomp") return c.buckets;
+  std::ostringstream text;
+  text << "mergecomp: " << c.plan_steps << " steps profiled, at most " << c.plan_max_groups
+       << " groups, alpha " << c.plan_alpha << ", link rate "
+       << (c.plan_link_rate > 0 ? std::to_string(c.plan_link_rate) + " B/s" : "measured")
+       << " (DDP's rule for comparison: cap " << c.bucket_cap_bytes << " B, first "
+       << c.first_bucket_bytes << " B)";
+  return text.str();
+}
 
 void validate(const TrainConfig& c) {
   require(contains(model_names(), c.model),
@@ -60,6 +82,23 @@ void validate(const TrainConfig& c) {
   require(c.epochs >= 1, "--epochs must be at least 1");
   require(c.batch >= 1 && c.batch <= 65536, "--batch must be in 1..65536 (samples per rank)");
   require(c.bucket_cap_bytes >= 4 && c.first_bucket_bytes >= 4, "bucket caps must be at least 4 bytes");
+  if (c.buckets.rfind("groups:", 0) == 0) {
+    parse_group_sizes(c.buckets.substr(7));  // throws naming the bad entry
+  } else {
+    require(contains({"ddp", "layerwise", "one", "mergecomp"}, c.buckets),
+            "unknown --buckets '" + c.buckets + "'; choose one of " + joined(bucket_policy_names()));
+  }
+  require(c.plan_steps >= 2 && c.plan_steps <= 1000,
+          "--plan-steps must be in 2..1000 (the first step is not profiled)");
+  require(c.plan_max_groups >= 1 && c.plan_max_groups <= 64, "--plan-groups must be in 1..64");
+  require(c.plan_alpha >= 0 && c.plan_alpha < 1, "--plan-alpha must be in [0, 1)");
+  require(std::isfinite(c.plan_link_rate) && c.plan_link_rate >= 0,
+          "--link-rate must be a positive rate (or 0: the measured one)");
+  require(!c.plan_only || c.buckets == "mergecomp", "planning needs --buckets mergecomp");
+  require(!c.plan_only || c.max_steps_per_epoch == 0 ||
+              c.max_steps_per_epoch * static_cast<std::size_t>(c.epochs) >= c.plan_steps,
+          "--plan-steps " + std::to_string(c.plan_steps) + " needs at least that many steps; " +
+              "raise --max-steps-per-epoch or lower --plan-steps");
   require(c.threads >= 1 && c.threads <= 256, "--threads must be in 1..256");
   require(!c.resume || !c.checkpoint_dir.empty(), "--resume needs --checkpoint-dir");
   require(c.checkpoint_every == 0 || !c.checkpoint_dir.empty(),

@@ -17,7 +17,7 @@ QCCL_API_BEGIN
 namespace qccl::engines {
 
 struct TrainConfig {
-  std::string model = "cnn";              // mlp | cnn | char-lstm | recommender
+  std::string model = "cnn";              // mlp | cnn | resmlp | char-lstm | recommender
   std::string data;                       // fashion-mnist | fortunes | clicks; empty: the model's
   std::string data_dir;                   // empty: the dataset's Debian location
   std::string codec = "fp32";
@@ -33,8 +33,21 @@ struct TrainConfig {
   std::size_t batch = 64;                 // samples per rank per step
   std::size_t max_steps_per_epoch = 0;    // 0: the whole training set each epoch
   std::uint64_t seed = 1;
+  // Which tensors are reduced together: ddp (the size-capped rule below),
+  // layerwise, one, groups:N1,N2,.. (tensor counts in reverse registration
+  // order) or mergecomp (profiled, then searched; merge_plan.h).
+  std::string buckets = "ddp";
   std::size_t bucket_cap_bytes = std::size_t{25} << 20;
   std::size_t first_bucket_bytes = std::size_t{1} << 20;
+  // mergecomp: steps profiled with the whole model in one bucket before the
+  // plan is chosen, Algorithm 2's Y and α, and a link rate (bytes/s) to plan
+  // for instead of the measured one (0: measured).
+  std::size_t plan_steps = 5;
+  std::size_t plan_max_groups = 2;
+  double plan_alpha = 0.01;
+  double plan_link_rate = 0;
+  // Stop once the plan is chosen (qccl plan).
+  bool plan_only = false;
   // Update each bucket's parameters as soon as its means arrive, while later
   // buckets are still exchanged (the same bits as one step after the last).
   bool overlap_updates = true;
@@ -99,6 +112,25 @@ struct EpochResult {
   double seconds = 0;
 };
 
+// A partition's predicted step time (MergeComp's model, merge_plan.h).
+struct PlanPrediction {
+  std::string name;                  // mergecomp, layerwise, one, ddp
+  std::vector<std::size_t> groups;   // tensor counts, reverse registration order
+  double seconds = 0;
+};
+
+// What the MergeComp scheduler measured and chose.
+struct PlanReport {
+  std::size_t profiled_steps = 0, tensors = 0;
+  double backward_seconds = 0, optimizer_seconds = 0, other_seconds = 0;  // profile medians
+  double codec_fixed = 0, codec_per_element = 0;  // h(x) = B_h + γ_h·x, s
+  double communication_fixed = 0, communication_per_element = 0;  // g(x)
+  double wire_bytes_per_element = 0, link_bytes_per_second = 0;
+  std::vector<double> best_by_groups;  // F_min(y), y = 1, 2, ..
+  std::vector<PlanPrediction> predictions;  // the choice first, then the named plans
+  double search_seconds = 0;  // cost measurement and search
+};
+
 struct TrainSummary {
   std::string model, data, codec;
   int ranks = 0;
@@ -111,6 +143,8 @@ struct TrainSummary {
   StepSplit split;
   SteadyFaults steady_faults;
   std::size_t parameters = 0, buckets = 0;
+  std::string bucket_policy;  // the layout's policy at the end ("groups:3,40" after planning)
+  std::optional<PlanReport> plan;  // with buckets = mergecomp, once planned in this invocation
   double payload_bytes_per_step = 0;  // one rank's encoded gradient
   // Bytes rank 0 sent per step, counted by the transport (mean over steps);
   // unset for algorithm native, whose traffic MPI does not expose.
@@ -126,6 +160,10 @@ std::vector<std::string> model_names();
 std::string dataset_for_model(const std::string& model);
 std::vector<std::string> dataset_names();
 std::vector<std::string> optimizer_names();
+std::vector<std::string> bucket_policy_names();  // ddp, layerwise, one, groups:.., mergecomp
+// The bucket settings in words, for checks across ranks and checkpoints:
+// "ddp: cap 26214400 B, first 1048576 B", "mergecomp: 5 steps profiled, ...".
+std::string bucket_settings(const TrainConfig& config);
 
 // Checks the settings on this rank alone (names, ranges, model/data pairs,
 // codec spec); throws InvalidArgument naming the setting and what is valid.

@@ -96,7 +96,7 @@ nlohmann::json summary_json(const TrainSummary& s) {
     epochs.push_back({{"epoch", e.epoch}, {"train_loss", e.train_loss}, {"test_loss", e.test_loss},
                       {s.metric_name, e.test_metric}, {"seconds", e.seconds}});
   }
-  return {{"model", s.model},
+  nlohmann::json summary = {{"model", s.model},
           {"data", s.data},
           {"codec", s.codec},
           {"ranks", s.ranks},
@@ -119,11 +119,38 @@ nlohmann::json summary_json(const TrainSummary& s) {
             {"max", s.steady_faults.max}}},
           {"parameters", s.parameters},
           {"buckets", s.buckets},
+          {"bucket_policy", s.bucket_policy},
           {"payload_bytes_per_step", s.payload_bytes_per_step},
           {"sent_bytes_per_step",
            s.sent_bytes_per_step ? nlohmann::json(*s.sent_bytes_per_step) : nlohmann::json(nullptr)},
           {"compression_ratio", s.compression_ratio},
           {"epochs", epochs}};
+  if (s.plan) summary["plan"] = plan_json(*s.plan);
+  return summary;
+}
+
+nlohmann::json plan_json(const PlanReport& p) {
+  nlohmann::json predictions = nlohmann::json::array();
+  for (const auto& prediction : p.predictions) {
+    predictions.push_back({{"name", prediction.name},
+                           {"groups", prediction.groups.size()},
+                           {"sizes", prediction.groups},
+                           {"seconds", prediction.seconds}});
+  }
+  return {{"profiled_steps", p.profiled_steps},
+          {"tensors", p.tensors},
+          {"profile_seconds",
+           {{"backward", p.backward_seconds}, {"optimizer", p.optimizer_seconds},
+            {"other", p.other_seconds}}},
+          {"codec_cost", {{"fixed_seconds", p.codec_fixed}, {"seconds_per_element", p.codec_per_element}}},
+          {"communication_cost",
+           {{"fixed_seconds", p.communication_fixed},
+            {"seconds_per_element", p.communication_per_element}}},
+          {"wire_bytes_per_element", p.wire_bytes_per_element},
+          {"link_bytes_per_second", p.link_bytes_per_second},
+          {"best_seconds_by_groups", p.best_by_groups},
+          {"predictions", predictions},
+          {"search_seconds", p.search_seconds}};
 }
 
 

@@ -46,5 +46,8 @@ class MetricLog {
 // A run's summary as JSON: what --summary-json writes for each run and the
 // log's summary line holds.
 nlohmann::json summary_json(const TrainSummary& summary);
+// What the MergeComp scheduler measured and chose (the log's "plan" event,
+// the summary's "plan").
+nlohmann::json plan_json(const PlanReport& report);
 
 }  // namespace qccl::engines

@@ -28,6 +28,7 @@
 #include "qccl/engines/checkpoint_manifest.h"
 #include "qccl/engines/data_parallel.h"
 #include "qccl/engines/lr_schedule.h"
+#include "qccl/engines/merge_scheduler.h"
 #include "qccl/engines/optimizers.h"
 #include "qccl/engines/rank_sum.h"
 #include "qccl/engines/replica_check.h"
@@ -77,6 +78,7 @@ void check_settings_agree(Communicator& comm, const TrainConfig& c, std::int64_t
                                 std::to_string(c.max_steps_per_epoch) + " steps each (0: all)")
       .add_text("seed and resume", "--seed " + std::to_string(c.seed) + ", resumed at step " +
                                        std::to_string(resume_step) + " (-1: a fresh run)")
+      .add_text("buckets", bucket_settings(c) + (c.plan_only ? ", planning only" : ""))
       // These decide collective calls (a checkpoint's barrier, the step a
       // run stops at, a skipped step, a replica check): a rank without them
       // would hang the others at that call.
@@ -160,6 +162,10 @@ class TrainingRun {
   void log_step(std::int64_t epoch, double loss, double lr, double seconds,
                 const StepSplit& split, std::uint64_t sent, bool skipped);
   void skip(const NonFiniteError& error);
+  // The layout's counts in the summary (at the start and after a re-plan).
+  void describe_layout();
+  // MergeComp: measure, search, re-plan, and log the choice.
+  void plan_buckets();
   void verify(std::string_view when) {
     verify_replicas(comm_, parameters_checksum(task_->model().parameters()), at_.global_step,
                     when);
@@ -176,6 +182,8 @@ class TrainingRun {
   std::unique_ptr<Task> task_;
   std::int64_t resume_step_ = -1;
   std::unique_ptr<Engine> engine_;
+  DataParallelEngine* data_parallel_ = nullptr;  // engine_, for its bucket layout
+  std::optional<MergeCompScheduler> scheduler_;  // buckets = mergecomp, until planned
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   std::unique_ptr<StepAlgorithm> algorithm_ = make_step_algorithm("gradient");
   Position at_;
@@ -217,9 +225,11 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
   options.codec = config.codec;
   options.seed = config.seed;
   options.collective.algorithm = config.algorithm;
-  options.policy = std::make_shared<SizeCappedPolicy>(config.bucket_cap_bytes, config.first_bucket_bytes);
+  options.policy = initial_bucket_policy(config);
   options.timeout = comm.options().timeout;
-  engine_ = std::make_unique<DataParallelEngine>(comm, named, options);
+  auto engine = std::make_unique<DataParallelEngine>(comm, named, options);
+  data_parallel_ = engine.get();
+  engine_ = std::move(engine);
   optimizer_ = make_optimizer(config, engine_->optimizer_parameters());
   engine_->broadcast_from_root();
   if (config.resume) {
@@ -227,6 +237,11 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
                           *engine_);
     engine_->set_steps_begun(static_cast<std::uint64_t>(at_.global_step));
     verify("after resuming");
+  }
+  // A checkpoint written after planning holds the plan (the engine took it
+  // when loading); one written before it goes on profiling.
+  if (config.buckets == "mergecomp" && data_parallel_->plan().bucket_count() == 1) {
+    scheduler_.emplace(config);
   }
   log_ = std::make_unique<MetricLog>(root_ ? config.log_path : std::string(), config.resume,
                                      config.force);
@@ -252,15 +267,12 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
   summary_.codec = engine_->codec_spec();
   summary_.ranks = comm.size();
   summary_.metric_name = task_->metric_name();
-  summary_.buckets = engine_->bucket_count();
   summary_.parameters = engine_->elements();
-  summary_.payload_bytes_per_step = engine_->payload_bytes();
-  summary_.compression_ratio =
-      4.0 * static_cast<double>(engine_->elements()) / engine_->payload_bytes();
+  describe_layout();
   log_->write({{"event", "start"}, {"model", config.model}, {"data", config.data},
                {"codec", summary_.codec}, {"ranks", comm.size()}, {"batch_per_rank", config.batch},
                {"optimizer", optimizer_text(config)}, {"parameters", summary_.parameters},
-               {"buckets", summary_.buckets},
+               {"buckets", summary_.buckets}, {"bucket_policy", summary_.bucket_policy},
                {"payload_bytes_per_step", summary_.payload_bytes_per_step},
                {"steps_per_epoch", steps_per_epoch_}, {"resumed_at_step", resume_step_}});
 }
@@ -277,6 +289,7 @@ void TrainingRun::run() {
         return;
       }
       step(epoch, s, order);
+      if (config_.plan_only && summary_.plan) return;
     }
     end_epoch(epoch, epoch_start);
   }
@@ -324,6 +337,10 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
   split.optimizer = outcome.optimizer;
   split.optimizer_faults = static_cast<double>(outcome.optimizer_faults);
   split.communication_faults = static_cast<double>(outcome.oracle.communication_faults);
+  if (scheduler_ && !skipped) {
+    scheduler_->observe(*data_parallel_, split.data, split.optimizer);
+    if (scheduler_->ready_to_plan()) plan_buckets();
+  }
   const auto sent = engine_->bytes_sent() - sent_before;
   sent_bytes_ += static_cast<double>(sent);
   if (!skipped && std::isfinite(loss_value)) {
@@ -350,6 +367,31 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
   };
   if (every(config_.checkpoint_every)) save();
   else if (every(config_.verify_every)) verify("checked every " + std::to_string(config_.verify_every) + " steps");
+}
+
+void TrainingRun::describe_layout() {
+  summary_.buckets = engine_->bucket_count();
+  summary_.bucket_policy = data_parallel_->policy().name();
+  summary_.payload_bytes_per_step = engine_->payload_bytes();
+  summary_.compression_ratio =
+      4.0 * static_cast<double>(engine_->elements()) / engine_->payload_bytes();
+}
+
+void TrainingRun::plan_buckets() {
+  summary_.plan = scheduler_->plan(comm_, *data_parallel_);
+  scheduler_.reset();
+  describe_layout();
+  Json line = plan_json(*summary_.plan);
+  line["event"] = "plan";
+  line["after_step"] = at_.global_step;
+  line["bucket_policy"] = summary_.bucket_policy;
+  log_->write(line);
+  if (root_ && config_.progress && !config_.plan_only) {
+    progress_.end_line();
+    std::cerr << "mergecomp: " << summary_.bucket_policy << ", predicted "
+              << std::setprecision(4) << summary_.plan->predictions.front().seconds * 1e3
+              << " ms/step\n";
+  }
 }
 
 // Counts a step whose gradients held NaN or Inf (every rank sees the same

@@ -20,6 +20,7 @@
 #include "qccl/tools/suite_report.h"
 #include "qccl/tools/simulate.h"
 #include "qccl/tools/ranks.h"
+#include "qccl/tools/plan_command.h"
 #include "qccl/tools/train_command.h"
 #include "qccl/tools/units.h"
 #include "qccl/transport/local_transport.h"
@@ -435,6 +436,8 @@ int run_cli(int argc, char** argv) {
   add_experiment(app, experiment_command);
   TrainCommand train_command;
   add_train(app, train_command);
+  TrainCommand plan_command;
+  add_plan(app, plan_command);
 
   try {
     // `train --config FILE` becomes the options FILE sets (CLI11 parses
@@ -460,6 +463,10 @@ int run_cli(int argc, char** argv) {
     return kExitUsage;
   }
   if (app.got_subcommand("train")) return run_train_command(train_command, argc, argv);
+  if (app.got_subcommand("plan")) {
+    plan_command.planning = true;
+    return run_train_command(plan_command, argc, argv);
+  }
   if (app.got_subcommand("simulate")) return run_simulate_command(simulate_command);
   if (app.got_subcommand("experiment")) {
     return run_experiment_command(experiment_command, argc, argv);

@@ -15,6 +15,7 @@
 #include "qccl/common/files.h"
 #include "qccl/engines/train_output.h"
 #include "qccl/tools/exit_codes.h"
+#include "qccl/tools/plan_command.h"
 #include "qccl/tools/ranks.h"
 #include "qccl/tools/units.h"
 
@@ -26,13 +27,18 @@ void add_train(CLI::App& app, TrainCommand& command) {
   // Read before parsing (expand_train_config); declared for --help only.
   sub->add_option("--config", command.config_file,
                   "read options from a TOML-style file (the command line wins)");
+  add_train_options(*sub, command);
+}
+
+void add_train_options(CLI::App& app, TrainCommand& command) {
+  CLI::App* sub = &app;
   // An option given twice (in the config file, then on the command line)
   // takes the last value.
   sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   auto& c = command.config;
-  sub->add_option("--model", c.model, "mlp, cnn (default), char-lstm or recommender");
+  sub->add_option("--model", c.model, "mlp, cnn (default), resmlp (102 tensors), char-lstm or recommender");
   sub->add_option("--data", c.data,
-                  "fashion-mnist (mlp, cnn), fortunes (char-lstm) or clicks (recommender); "
+                  "fashion-mnist (mlp, cnn, resmlp), fortunes (char-lstm) or clicks (recommender); "
                   "default: the model's");
   sub->add_option("--data-dir", c.data_dir,
                   "dataset directory (default /usr/share/datasets/fashion-mnist or "
@@ -57,8 +63,18 @@ void add_train(CLI::App& app, TrainCommand& command) {
   sub->add_option("--max-steps-per-epoch", c.max_steps_per_epoch,
                   "cap on steps per epoch (default 0: the whole training set)");
   sub->add_option("--seed", c.seed, "seed of initialisation, data order and codecs (default 1)");
+  sub->add_option("--buckets", c.buckets,
+                  "which gradients are reduced together: ddp (default: DDP's size caps), "
+                  "layerwise, one, groups:N1,N2,.. (tensor counts, last layers first) or "
+                  "mergecomp (profiled, then searched)");
   sub->add_option("--bucket-cap", command.bucket_cap, "bucket size cap (default 25M)");
   sub->add_option("--first-bucket", command.first_bucket, "first bucket's cap (default 1M)");
+  sub->add_option("--plan-steps", c.plan_steps,
+                  "mergecomp: steps profiled before planning, the first not counted (default 5)");
+  sub->add_option("--plan-groups", c.plan_max_groups,
+                  "mergecomp: most groups searched, Algorithm 2's Y (default 2)");
+  sub->add_option("--plan-alpha", c.plan_alpha,
+                  "mergecomp: stop adding groups that gain less than this share, α (default 0.01)");
   sub->add_flag("--no-overlap-updates", command.no_overlap_updates,
                 "take the optimizer step after the last bucket's exchange, not bucket by bucket "
                 "as each bucket's means arrive (the same results; for measuring the overlap)");
@@ -297,6 +313,11 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
     c.progress = !command.quiet;
     c.overlap_updates = !command.no_overlap_updates;
     c.sparse_embeddings = !command.dense_embeddings;
+    if (command.planning) {
+      c.buckets = "mergecomp";
+      c.plan_only = true;
+      if (!command.link_rate.empty()) c.plan_link_rate = parse_rate(command.link_rate) / 8;
+    }
     if (command.ranks < 0) throw InvalidArgument("--ranks must be positive");
     if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
     for (const auto& codec : command.codecs) {
@@ -338,7 +359,8 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
       runs.push_back(engines::train(comm, one));
     }
     if (!root) return;
-    print_train_summaries(std::cout, runs);
+    if (command.planning) print_plans(std::cout, runs, command);
+    else print_train_summaries(std::cout, runs);
     if (!command.summary_json.empty()) {
       nlohmann::json all = nlohmann::json::array();
       for (const auto& r : runs) all.push_back(engines::summary_json(r));

@@ -24,9 +24,14 @@ struct TrainCommand {
   bool dense_embeddings = false;
   int ranks = 0;
   long timeout_ms = 300000;
+  // qccl plan: profile, search and print the MergeComp plan, then stop.
+  bool planning = false;
+  std::string link_rate;  // plan for this rate (e.g. 1gbit) instead of the measured one
 };
 
 void add_train(CLI::App& app, TrainCommand& command);
+// train's options on `app` (qccl plan takes them too).
+void add_train_options(CLI::App& app, TrainCommand& command);
 
 // `qccl train --config FILE`: replaces the --config pair in `args` (argv
 // without the program name) by the options FILE sets, placed first so that

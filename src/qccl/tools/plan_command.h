@@ -1,0 +1,28 @@
+// `qccl plan`: MergeComp's partition for a model and codec on this run's
+// ranks and network (MergeComp §4.3, Algorithm 2). It trains the model's
+// first steps with the whole model in one bucket to profile them, measures
+// the codec and the collective, searches, and prints the chosen groups with
+// their predicted step time next to the predictions for layer-wise
+// compression, one group and DDP's 25 MiB rule. `--link-rate` plans for a
+// network other than the one measured; `qccl train --buckets groups:..`
+// trains with a printed plan, `--buckets mergecomp` plans while training.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <iosfwd>
+#include <vector>
+
+#include "qccl/engines/train_config.h"
+#include "qccl/tools/train_command.h"
+
+namespace qccl::tools {
+
+void add_plan(CLI::App& app, TrainCommand& command);
+
+// One table per run (codec): the profile, the fitted costs and each plan's
+// predicted ms/step.
+void print_plans(std::ostream& out, const std::vector<engines::TrainSummary>& runs,
+                 const TrainCommand& command);
+
+}  // namespace qccl::tools
