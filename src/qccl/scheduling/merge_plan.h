@@ -60,7 +60,9 @@ struct StepProfile {
 void validate(const StepProfile& profile);
 
 // F of `groups` by simulating the step (see above). Throws InvalidArgument
-// when the groups do not add up to the profile's tensors.
+// when the groups do not add up to the profile's tensors (or one is empty).
+// Every function here also refuses an invalid profile and costs whose B or γ
+// is negative or non-finite.
 double predict_step_seconds(const StepProfile& profile, const GroupCosts& costs,
                             const GroupSizes& groups);
 
@@ -84,7 +86,13 @@ struct MergeCompChoice {
 MergeCompChoice mergecomp_search(const StepProfile& profile, const GroupCosts& costs,
                                  const MergeCompOptions& options = {});
 
-// The best partition into exactly `groups` groups (Theorem 3).
+// The best partition into exactly `groups` groups (Theorem 3); ties keep
+// the first found. Throws InvalidArgument for 0 groups, more groups than
+// tensors, or a search that would try more than 10^8 partitions. `binary`
+// is exact when F is, in the last cut, nonincreasing then nondecreasing
+// around the proof's turning point (always so without overlapped updates or
+// with optimizer_per_element = 0, for any ready times) or strictly
+// decreasing to its first minimum and nondecreasing after it; `scan` always.
 GroupSizes best_partition(const StepProfile& profile, const GroupCosts& costs,
                           std::size_t groups, LastCutSearch search = LastCutSearch::binary);
 

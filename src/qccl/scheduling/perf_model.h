@@ -22,7 +22,9 @@
 #include <vector>
 
 #include "qccl/collectives/options.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 struct ModelTerms {
@@ -71,3 +73,4 @@ SpeedupCondition speedup_condition(double ratio, double gamma_fp32, double gamma
                                    double beta);
 
 }  // namespace qccl
+QCCL_API_END

@@ -1,0 +1,278 @@
+#include "qccl/scheduling/group_costs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numbers>
+
+#include "qccl/codecs/codec_registry.h"
+#include "qccl/collectives/allgather.h"
+#include "qccl/common/counter_rng.h"
+#include "qccl/common/duration.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+// The bucket id of the measuring codec instance: far above any bucket a
+// training run numbers (one per bucket of the model), so its random draws
+// never coincide with a training bucket's.
+constexpr std::uint64_t kMeasurementBucket = std::uint64_t{1} << 40;
+constexpr std::size_t kSmallestDefaultSize = 1024;
+constexpr int kDefaultSizeCount = 8;
+
+// 8 sizes from 1 Ki to `largest`, evenly spaced in log, rounded.
+std::vector<std::size_t> default_sizes(std::size_t largest) {
+  if (largest < 2 * kSmallestDefaultSize) {
+    throw InvalidArgument("group costs: largest size " + std::to_string(largest) +
+                          " elements leaves no room for two sizes from 1024; use at least 2048");
+  }
+  std::vector<std::size_t> sizes;
+  const double ratio = static_cast<double>(largest) / kSmallestDefaultSize;
+  for (int i = 0; i < kDefaultSizeCount; ++i) {
+    const double size = kSmallestDefaultSize * std::pow(ratio, i / (kDefaultSizeCount - 1.0));
+    const bool last = i + 1 == kDefaultSizeCount;
+    sizes.push_back(last ? largest : static_cast<std::size_t>(std::llround(size)));
+  }
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+std::vector<std::size_t> sizes_to_measure(const GroupCostOptions& options) {
+  if (options.repeats < 1) {
+    throw InvalidArgument("group costs: repeats = " + std::to_string(options.repeats) +
+                          "; measure each size at least once");
+  }
+  if (options.sizes.empty()) return default_sizes(options.largest);
+  for (const std::size_t size : options.sizes) {
+    if (size == 0) throw InvalidArgument("group costs: a size of 0 elements; give sizes >= 1");
+  }
+  return options.sizes;
+}
+
+// Standard normal draws (Box–Muller on two 53-bit uniforms), different on
+// every rank and reproducible from the seed.
+std::vector<float> synthetic_gradients(std::uint64_t seed, int rank, std::size_t count) {
+  const CounterRng rng(seed, 0, kMeasurementBucket, static_cast<std::uint64_t>(rank),
+                       RngStream::data);
+  std::vector<float> values(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double u1 = (static_cast<double>(rng.bits64(2 * i) >> 11) + 0.5) * 0x1p-53;
+    const double u2 = static_cast<double>(rng.bits64(2 * i + 1) >> 11) * 0x1p-53;
+    const double normal = std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
+    values[i] = static_cast<float>(normal);
+  }
+  return values;
+}
+
+// One call's times on this rank, in the order they are exchanged.
+constexpr std::size_t kFieldsPerCall = 3;  // codec s, communication s, sent bytes
+
+// The measured calls of one size on this rank, appended to `fields`.
+void time_calls(Communicator& comm, Codec& codec, std::span<const float> gradients,
+                std::vector<float>& buffer, const GroupCostOptions& options,
+                std::vector<double>& fields) {
+  for (int call = 0; call <= options.repeats; ++call) {  // call 0 warms up
+    std::copy(gradients.begin(), gradients.end(), buffer.begin());
+    PhaseTimes phases;
+    CollectiveOptions collective = options.collective;
+    collective.phases = &phases;
+    const std::uint64_t sent_before = comm.data_bytes_sent();
+    const auto start = Clock::now();
+    codec.allreduce_mean(comm, std::span<float>(buffer.data(), gradients.size()), collective);
+    const double seconds = seconds_since(start);
+    if (call == 0) continue;
+    const double codec_seconds = phases.encode + phases.decode;
+    fields.push_back(codec_seconds);
+    fields.push_back(std::max(0.0, seconds - codec_seconds));
+    fields.push_back(static_cast<double>(comm.data_bytes_sent() - sent_before));
+  }
+}
+
+// Every rank's fields, rank after rank, bit for bit (raw bytes on the ring).
+std::vector<double> gather_fields(Communicator& comm, const std::vector<double>& mine,
+                                  const GroupCostOptions& options) {
+  const std::size_t bytes = mine.size() * sizeof(double);
+  const std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), bytes);
+  std::vector<std::byte> gathered(bytes * counts.size());
+  CollectiveOptions exchange;
+  exchange.timeout = options.collective.timeout;
+  allgatherv_bytes(comm, std::as_bytes(std::span(mine)), counts, gathered, exchange);
+  std::vector<double> all(mine.size() * counts.size());
+  std::memcpy(all.data(), gathered.data(), gathered.size());
+  return all;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t m = values.size();
+  return m % 2 ? values[m / 2] : 0.5 * (values[m / 2 - 1] + values[m / 2]);
+}
+
+// Per call the slowest rank's value of each field (a collective ends when
+// its slowest rank does), then the median over the repeats.
+std::vector<GroupCostSample> samples_of(const std::vector<double>& all, int ranks,
+                                        const std::vector<std::size_t>& sizes, int repeats) {
+  const std::size_t per_rank = all.size() / static_cast<std::size_t>(ranks);
+  std::vector<GroupCostSample> samples;
+  for (std::size_t s = 0; s < sizes.size(); ++s) {
+    std::vector<double> medians;
+    for (std::size_t field = 0; field < kFieldsPerCall; ++field) {
+      std::vector<double> slowest;
+      for (int call = 0; call < repeats; ++call) {
+        const std::size_t at = (s * repeats + call) * kFieldsPerCall + field;
+        double value = 0;
+        for (int r = 0; r < ranks; ++r) value = std::max(value, all[r * per_rank + at]);
+        slowest.push_back(value);
+      }
+      medians.push_back(median(std::move(slowest)));
+    }
+    samples.push_back({sizes[s], medians[0], medians[1], medians[2]});
+  }
+  return samples;
+}
+
+}  // namespace
+
+// MergeComp §4.3 needs h and g of Assumption 5; measured here as the run
+// will see them: its codec, its communicator, its collective options.
+GroupCostMeasurement measure_group_costs(Communicator& comm, const GroupCostOptions& options) {
+  const std::vector<std::size_t> sizes = sizes_to_measure(options);
+  const std::unique_ptr<Codec> codec =
+      make_codec(options.codec, CodecSettings{options.seed, kMeasurementBucket});
+  const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
+  const std::vector<float> gradients = synthetic_gradients(options.seed, comm.rank(), largest);
+  std::vector<float> buffer(largest);
+  std::vector<double> fields;
+  for (const std::size_t size : sizes) {
+    time_calls(comm, *codec, std::span(gradients).first(size), buffer, options, fields);
+  }
+  const std::vector<double> all = gather_fields(comm, fields, options);
+  return fit_group_costs(samples_of(all, comm.size(), sizes, options.repeats),
+                         options.collective.algorithm, comm.size());
+}
+
+namespace {
+
+void validate_samples(const std::vector<GroupCostSample>& samples, int ranks) {
+  if (samples.size() < 2) {
+    throw InvalidArgument("fitting group costs needs at least two sizes, got " +
+                          std::to_string(samples.size()));
+  }
+  if (ranks < 1) throw InvalidArgument("fitting group costs: ranks must be >= 1");
+  for (const auto& s : samples) {
+    const bool valid = s.elements > 0 && std::isfinite(s.codec_seconds) && s.codec_seconds >= 0 &&
+                       std::isfinite(s.communication_seconds) && s.communication_seconds >= 0 &&
+                       std::isfinite(s.sent_bytes) && s.sent_bytes >= 0;
+    if (!valid) {
+      throw InvalidArgument("fitting group costs: the sample of " + std::to_string(s.elements) +
+                            " elements has a size of 0 or a negative or non-finite time or "
+                            "byte count; measure again");
+    }
+  }
+}
+
+// h(x) = B + γ·x by least squares on relative error (weights 1/h², as
+// fit_alpha_beta), with B, γ >= 0: if the free fit has a negative
+// coefficient, the constrained optimum lies on a boundary, so the better of
+// the two one-coefficient fits is taken. A time of 0 (below the clock's
+// resolution) is weighted as the smallest positive one; all 0: h = 0.
+LinearCost fit_codec_cost(const std::vector<GroupCostSample>& samples) {
+  double smallest = std::numeric_limits<double>::infinity();
+  for (const auto& s : samples) {
+    if (s.codec_seconds > 0) smallest = std::min(smallest, s.codec_seconds);
+  }
+  if (!std::isfinite(smallest)) return {};
+  double w = 0, wx = 0, wxx = 0, wh = 0, wxh = 0;
+  for (const auto& s : samples) {
+    const double h = s.codec_seconds, x = static_cast<double>(s.elements);
+    const double weight = 1 / std::pow(std::max(h, smallest), 2);
+    w += weight, wx += weight * x, wxx += weight * x * x, wh += weight * h, wxh += weight * x * h;
+  }
+  const double det = w * wxx - wx * wx;
+  if (det > 0) {
+    const LinearCost free{(wh * wxx - wx * wxh) / det, (w * wxh - wx * wh) / det};
+    if (free.fixed >= 0 && free.per_element >= 0) return free;
+  }
+  const LinearCost fixed_only{wh / w, 0}, per_element_only{0, wxh / wxx};
+  const auto residual = [&](const LinearCost& cost) {
+    double sum = 0;
+    for (const auto& s : samples) {
+      const double error = cost(static_cast<double>(s.elements)) - s.codec_seconds;
+      sum += error * error / std::pow(std::max(s.codec_seconds, smallest), 2);
+    }
+    return sum;
+  };
+  return residual(fixed_only) <= residual(per_element_only) ? fixed_only : per_element_only;
+}
+
+// Slope of sent bytes against elements, by ordinary least squares.
+double sent_bytes_per_element(const std::vector<GroupCostSample>& samples) {
+  double mean_x = 0, mean_y = 0;
+  for (const auto& s : samples) mean_x += static_cast<double>(s.elements), mean_y += s.sent_bytes;
+  mean_x /= static_cast<double>(samples.size());
+  mean_y /= static_cast<double>(samples.size());
+  double sxx = 0, sxy = 0;
+  for (const auto& s : samples) {
+    const double dx = static_cast<double>(s.elements) - mean_x;
+    sxx += dx * dx, sxy += dx * (s.sent_bytes - mean_y);
+  }
+  if (sxx == 0) {
+    throw InvalidArgument("fitting group costs: every sample has the same size; measure at least "
+                          "two different sizes");
+  }
+  return sxy / sxx;
+}
+
+// α and β of the transfers by fit_alpha_beta on the algorithm's terms with
+// the sent bytes measured (γ = δ = 0: the codec's time is h, not part of g).
+ModelParams fit_network(const std::vector<GroupCostSample>& samples, Algorithm algorithm,
+                        int ranks) {
+  std::vector<ModelSample> model_samples;
+  for (const auto& s : samples) {
+    if (!(s.communication_seconds > 0)) {
+      throw InvalidArgument("fitting group costs: the sample of " + std::to_string(s.elements) +
+                            " elements sent bytes in no measurable time; measure larger sizes");
+    }
+    const double bytes = static_cast<double>(s.elements) * sizeof(float);
+    model_samples.push_back(
+        {model_terms_measured(algorithm, ranks, bytes, s.sent_bytes), s.communication_seconds});
+  }
+  return fit_alpha_beta(model_samples, 0, 0);
+}
+
+}  // namespace
+
+// Assumption 5's h and g from measurements; g through the α-β model of
+// perf_model.h (Global-QSGD §7): B_g = steps·α, γ_g = wire bytes per element / β.
+GroupCostMeasurement fit_group_costs(std::vector<GroupCostSample> samples, Algorithm algorithm,
+                                     int ranks, std::optional<double> link_bytes_per_second) {
+  validate_samples(samples, ranks);
+  const auto link = link_bytes_per_second;
+  if (link && !(std::isfinite(*link) && *link > 0)) {
+    throw InvalidArgument("fitting group costs: link rate " + std::to_string(*link) +
+                          " bytes/s; give a finite rate > 0");
+  }
+  GroupCostMeasurement m;
+  m.samples = std::move(samples);
+  m.costs.codec = fit_codec_cost(m.samples);
+  m.wire_bytes_per_element = std::max(0.0, sent_bytes_per_element(m.samples));
+  if (ranks == 1) {  // nothing crosses a link: g = 0, an infinitely fast network
+    m.network = {0, link.value_or(std::numeric_limits<double>::infinity()), 0, 0};
+    m.wire_bytes_per_element = 0;
+    return m;
+  }
+  if (m.wire_bytes_per_element == 0) {
+    throw InvalidArgument("fitting group costs: the sent bytes do not grow with the size on " +
+                          std::to_string(ranks) + " ranks (the transport counted none?); "
+                          "measure with the ring or halving-doubling algorithm");
+  }
+  m.network = fit_network(m.samples, algorithm, ranks);
+  if (link) m.network.beta = *link;
+  const double steps = model_terms_measured(algorithm, ranks, 0, 0).steps;
+  m.costs.communication = {steps * m.network.alpha, m.wire_bytes_per_element / m.network.beta};
+  return m;
+}
+
+}  // namespace qccl
