@@ -1,0 +1,217 @@
+"""The report of scripts/mergecomp-table: the arithmetic (prediction error,
+scaling factor, MergeComp's gain), runs.csv, table.md, results.json and one
+bar plot per link rate, from the rows the runs produced.
+
+A row is a dict: rate, codec, plan, groups, predicted_ms, measured_ms,
+prediction_error, scaling_factor, bucket_policy, status ("ok" or "failed"),
+timed_steps, error, log."""
+
+import csv
+import html
+import io
+import json
+import math
+import statistics
+
+PLAN_TITLES = {"layerwise": "layer-wise", "one": "one bucket", "ddp": "DDP",
+               "mergecomp": "MergeComp"}
+PLAN_COLOURS = {"layerwise": "#1f77b4", "one": "#ff7f0e", "ddp": "#2ca02c",
+                "mergecomp": "#d62728"}
+CSV_FIELDS = ("rate", "codec", "plan", "groups", "predicted_ms", "measured_ms",
+              "prediction_error", "scaling_factor", "bucket_policy", "status", "timed_steps",
+              "error")
+SCALING_FACTOR_TEXT = (
+    "scaling factor = T_n / (n·T_1), T = samples per second. With the same batch B per rank, "
+    "T_n = n·B/t_n and T_1 = B/t_1, so it is t_1/t_n: the single-rank step time (fp32, one "
+    "bucket, no network) over the run's step time. 1 is perfect scaling.")
+
+
+# ---- Arithmetic -----------------------------------------------------------------
+
+def prediction_error(predicted_ms, measured_ms):
+    """(predicted − measured) / measured: positive when the plan was too slow on paper."""
+    if predicted_ms is None or not measured_ms:
+        return None
+    return (predicted_ms - measured_ms) / measured_ms
+
+
+def scaling_factor(single_rank_ms, measured_ms):
+    if single_rank_ms is None or not measured_ms:
+        return None
+    return single_rank_ms / measured_ms
+
+
+def gain(rows, codec_rate, base_plan):
+    """MergeComp's gain over BASE_PLAN: measured_base / measured_mergecomp."""
+    measured = {r["plan"]: r.get("measured_ms") for r in rows
+                if (r["codec"], r["rate"]) == codec_rate and r.get("status") == "ok"}
+    base, merged = measured.get(base_plan), measured.get("mergecomp")
+    return base / merged if base and merged else None
+
+
+def median_absolute_error(rows):
+    """(median |prediction error|, how many runs have one)."""
+    errors = [abs(r["prediction_error"]) for r in rows if r.get("prediction_error") is not None]
+    return (statistics.median(errors) if errors else None), len(errors)
+
+
+# ---- CSV and JSON -----------------------------------------------------------------
+
+def csv_text(rows):
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({key: _csv_value(row.get(key)) for key in CSV_FIELDS})
+    return out.getvalue()
+
+
+def _csv_value(value):
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, str) and value:
+        return value.splitlines()[0]  # an error's first line; its output is in logs/
+    return value
+
+
+def results_json(settings, reference, rows, plan_runs):
+    return json.dumps({"settings": settings, "scaling_factor": SCALING_FACTOR_TEXT,
+                       "single_rank": reference, "runs": rows, "plan_runs": plan_runs},
+                      indent=2) + "\n"
+
+
+# ---- table.md -----------------------------------------------------------------------
+
+def _cell(row):
+    """measured ms/step (predicted ms/step), scaling factor."""
+    if row is None:
+        return "not run"
+    if row.get("status") != "ok":
+        return "**failed**"
+    predicted = "–" if row.get("predicted_ms") is None else f"{row['predicted_ms']:.1f}"
+    factor = "–" if row.get("scaling_factor") is None else f"{row['scaling_factor']:.2f}"
+    return f"{row['measured_ms']:.1f} ({predicted}), {factor}"
+
+
+def _times(value):
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def rate_table(rows, rate, codecs, plans):
+    """The markdown table of one link rate: a row per codec."""
+    bases = [p for p in plans if p != "mergecomp"] if "mergecomp" in plans else []
+    header = (["codec"] + [PLAN_TITLES[p] for p in plans]
+              + (["MergeComp's plan"] if "mergecomp" in plans else [])
+              + [f"gain over {PLAN_TITLES[b]}" for b in bases])
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for codec in codecs:
+        by_plan = {r["plan"]: r for r in rows if (r["rate"], r["codec"]) == (rate, codec)}
+        cells = [f"`{codec}`"] + [_cell(by_plan.get(p)) for p in plans]
+        if "mergecomp" in plans:
+            merged = by_plan.get("mergecomp") or {}
+            cells.append(merged.get("bucket_policy") or "–")
+        cells += [_times(gain(rows, (codec, rate), b)) for b in bases]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def markdown(rows, plan_runs, settings, reference):
+    rates = list(dict.fromkeys(settings["rates"]))
+    out = [f"# MergeComp experiment: {settings['model']}, {settings['hosts']} hosts",
+           "",
+           f"Batch {settings['batch']} per rank, {settings['steps']} steps per run; each time is "
+           f"the median step of steps {settings['skipped_steps']}..{settings['steps'] - 1} "
+           f"(steps counted from 0; MergeComp plans after profiling {settings['plan_steps']}).",
+           "",
+           f"Single rank (T_1): {_reference_text(reference)}. {SCALING_FACTOR_TEXT}",
+           "",
+           "Each cell: measured ms/step (predicted ms/step), scaling factor. "
+           "Gain: the other plan's measured ms/step over MergeComp's.",
+           ""]
+    for rate in rates:
+        out += [f"## {rate}", "", rate_table(rows, rate, settings["codecs"], settings["plans"]),
+                ""]
+    error, count = median_absolute_error(rows)
+    summary = "–" if error is None else f"{100 * error:.1f}%"
+    out += [f"Median |prediction error| over {count} runs: {summary}.", ""]
+    failed = [r for r in [reference or {}] + plan_runs + rows if r and r.get("status") != "ok"]
+    if failed:
+        out += ["## Failed runs", ""]
+        out += [f"- {r['rate']} `{r['codec']}` {r['plan']}: {_first_line(r.get('error'))} "
+                f"(output: {r.get('log', '–')})" for r in failed]
+        out.append("")
+    return "\n".join(out)
+
+
+def _reference_text(reference):
+    if not reference or reference.get("status") != "ok":
+        return "**failed**, so no scaling factors"
+    return f"{reference['measured_ms']:.1f} ms/step"
+
+
+def _first_line(text):
+    return (text or "no message").splitlines()[0]
+
+
+# ---- The plot -------------------------------------------------------------------------
+# Hand-written SVG, one file per rate: a group of bars per codec, one bar per
+# plan (its measured ms/step), on a linear axis from 0. A failed run is an
+# "×" on the axis.
+
+BAR_W, GROUP_GAP, PLOT_H = 14, 18, 260
+LEFT, TOP, BOTTOM = 64, 48, 150
+
+
+def _ticks(high, count=5):
+    """Round tick values from 0 up to at least HIGH."""
+    step = 10 ** math.floor(math.log10(high / count)) if high > 0 else 1
+    for factor in (1, 2, 5, 10):
+        if high / (step * factor) <= count:
+            step *= factor
+            break
+    return [i * step for i in range(int(math.ceil(high / step - 1e-9)) + 1)]
+
+
+def svg(rows, rate, codecs, plans):
+    measured = {(r["codec"], r["plan"]): r.get("measured_ms") for r in rows
+                if r["rate"] == rate and r.get("status") == "ok"}
+    ticks = _ticks(max(list(measured.values()) + [1.0]))
+    top_value = ticks[-1]
+    group_w = len(plans) * BAR_W + GROUP_GAP
+    width = max(LEFT + len(codecs) * group_w, LEFT + len(plans) * 110) + 20
+    height = TOP + PLOT_H + BOTTOM
+    y = (lambda v: TOP + PLOT_H - v / top_value * PLOT_H)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'font-family="sans-serif" font-size="11">',
+             f'<rect width="{width}" height="{height}" fill="white"/>',
+             f'<text x="{LEFT}" y="18" font-weight="bold">measured ms/step at '
+             f'{html.escape(rate)}</text>']
+    for i, plan in enumerate(plans):  # legend
+        x = LEFT + i * 110
+        parts += [f'<rect x="{x}" y="28" width="10" height="10" fill="{PLAN_COLOURS[plan]}"/>',
+                  f'<text x="{x + 14}" y="37">{PLAN_TITLES[plan]}</text>']
+    for v in ticks:
+        parts += [f'<line x1="{LEFT}" x2="{width - 20}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
+                  f'stroke="#ddd"/>',
+                  f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>']
+    for c, codec in enumerate(codecs):
+        left = LEFT + GROUP_GAP / 2 + c * group_w
+        for p, plan in enumerate(plans):
+            x, value = left + p * BAR_W, measured.get((codec, plan))
+            if value is None:
+                parts.append(f'<text x="{x + BAR_W / 2}" y="{y(0) - 3}" text-anchor="middle" '
+                             f'fill="{PLAN_COLOURS[plan]}">×</text>')
+                continue
+            parts.append(f'<rect x="{x:.1f}" y="{y(value):.1f}" width="{BAR_W - 2}" '
+                         f'height="{y(0) - y(value):.1f}" fill="{PLAN_COLOURS[plan]}">'
+                         f'<title>{html.escape(codec)}, {PLAN_TITLES[plan]}: {value:.1f} ms'
+                         f'</title></rect>')
+        label_x = left + len(plans) * BAR_W / 2
+        parts.append(f'<text x="{label_x:.1f}" y="{y(0) + 14}" text-anchor="end" '
+                     f'transform="rotate(-35 {label_x:.1f} {y(0) + 14})">{html.escape(codec)}</text>')
+    parts += [f'<line x1="{LEFT}" x2="{width - 20}" y1="{y(0)}" y2="{y(0)}" stroke="#444"/>',
+              f'<text x="16" y="{TOP + PLOT_H / 2}" text-anchor="middle" '
+              f'transform="rotate(-90 16 {TOP + PLOT_H / 2})">ms per step</text>']
+    return "\n".join(parts + ["</svg>"]) + "\n"
