@@ -161,6 +161,22 @@ TEST(GroupCostMeasureTest, EveryRankGetsTheSameFitOfFp32) {
   }
 }
 
+// Codecs with per-tensor state (error feedback's residual has the size of
+// the vector) are measured at every size, each on a fresh instance; the
+// sparsifier sends less than fp32 would.
+TEST(GroupCostMeasureTest, StatefulCodecsAreMeasuredAtEverySize) {
+  GroupCostOptions options;
+  options.codec = "topk:ratio=0.01";
+  options.sizes = {1024, 2226, 8192};
+  options.repeats = 1;
+  run_world(2, [&](Communicator& comm) {
+    const auto m = measure_group_costs(comm, options);
+    ASSERT_EQ(m.samples.size(), 3u);
+    EXPECT_LT(m.wire_bytes_per_element, 1.0);
+    EXPECT_GT(m.costs.codec.fixed + m.costs.codec.per_element, 0);
+  });
+}
+
 TEST(GroupCostMeasureTest, DefaultSizesAreGeometric) {
   GroupCostOptions options;
   options.largest = 4096;

@@ -102,6 +102,12 @@ PlanReport MergeCompScheduler::plan(Communicator& comm, DataParallelEngine& engi
   MergeCompOptions search;
   search.max_groups = config_.plan_max_groups;
   search.alpha = config_.plan_alpha;
+  // Theorem 3's binary search over the last cut is exact when the updates
+  // wait for the last group (or cost nothing); with updates overlapping
+  // the exchange F need not be unimodal in the cut, so every cut is tried
+  // (N evaluations of the model, microseconds).
+  const bool theorem_3_setting = !profile.overlap_updates || profile.optimizer_per_element == 0;
+  search.search = theorem_3_setting ? LastCutSearch::binary : LastCutSearch::scan;
   const MergeCompChoice choice = mergecomp_search(profile, measured.costs, search);
   const std::size_t tensors = profile.elements.size();
   const GroupSizes groups = broadcast_groups(comm, choice.groups, tensors);

@@ -75,10 +75,10 @@ void check_settings_agree(Communicator& comm, const TrainConfig& c, std::int64_t
       .add_text("optimizer", optimizer_text(c))
       .add_text("schedule", "batch " + std::to_string(c.batch) + " per rank, " +
                                 std::to_string(c.epochs) + " epochs, at most " +
-                                std::to_string(c.max_steps_per_epoch) + " steps each (0: all)")
+                                std::to_string(c.max_steps_per_epoch) + " steps each (0: all); "
+                                "buckets " + bucket_settings(c) + (c.plan_only ? ", planning only" : ""))
       .add_text("seed and resume", "--seed " + std::to_string(c.seed) + ", resumed at step " +
                                        std::to_string(resume_step) + " (-1: a fresh run)")
-      .add_text("buckets", bucket_settings(c) + (c.plan_only ? ", planning only" : ""))
       // These decide collective calls (a checkpoint's barrier, the step a
       // run stops at, a skipped step, a replica check): a rank without them
       // would hang the others at that call.

@@ -139,13 +139,16 @@ std::vector<GroupCostSample> samples_of(const std::vector<double>& all, int rank
 // will see them: its codec, its communicator, its collective options.
 GroupCostMeasurement measure_group_costs(Communicator& comm, const GroupCostOptions& options) {
   const std::vector<std::size_t> sizes = sizes_to_measure(options);
-  const std::unique_ptr<Codec> codec =
-      make_codec(options.codec, CodecSettings{options.seed, kMeasurementBucket});
+  make_codec(options.codec);  // a bad spec fails before any call
   const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
   const std::vector<float> gradients = synthetic_gradients(options.seed, comm.rank(), largest);
   std::vector<float> buffer(largest);
   std::vector<double> fields;
   for (const std::size_t size : sizes) {
+    // A fresh instance per size: per-tensor state (error feedback's
+    // residual) has the size of the vector it was made for.
+    const std::unique_ptr<Codec> codec =
+        make_codec(options.codec, CodecSettings{options.seed, kMeasurementBucket});
     time_calls(comm, *codec, std::span(gradients).first(size), buffer, options, fields);
   }
   const std::vector<double> all = gather_fields(comm, fields, options);
