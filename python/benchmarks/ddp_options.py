@@ -3,10 +3,11 @@ scripts/ddp-compare, the communication hooks it understands, and the training
 settings of each model (scripts/compare-codecs' choices, shared by the DDP
 runs and the `qccl train` runs). No torch here: the checks run anywhere."""
 
-import argparse
 import datetime
 import os
 import re
+
+from bench_cli import CheckedParser, UsageError, whole_number
 
 DEFAULT_HOOKS = ("none fp16 powersgd:1 powersgd:2 qccl:global-qsgd:bits=8 "
                  "qccl:global-qsgd:bits=4 qccl:intsgd")
@@ -17,10 +18,6 @@ SEED = 1  # `qccl train`'s default seed: initialisation, data order, generated c
 # test set is a tenth of the training set, as in tasks.cc.
 FIELDS, VALUES_PER_FIELD, CLICK_SAMPLES = 8, 100000, 200000
 CLICK_TEST_SAMPLES = CLICK_SAMPLES // 10
-
-
-class UsageError(Exception):
-    """A bad option: the message names it and what is valid."""
 
 
 def model_settings(model):
@@ -55,20 +52,8 @@ def parse_hook(spec):
     raise UsageError(f"unknown hook '{spec}': use none, fp16, powersgd:RANK or qccl:CODEC")
 
 
-def _whole(text, option, least, most=None):
-    if not re.fullmatch(r"[0-9]+", text) or int(text) < least or (most and int(text) > most):
-        bound = f"{least}..{most}" if most else f"at least {least}"
-        raise UsageError(f"{option} must be a whole number {bound}, got '{text}'")
-    return int(text)
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
-
-
 def _parser():
-    p = _Parser(prog="scripts/ddp-compare", description=(
+    p = CheckedParser(prog="scripts/ddp-compare", description=(
         "Trains the models of `qccl train` in PyTorch DistributedDataParallel with several "
         "communication hooks, and `qccl train` itself, on the emulated cluster; one table."))
     p.add_argument("--models", default="cnn recommender", help="cnn and/or recommender")
@@ -116,12 +101,12 @@ def parse_arguments(argv, root):
         a.train_codecs = []
     if not a.models or not a.rates or not (a.hooks or a.train_codecs):
         raise UsageError("nothing to run: give at least one model, rate and hook or train codec")
-    a.hosts = _whole(a.hosts, "--hosts", 2, 64)
-    a.cnn_epochs = _whole(a.cnn_epochs, "--cnn-epochs", 1)
-    a.recommender_steps = _whole(a.recommender_steps, "--recommender-steps", 1)
-    a.warmup_steps = _whole(a.warmup_steps, "--warmup-steps", 0)
-    a.repeats = _whole(a.repeats, "--repeats", 1, 20)
-    a.timeout = _whole(a.timeout, "--timeout", 10)
+    a.hosts = whole_number(a.hosts, "--hosts", 2, 64)
+    a.cnn_epochs = whole_number(a.cnn_epochs, "--cnn-epochs", 1)
+    a.recommender_steps = whole_number(a.recommender_steps, "--recommender-steps", 1)
+    a.warmup_steps = whole_number(a.warmup_steps, "--warmup-steps", 0)
+    a.repeats = whole_number(a.repeats, "--repeats", 1, 20)
+    a.timeout = whole_number(a.timeout, "--timeout", 10)
     if "recommender" in a.models and a.recommender_steps <= a.warmup_steps:
         raise UsageError(f"--recommender-steps {a.recommender_steps} leaves no timed step after "
                          f"{a.warmup_steps} warm-up steps: raise it or lower --warmup-steps")

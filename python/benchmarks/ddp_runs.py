@@ -8,6 +8,7 @@ import statistics
 import subprocess
 import sys
 
+from bench_cli import stop_process
 import ddp_options
 
 CLUSTER_PREFIX = "qddp"  # the namespaces scripts/cluster creates: qddp-sw, qddp-h0..
@@ -31,29 +32,16 @@ def run_on_cluster(root, hosts, rate, command, log_path, timeout):
         try:
             status = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _stop(process)
+            stop_process(process)
             raise RunFailed(f"stopped after {timeout} s (--timeout); see {log_path}") from None
         except BaseException:  # interrupted or terminated: the run goes too
-            _stop(process)
+            stop_process(process)
             raise
     if status in (3, 4):
         with open(log_path) as log:
             raise ClusterUnavailable(log.read().strip())
     if status != 0:
         raise RunFailed(f"exit status {status}; see {log_path}")
-
-
-def _stop(process):
-    """TERM, on which scripts/cluster ends its processes and removes its
-    namespaces; KILL only if that hangs."""
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=60)
 
 
 def ddp_command(root, args, model, hook, result_path, store_path):

@@ -1,10 +1,11 @@
 """The command line of scripts/mergecomp-table and the training settings of
 each codec. Standard library only: the checks run anywhere."""
 
-import argparse
 import datetime
 import os
 import re
+
+from bench_cli import CheckedParser, UsageError, whole_number
 
 PLANS = ("layerwise", "one", "ddp", "mergecomp")
 
@@ -15,10 +16,6 @@ DEFAULT_CODECS = ("fp32 fp16 dgc topk randk ef-signsgd qsgd:bits=8,bucket=512,no
                   "onebit signum global-qsgd:bits=8")
 DEFAULT_RATES = "1gbit 10gbit"
 SEED = 1
-
-
-class UsageError(Exception):
-    """A bad option: the message names it and what is valid."""
 
 
 def codec_settings(codec):
@@ -40,20 +37,8 @@ def skipped_steps(args):
     return max(args.warmup_steps, args.plan_steps + 1)
 
 
-def _whole(text, option, least, most=None):
-    if not re.fullmatch(r"[0-9]+", text) or int(text) < least or (most and int(text) > most):
-        bound = f"{least}..{most}" if most else f"at least {least}"
-        raise UsageError(f"{option} must be a whole number {bound}, got '{text}'")
-    return int(text)
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
-
-
 def _parser():
-    p = _Parser(
+    p = CheckedParser(
         prog="scripts/mergecomp-table",
         description="Measured and predicted step time of each bucket plan (layer-wise, one "
                     "bucket, DDP, MergeComp) for each codec and link rate on the emulated "
@@ -88,12 +73,12 @@ def parse_arguments(argv, root):
     for name, values in (("--rates", a.rates), ("--codecs", a.codecs), ("--plans", a.plans)):
         if not values:
             raise UsageError(f"{name} is empty")
-    a.hosts = _whole(a.hosts, "--hosts", 2, 64)
-    a.batch = _whole(a.batch, "--batch", 1)
-    a.steps = _whole(a.steps, "--steps", 1)
-    a.warmup_steps = _whole(a.warmup_steps, "--warmup-steps", 0)
-    a.plan_steps = _whole(a.plan_steps, "--plan-steps", 2)
-    a.timeout = _whole(a.timeout, "--timeout", 1)
+    a.hosts = whole_number(a.hosts, "--hosts", 2, 64)
+    a.batch = whole_number(a.batch, "--batch", 1)
+    a.steps = whole_number(a.steps, "--steps", 1)
+    a.warmup_steps = whole_number(a.warmup_steps, "--warmup-steps", 0)
+    a.plan_steps = whole_number(a.plan_steps, "--plan-steps", 2)
+    a.timeout = whole_number(a.timeout, "--timeout", 1)
     if a.steps <= skipped_steps(a):
         raise UsageError(f"--steps {a.steps} leaves no timed step: every run skips "
                          f"{skipped_steps(a)} (the larger of --warmup-steps and --plan-steps + 1)")

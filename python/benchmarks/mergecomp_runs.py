@@ -9,6 +9,7 @@ import statistics
 import subprocess
 from collections import deque
 
+from bench_cli import stop_process
 import mergecomp_options
 
 CLUSTER_PREFIX = "qmct"  # the namespaces scripts/cluster creates: qmct-sw, qmct-h0..
@@ -70,28 +71,15 @@ def run(command, output_path, timeout):
         try:
             status = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _stop(process)
+            stop_process(process)
             raise RunFailed(f"stopped after {timeout} s (--timeout)\n{tail(output_path)}") from None
         except BaseException:  # interrupted or terminated: the run goes too
-            _stop(process)
+            stop_process(process)
             raise
     if status in (3, 4) and os.path.basename(command[0]) == "cluster":
         raise ClusterUnavailable(tail(output_path))
     if status != 0:
         raise RunFailed(f"exit status {status}\n{tail(output_path)}")
-
-
-def _stop(process):
-    """TERM, on which scripts/cluster ends its ranks and removes its
-    namespaces; KILL only if that hangs."""
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=60)
 
 
 def tail(path, lines=TAIL_LINES):

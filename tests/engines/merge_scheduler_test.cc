@@ -62,6 +62,16 @@ struct ChainModel {
   }
 };
 
+// Plain SGD steps from..to−1 on `model` through `engine`.
+void sgd_steps(Communicator& comm, DataParallelEngine& engine, ChainModel& model, int from, int to) {
+  for (int step = from; step < to; ++step) {
+    OracleResult result;
+    engine.compute_gradients([&] { return model.loss(comm.rank(), step); }, result);
+    torch::NoGradGuard no_grad;
+    for (auto& p : model.tensors) p.sub_(p.grad() * 0.01f);
+  }
+}
+
 // `steps` steps of plain SGD; before `switch_at`, `first` is the layout.
 std::vector<float> run_steps(Communicator& comm, std::shared_ptr<const BucketPolicy> first,
                              std::shared_ptr<const BucketPolicy> then, int switch_at, int steps,
@@ -72,13 +82,9 @@ std::vector<float> run_steps(Communicator& comm, std::shared_ptr<const BucketPol
   options.seed = 5;
   options.policy = first;
   DataParallelEngine engine(comm, model.named, options);
-  for (int step = 0; step < steps; ++step) {
-    if (step == switch_at) engine.replan(then);
-    OracleResult result;
-    engine.compute_gradients([&] { return model.loss(comm.rank(), step); }, result);
-    torch::NoGradGuard no_grad;
-    for (auto& p : model.tensors) p.sub_(p.grad() * 0.01f);
-  }
+  sgd_steps(comm, engine, model, 0, switch_at);
+  engine.replan(then);
+  sgd_steps(comm, engine, model, switch_at, steps);
   return model.flat();
 }
 
@@ -118,21 +124,11 @@ TEST(Replan, LosingTheResidualsChangesTheResult) {
     options.policy = one;
     {
       DataParallelEngine engine(comm, model.named, options);
-      for (int step = 0; step < 3; ++step) {
-        OracleResult result;
-        engine.compute_gradients([&] { return model.loss(comm.rank(), step); }, result);
-        torch::NoGradGuard no_grad;
-        for (auto& p : model.tensors) p.sub_(p.grad() * 0.01f);
-      }
+      sgd_steps(comm, engine, model, 0, 3);
     }
     options.policy = groups;
     DataParallelEngine fresh(comm, model.named, options);
-    for (int step = 3; step < 6; ++step) {
-      OracleResult result;
-      fresh.compute_gradients([&] { return model.loss(comm.rank(), step); }, result);
-      torch::NoGradGuard no_grad;
-      for (auto& p : model.tensors) p.sub_(p.grad() * 0.01f);
-    }
+    sgd_steps(comm, fresh, model, 3, 6);
     if (comm.rank() == 0) {
       kept = k;
       lost = model.flat();

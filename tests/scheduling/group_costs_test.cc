@@ -100,6 +100,24 @@ TEST(GroupCostFitTest, OneRankCommunicatesNothing) {
   EXPECT_THROW(fit_group_costs(samples, Algorithm::ring, 2), InvalidArgument);
 }
 
+// Transfers whose times fall as the sizes grow (a loaded machine) show no
+// bandwidth: g is then the latency alone, a constant, instead of a failed
+// plan. 4 ranks on a ring: 6 steps, so α = the weighted mean time / 6.
+TEST(GroupCostFitTest, TimesThatDoNotGrowWithTheBytesGiveAConstant) {
+  auto samples = model_samples(1e-5, 1e-9, 1e-5, 1e9, 4);
+  const double times[] = {4e-3, 3e-3, 2e-3};
+  ASSERT_GE(samples.size(), 3u);
+  samples.resize(3);
+  for (std::size_t i = 0; i < 3; ++i) samples[i].communication_seconds = times[i];
+  const auto m = fit_group_costs(samples, Algorithm::ring, 4);
+  EXPECT_EQ(m.network.beta, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(m.costs.communication.per_element, 0);
+  // Σ w·t / Σ w with w = 1/t²: (1/4e-3 + 1/3e-3 + 1/2e-3) / (1/16e-6 + 1/9e-6 + 1/4e-6).
+  const double mean = (250.0 + 1000.0 / 3 + 500.0) / (1 / 16e-6 + 1 / 9e-6 + 1 / 4e-6);
+  expect_relative(m.costs.communication.fixed, mean);
+  expect_relative(m.network.alpha, mean / 6);
+}
+
 TEST(GroupCostFitTest, RefusesTooFewOrBadSamples) {
   auto samples = model_samples(1e-5, 1e-9, 1e-5, 1e9, 2);
   EXPECT_THAT([] { fit_group_costs({}, Algorithm::ring, 2); },

@@ -229,7 +229,8 @@ double sent_bytes_per_element(const std::vector<GroupCostSample>& samples) {
 }
 
 // α and β of the transfers by fit_alpha_beta on the algorithm's terms with
-// the sent bytes measured (γ = δ = 0: the codec's time is h, not part of g).
+// the sent bytes measured (γ = δ = 0: the codec's time is h, not part of g);
+// β = ∞ when the times show no bandwidth at all.
 ModelParams fit_network(const std::vector<GroupCostSample>& samples, Algorithm algorithm,
                         int ranks) {
   std::vector<ModelSample> model_samples;
@@ -242,7 +243,20 @@ ModelParams fit_network(const std::vector<GroupCostSample>& samples, Algorithm a
     model_samples.push_back(
         {model_terms_measured(algorithm, ranks, bytes, s.sent_bytes), s.communication_seconds});
   }
-  return fit_alpha_beta(model_samples, 0, 0);
+  try {
+    return fit_alpha_beta(model_samples, 0, 0);
+  } catch (const InvalidArgument&) {
+    // The times do not grow with the bytes (every size within a shaped
+    // link's burst, or a loaded machine's noise): the transfers cost a
+    // latency only, α the mean time per step (weights 1/t², as above).
+    double weights = 0, weighted_alpha = 0;
+    for (const auto& s : model_samples) {
+      const double weight = 1 / (s.seconds * s.seconds);
+      weights += weight;
+      weighted_alpha += weight * s.seconds / s.terms.steps;
+    }
+    return {weighted_alpha / weights, std::numeric_limits<double>::infinity(), 0, 0};
+  }
 }
 
 }  // namespace

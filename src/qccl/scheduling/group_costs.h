@@ -63,7 +63,9 @@ GroupCostMeasurement measure_group_costs(Communicator& comm, const GroupCostOpti
 // Fits h by least squares on relative error (weights 1/h², as fit_alpha_beta)
 // with B_h, γ_h >= 0, and g by fit_alpha_beta on the algorithm's terms with
 // the measured sent bytes; with `link_bytes_per_second` the fitted β is
-// replaced by it. Throws InvalidArgument with fewer than two samples.
+// replaced by it. Times that do not grow with the bytes (all within a
+// link's burst, or noise) give a constant g: β = ∞, α their mean per step.
+// Throws InvalidArgument with fewer than two samples.
 GroupCostMeasurement fit_group_costs(std::vector<GroupCostSample> samples, Algorithm algorithm,
                                      int ranks,
                                      std::optional<double> link_bytes_per_second = std::nullopt);
