@@ -47,7 +47,6 @@ DataParallelEngine::DataParallelEngine(Communicator& comm, std::vector<NamedTens
       options_(std::move(options)),
       parameters_(std::move(parameters)),
       reducer_(comm, options_.collective) {
-  element_counts(parameters_);  // checks the parameters
   if (!options_.policy) options_.policy = std::make_shared<SizeCappedPolicy>();
   for (const auto& [name, p] : parameters_) tensors_.push_back(p);
   seen_.assign(parameters_.size(), 0);

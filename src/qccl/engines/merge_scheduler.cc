@@ -5,19 +5,13 @@
 
 #include "qccl/common/duration.h"
 #include "qccl/common/errors.h"
+#include "qccl/common/statistics.h"
 #include "qccl/engines/rank_sum.h"
 #include "qccl/scheduling/group_costs.h"
 #include "qccl/scheduling/merge_plan.h"
 
 namespace qccl::engines {
 namespace {
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  const auto middle = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
-  std::nth_element(values.begin(), middle, values.end());
-  return *middle;
-}
 
 // The profiled steps' medians as the model's profile, tensors in reverse
 // registration order. A parameter backward never reached is ready at the

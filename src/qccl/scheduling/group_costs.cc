@@ -11,6 +11,7 @@
 #include "qccl/common/counter_rng.h"
 #include "qccl/common/duration.h"
 #include "qccl/common/errors.h"
+#include "qccl/common/statistics.h"
 
 namespace qccl {
 namespace {
@@ -102,12 +103,6 @@ std::vector<double> gather_fields(Communicator& comm, const std::vector<double>&
   std::vector<double> all(mine.size() * counts.size());
   std::memcpy(all.data(), gathered.data(), gathered.size());
   return all;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t m = values.size();
-  return m % 2 ? values[m / 2] : 0.5 * (values[m / 2 - 1] + values[m / 2]);
 }
 
 // Per call the slowest rank's value of each field (a collective ends when

@@ -59,8 +59,7 @@ void print_plan(std::ostream& out, const engines::TrainSummary& r) {
 
 }  // namespace
 
-void print_plans(std::ostream& out, const std::vector<engines::TrainSummary>& runs,
-                 const TrainCommand& /*command*/) {
+void print_plans(std::ostream& out, const std::vector<engines::TrainSummary>& runs) {
   for (const auto& r : runs) {
     if (r.plan) print_plan(out, r);
     else out << "\n" << r.model << ", " << r.codec << ": no plan (the run ended before planning)\n";

@@ -22,7 +22,6 @@ void add_plan(CLI::App& app, TrainCommand& command);
 
 // One table per run (codec): the profile, the fitted costs and each plan's
 // predicted ms/step.
-void print_plans(std::ostream& out, const std::vector<engines::TrainSummary>& runs,
-                 const TrainCommand& command);
+void print_plans(std::ostream& out, const std::vector<engines::TrainSummary>& runs);
 
 }  // namespace qccl::tools

@@ -359,7 +359,7 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
       runs.push_back(engines::train(comm, one));
     }
     if (!root) return;
-    if (command.planning) print_plans(std::cout, runs, command);
+    if (command.planning) print_plans(std::cout, runs);
     else print_train_summaries(std::cout, runs);
     if (!command.summary_json.empty()) {
       nlohmann::json all = nlohmann::json::array();
