@@ -8,11 +8,11 @@ rewritten after each run, so a stopped comparison keeps what it measured."""
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 
+from bench_cli import exit_through_jobs_on_term
 import ddp_options
 import ddp_report
 import ddp_runs
@@ -87,12 +87,8 @@ def write_report(rows, directory):
         os.replace(os.path.join(directory, name + ".tmp"), os.path.join(directory, name))
 
 
-def _exit_on_term(signum, _frame):
-    raise SystemExit(128 + signum)  # unwinds through the running job, which stops it
-
-
 def main(argv):
-    signal.signal(signal.SIGTERM, _exit_on_term)
+    exit_through_jobs_on_term()
     try:
         args = ddp_options.parse_arguments(argv, ROOT)
     except ddp_options.UsageError as error:

@@ -5,21 +5,12 @@ and turns its output into one row of the report."""
 import json
 import os
 import statistics
-import subprocess
 import sys
 
-from bench_cli import stop_process
+from bench_cli import ClusterUnavailable, RunFailed, run_logged
 import ddp_options
 
 CLUSTER_PREFIX = "qddp"  # the namespaces scripts/cluster creates: qddp-sw, qddp-h0..
-
-
-class RunFailed(Exception):
-    """A run that exited non-zero, timed out or wrote no result; names its log."""
-
-
-class ClusterUnavailable(Exception):
-    """scripts/cluster cannot run here (status 3) or its namespaces exist (4)."""
 
 
 def run_on_cluster(root, hosts, rate, command, log_path, timeout):
@@ -27,16 +18,9 @@ def run_on_cluster(root, hosts, rate, command, log_path, timeout):
     A run past `timeout`, or one whose caller is interrupted, is stopped."""
     cluster = [os.path.join(root, "scripts", "cluster"), "--hosts", str(hosts), "--rate", rate,
                "--prefix", CLUSTER_PREFIX, "--"]
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(cluster + command, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            status = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            stop_process(process)
-            raise RunFailed(f"stopped after {timeout} s (--timeout); see {log_path}") from None
-        except BaseException:  # interrupted or terminated: the run goes too
-            stop_process(process)
-            raise
+    status = run_logged(cluster + command, log_path, timeout)
+    if status is None:
+        raise RunFailed(f"stopped after {timeout} s (--timeout); see {log_path}")
     if status in (3, 4):
         with open(log_path) as log:
             raise ClusterUnavailable(log.read().strip())

@@ -6,22 +6,13 @@ predictions in their logs and summaries."""
 import json
 import os
 import statistics
-import subprocess
 from collections import deque
 
-from bench_cli import stop_process
+from bench_cli import ClusterUnavailable, RunFailed, run_logged
 import mergecomp_options
 
 CLUSTER_PREFIX = "qmct"  # the namespaces scripts/cluster creates: qmct-sw, qmct-h0..
 TAIL_LINES = 20
-
-
-class RunFailed(Exception):
-    """A run that exited non-zero, timed out or left no usable result."""
-
-
-class ClusterUnavailable(Exception):
-    """scripts/cluster cannot run here (status 3) or its namespaces exist (4)."""
 
 
 # ---- Commands -----------------------------------------------------------------
@@ -66,16 +57,9 @@ def run(command, output_path, timeout):
     """COMMAND with its stdout and stderr in OUTPUT_PATH; RunFailed (with the
     output's last lines) unless it exits 0 in time. A run past `timeout`, or
     one whose caller is interrupted, is stopped."""
-    with open(output_path, "w") as output:
-        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
-        try:
-            status = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            stop_process(process)
-            raise RunFailed(f"stopped after {timeout} s (--timeout)\n{tail(output_path)}") from None
-        except BaseException:  # interrupted or terminated: the run goes too
-            stop_process(process)
-            raise
+    status = run_logged(command, output_path, timeout)
+    if status is None:
+        raise RunFailed(f"stopped after {timeout} s (--timeout)\n{tail(output_path)}")
     if status in (3, 4) and os.path.basename(command[0]) == "cluster":
         raise ClusterUnavailable(tail(output_path))
     if status != 0:

@@ -9,11 +9,11 @@ stopped experiment keeps what it measured. Details: docs/mergecomp.md."""
 
 import os
 import shlex
-import signal
 import subprocess
 import sys
 from dataclasses import dataclass
 
+from bench_cli import exit_through_jobs_on_term
 import mergecomp_options
 import mergecomp_report
 import mergecomp_runs
@@ -178,12 +178,8 @@ def environment_problem(args):
     return None
 
 
-def _exit_on_term(signum, _frame):
-    raise SystemExit(128 + signum)  # unwinds through the running job, which stops it
-
-
 def main(argv):
-    signal.signal(signal.SIGTERM, _exit_on_term)
+    exit_through_jobs_on_term()
     try:
         args = mergecomp_options.parse_arguments(argv, ROOT)
     except mergecomp_options.UsageError as error:
