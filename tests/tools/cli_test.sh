@@ -107,10 +107,12 @@ expect "--ranks under mpirun is refused" 2 'do not combine it' -- \
 # The suite's report and model on a small in-process "suite" (the link rate
 # is nominal here: only the files' handling is checked).
 suitedir=$(mktemp -d)
-"$qccl" bench allreduce --ranks 2 --min-bytes 64K --max-bytes 4M --step-factor 4 --iters 2 \
-  --warmup 1 --link-rate 1gbit --json >"$suitedir/allreduce-h2-test-fp32.json"
+# Ten iterations each: the fits need times that grow with the size, which
+# two iterations on a loaded machine do not always give.
+"$qccl" bench allreduce --ranks 2 --min-bytes 64K --max-bytes 4M --step-factor 4 --iters 10 \
+  --warmup 2 --link-rate 1gbit --json >"$suitedir/allreduce-h2-test-fp32.json"
 "$qccl" bench allreduce --ranks 2 --codec global-qsgd --algo ring,native --min-bytes 64K \
-  --max-bytes 4M --step-factor 4 --iters 2 --warmup 1 --link-rate 1gbit --json \
+  --max-bytes 4M --step-factor 4 --iters 10 --warmup 2 --link-rate 1gbit --json \
   >"$suitedir/allreduce-h2-test-global-qsgd.json"
 "$qccl" bench codec --size 256K --iters 2 --json >"$suitedir/codec.json"
 expect "bench wire fraction column" 0 'wire%' -- \
