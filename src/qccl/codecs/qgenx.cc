@@ -1,10 +1,12 @@
 #include "qccl/codecs/qgenx.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "qccl/codecs/kernels.h"
 #include "qccl/codecs/level_statistics.h"
 #include "qccl/codecs/levels.h"
 #include "qccl/collectives/allgather.h"
@@ -14,24 +16,30 @@
 namespace qccl {
 
 struct QGenXCodec::Tables {
-  Tables(std::vector<double> l, std::optional<PrefixCode> c)
-      : levels(std::move(l)), index(levels), code(std::move(c)) {}
+  Tables(std::vector<double> l, std::optional<PrefixCode> c, bool evenly_spaced)
+      : levels(std::move(l)), index(levels), code(std::move(c)), uniform(evenly_spaced) {
+    for (std::size_t j = 0; j + 1 < levels.size(); ++j) {
+      inverse_width.push_back(1.0 / (levels[j + 1] - levels[j]));
+    }
+  }
   std::vector<double> levels;
+  std::vector<double> inverse_width;  // 1/(ℓ_{j+1} − ℓ_j)
   LevelIndex index;
   std::optional<PrefixCode> code;  // coding=huffman
+  bool uniform = false;            // ℓ_j = j/(s+1)
 };
 
 namespace {
 
 constexpr int kLongestCodeWord = 24;
 enum class ChunkMode : std::uint8_t { fixed = 0, entropy = 1 };
-constexpr std::uint8_t kSignBit = 0x80;
 
 int interior_levels(int bits) { return (1 << (bits - 1)) - 2; }
 
 // One rank's encoding of a chunk: [mode byte][one fp64 L_q norm per bucket
 // (one for the whole vector with bucket=0: C_b = 64 bits)][symbols]. In
-// fixed mode each coordinate takes `bits` bits, sign first; in entropy mode
+// fixed mode each coordinate takes `bits` bits, the signed level in two's
+// complement (4-bit pairs packed as kernels::pack_i4 does); in entropy mode
 // each takes its level's code word, then a sign bit if the level is not 0
 // (Appendix K's order). The entropy coder falls back to fixed width for a
 // chunk it would make longer, so no chunk exceeds the fixed size.
@@ -112,80 +120,126 @@ class QGenXReduction final : public Reduction {
     throw CommError(name_ + ": " + why + " (corrupt message?)");
   }
 
-  // Definition 1 on each bucket: symbols_[i] = level index | sign bit.
+  // Definition 1 on each bucket: levels_[i] = ±(level index), the sign of
+  // v_i. Uniform levels take the vectorised stochastic rounding of
+  // |v_i|·(s+1)/‖v‖_q that QSGD and Global-QSGD use (levels.h); other
+  // levels look up u's interval and flip a coin without a branch.
   void quantize(std::span<const float> in, std::size_t first, std::span<std::byte> norms_out) {
-    symbols_.resize(in.size());
+    levels_.resize(in.size());
     const std::size_t size = config_.bucket == 0 ? in.size() : config_.bucket;
-    const auto& levels = tables_->levels;
     for (std::size_t b = 0, start = 0; start < in.size(); ++b, start += size) {
       const auto part = in.subspan(start, std::min(size, in.size() - start));
       const double norm = config_.bucket == 0 ? whole_norm_ : lq_norm(part, config_.norm);
       std::memcpy(norms_out.data() + b * sizeof(double), &norm, sizeof(double));
-      for (std::size_t i = 0; i < part.size(); ++i) {
-        const double u = norm > 0 ? std::min(1.0, std::fabs(part[i]) / norm) : 0.0;
-        const std::size_t t = tables_->index.lower(u);
-        const double xi = (u - levels[t]) / (levels[t + 1] - levels[t]);
-        const double draw = static_cast<double>(rng_.bits64(first + start + i) >> 11) * 0x1p-53;
-        const auto level = static_cast<std::uint8_t>(draw < xi ? t + 1 : t);
-        ++counts_[level];
-        symbols_[start + i] = level | (level != 0 && std::signbit(part[i]) ? kSignBit : 0);
+      if (tables_->uniform) {
+        encode_levels(part, first + start, levels_.data() + start, norm, top_level(), rng_);
+      } else {
+        quantize_to_levels(part, first + start, norm, levels_.data() + start);
       }
+    }
+    count_levels();
+  }
+
+  void quantize_to_levels(std::span<const float> part, std::size_t first, double norm,
+                          std::int8_t* out) const {
+    const auto& levels = tables_->levels;
+    const auto& inverse_width = tables_->inverse_width;
+    const double scale = norm > 0 ? 1.0 / norm : 0.0;
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      const double u = std::min(1.0, std::fabs(static_cast<double>(part[i])) * scale);
+      const std::size_t t = tables_->index.lower(u);
+      const double xi = (u - levels[t]) * inverse_width[t];
+      // Up with probability ξ: a 53-bit draw below ξ·2^53, read off the
+      // sign of their difference.
+      const auto threshold = static_cast<std::uint64_t>(xi * 0x1p53);
+      const std::uint64_t draw = rng_.bits64(first + i) >> 11;
+      const auto level = static_cast<int>(t + ((draw - threshold) >> 63));
+      out[i] = static_cast<std::int8_t>(std::signbit(part[i]) ? -level : level);
     }
   }
 
+  int top_level() const { return static_cast<int>(tables_->levels.size()) - 1; }
+
+  // Four interleaved histograms, so equal neighbours do not serialize.
+  void count_levels() {
+    const std::size_t m = counts_.size();
+    std::vector<std::uint64_t> lanes(4 * m, 0);
+    const std::size_t n = levels_.size();
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      for (std::size_t k = 0; k < 4; ++k) ++lanes[k * m + magnitude(levels_[i + k])];
+    }
+    for (; i < n; ++i) ++lanes[magnitude(levels_[i])];
+    for (std::size_t k = 0; k < 4; ++k) {
+      for (std::size_t j = 0; j < m; ++j) counts_[j] += lanes[k * m + j];
+    }
+  }
+  static std::size_t magnitude(std::int8_t level) {
+    return static_cast<std::size_t>(level < 0 ? -level : level);
+  }
+
+  // Fixed width: the signed level in two's complement, `bits` wide.
   std::size_t write_fixed(std::span<std::byte> payload) {
     const int bits = config_.bits;
-    symbol_bits_now_ = symbols_.size() * static_cast<std::size_t>(bits);
+    symbol_bits_now_ = levels_.size() * static_cast<std::size_t>(bits);
     if (bits == 8) {
-      std::memcpy(payload.data(), symbols_.data(), symbols_.size());
-      return symbols_.size();
+      std::memcpy(payload.data(), levels_.data(), levels_.size());
+      return levels_.size();
+    }
+    if (bits == 4) {
+      kernels::pack_i4(levels_.data(), reinterpret_cast<std::uint8_t*>(payload.data()), levels_.size());
+      return (levels_.size() + 1) / 2;
     }
     BitWriter writer(payload);
-    for (std::uint8_t s : symbols_) {
-      const std::uint32_t sign = (s & kSignBit) != 0 ? 1U : 0U;
-      writer.put((sign << (bits - 1)) | (s & 0x7F), bits);
-    }
+    const std::uint32_t mask = (1U << bits) - 1;
+    for (std::int8_t level : levels_) writer.put(static_cast<std::uint32_t>(level) & mask, bits);
     return writer.finish();
   }
 
   // 0 when the entropy code would not be shorter than fixed width.
   std::size_t write_entropy(std::span<std::byte> payload) {
     BitWriter writer(payload);
-    for (std::uint8_t s : symbols_) {
-      const std::uint32_t level = s & 0x7F;
-      const bool fits = tables_->code ? tables_->code->put(writer, level)
-                                      : put_elias_omega(writer, level + 1);
-      if (!fits || (level != 0 && !writer.put((s & kSignBit) != 0 ? 1U : 0U, 1))) return 0;
+    for (std::int8_t level : levels_) {
+      const auto m = static_cast<std::uint32_t>(magnitude(level));
+      const bool fits = tables_->code ? tables_->code->put(writer, m) : put_elias_omega(writer, m + 1);
+      if (!fits || (m != 0 && !writer.put(level < 0 ? 1U : 0U, 1))) return 0;
     }
     symbol_bits_now_ = writer.bits();
     return writer.finish();
   }
 
   void read_fixed(std::span<const std::byte> payload, std::size_t count) {
-    symbols_.resize(count);
+    levels_.resize(count);
     const int bits = config_.bits;
-    if (bits == 8) {
-      std::memcpy(symbols_.data(), payload.data(), count);
-      for (std::uint8_t s : symbols_) check_level(s & 0x7F);
+    if (bits == 8 || bits == 4) {
+      if (bits == 8) {
+        std::memcpy(levels_.data(), payload.data(), count);
+      } else {
+        kernels::unpack_i4(reinterpret_cast<const std::uint8_t*>(payload.data()), levels_.data(), count);
+      }
+      std::size_t largest = 0;
+      for (std::int8_t level : levels_) largest = std::max(largest, magnitude(level));
+      check_level(largest);
       return;
     }
     BitReader reader(payload, "qgenx");
-    for (auto& s : symbols_) {
-      const std::uint32_t v = reader.get(bits);
-      const std::uint32_t level = v & ((1U << (bits - 1)) - 1);
-      s = static_cast<std::uint8_t>(level | ((v >> (bits - 1)) != 0 && level != 0 ? kSignBit : 0));
+    for (auto& level : levels_) {
+      const std::uint32_t v = reader.get(bits);  // two's complement in `bits` bits
+      const int signed_level = static_cast<int>(v) - ((v >> (bits - 1)) != 0 ? (1 << bits) : 0);
+      check_level(static_cast<std::size_t>(std::abs(signed_level)));
+      level = static_cast<std::int8_t>(signed_level);
     }
   }
 
   void read_entropy(std::span<const std::byte> payload, std::size_t count) {
-    symbols_.resize(count);
+    levels_.resize(count);
     BitReader reader(payload, "qgenx");
-    for (auto& s : symbols_) {
-      const std::size_t level = tables_->code ? tables_->code->get(reader)
-                                              : static_cast<std::size_t>(get_elias_omega(reader)) - 1;
-      check_level(level);
-      const bool negative = level != 0 && reader.bit() == 1;
-      s = static_cast<std::uint8_t>(level | (negative ? kSignBit : 0));
+    for (auto& level : levels_) {
+      const std::size_t m = tables_->code ? tables_->code->get(reader)
+                                          : static_cast<std::size_t>(get_elias_omega(reader)) - 1;
+      check_level(m);
+      const bool negative = m != 0 && reader.bit() == 1;
+      level = static_cast<std::int8_t>(negative ? -static_cast<int>(m) : static_cast<int>(m));
     }
     if (reader.consumed() != payload.size()) corrupt("bytes after the last coded symbol");
   }
@@ -194,18 +248,29 @@ class QGenXReduction final : public Reduction {
     if (level >= tables_->levels.size()) corrupt("level " + std::to_string(level) + " out of range");
   }
 
-  void dequantize(std::span<const std::byte> norms_in, std::span<float> out) const {
+  // Uniform levels: ±j · ‖v‖_q/(s+1) by the vectorised kernel. Others: each
+  // bucket's values ‖v‖_q·ℓ_j once, as fp32 bits, the level's sign made the
+  // float's.
+  void dequantize(std::span<const std::byte> norms_in, std::span<float> out) {
     const std::size_t size = config_.bucket == 0 ? out.size() : config_.bucket;
     const auto& levels = tables_->levels;
+    values_.resize(levels.size());
     for (std::size_t b = 0, start = 0; start < out.size(); ++b, start += size) {
       double norm;
       std::memcpy(&norm, norms_in.data() + b * sizeof(double), sizeof(double));
       if (!std::isfinite(norm) || norm < 0) corrupt("norm " + std::to_string(norm) + " is invalid");
       const std::size_t end = std::min(out.size(), start + size);
+      if (tables_->uniform) {
+        decode_levels(levels_.data() + start, out.data() + start, end - start, norm / top_level());
+        continue;
+      }
+      for (std::size_t j = 0; j < levels.size(); ++j) {
+        values_[j] = std::bit_cast<std::uint32_t>(saturate_to_fp32(norm * levels[j]));
+      }
       for (std::size_t i = start; i < end; ++i) {
-        const std::uint8_t s = symbols_[i];
-        const float v = saturate_to_fp32(norm * levels[s & 0x7F]);
-        out[i] = (s & kSignBit) != 0 ? -v : v;
+        const std::int8_t level = levels_[i];
+        const std::uint32_t sign = level < 0 ? 0x80000000U : 0U;
+        out[i] = std::bit_cast<float>(values_[magnitude(level)] | sign);
       }
     }
   }
@@ -215,7 +280,8 @@ class QGenXReduction final : public Reduction {
   std::shared_ptr<const Tables> tables_;
   CounterRng rng_;
   double whole_norm_;
-  std::vector<std::uint8_t> symbols_;
+  std::vector<std::int8_t> levels_;    // ± level index per coordinate
+  std::vector<std::uint32_t> values_;  // dequantize's table
   std::vector<std::uint64_t> counts_;
   std::uint64_t encoded_bits_ = 0, header_bits_ = 0, symbol_bits_now_ = 0;
   std::size_t coordinates_ = 0;
@@ -302,7 +368,8 @@ void QGenXCodec::install(std::vector<double> levels, std::vector<double> probabi
     code = PrefixCode::from_probabilities(probabilities.empty() ? even : probabilities,
                                           kLongestCodeWord);
   }
-  tables_ = std::make_shared<const Tables>(std::move(levels), std::move(code));
+  const bool uniform = config_.levels == LevelFamily::uniform;
+  tables_ = std::make_shared<const Tables>(std::move(levels), std::move(code), uniform);
   probabilities_ = std::move(probabilities);
 }
 
