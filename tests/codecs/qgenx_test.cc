@@ -161,6 +161,12 @@ TEST(LevelStatisticsTest, ObjectiveIsTheDataVarianceAndTheFitLowersIt) {
                                       bucket, q);
     }
     EXPECT_NEAR(stats.variance(start), direct, 1e-9 * direct);
+    // What ranks exchange, the occupied cells, adds up to the same sums.
+    LevelStatistics rebuilt(start);
+    rebuilt.add_occupied_cells(stats.occupied_cells());
+    EXPECT_EQ(rebuilt.sums(), stats.sums());
+    EXPECT_LE(stats.occupied_cells().size(), 6 * all.size());
+    EXPECT_THROW(rebuilt.add_occupied_cells(std::vector<double>{1e9, 0, 0, 0, 0, 0}), InvalidArgument);
     const auto fitted = stats.fit_levels(start);
     check_levels(fitted);
     double fitted_direct = 0;

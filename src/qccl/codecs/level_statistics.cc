@@ -62,6 +62,35 @@ void LevelStatistics::add_sums(std::span<const double> other) {
   prefix_.clear();
 }
 
+std::vector<double> LevelStatistics::occupied_cells() const {
+  std::vector<double> out;
+  for (std::size_t c = 0; c + 1 < edges_.size(); ++c) {
+    if (moment(c, 3) == 0.0) continue;
+    out.push_back(static_cast<double>(c));
+    for (std::size_t k = 0; k < kMoments; ++k) out.push_back(moment(c, k));
+  }
+  return out;
+}
+
+void LevelStatistics::add_occupied_cells(std::span<const double> cells) {
+  constexpr std::size_t kEntry = kMoments + 1;
+  const std::size_t count = edges_.size() - 1;
+  if (cells.size() % kEntry != 0) {
+    throw InvalidArgument("level statistics: " + std::to_string(cells.size()) +
+                          " values are no whole number of (cell, moments) entries");
+  }
+  for (std::size_t at = 0; at < cells.size(); at += kEntry) {
+    const double index = cells[at];
+    if (!(index >= 0 && index < static_cast<double>(count)) || index != std::floor(index)) {
+      throw InvalidArgument("level statistics: cell " + std::to_string(index) + " of " +
+                            std::to_string(count) + " (statistics on another grid?)");
+    }
+    double* m = &sums_[static_cast<std::size_t>(index) * kMoments];
+    for (std::size_t k = 0; k < kMoments; ++k) m[k] += cells[at + 1 + k];
+  }
+  prefix_.clear();
+}
+
 double LevelStatistics::coordinates() const {
   double n = 0;
   for (std::size_t c = 0; c + 1 < edges_.size(); ++c) n += moment(c, 3);

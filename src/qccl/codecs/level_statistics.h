@@ -35,6 +35,13 @@ class LevelStatistics {
   // The sums as a flat vector, and adding another rank's such vector.
   const std::vector<double>& sums() const { return sums_; }
   void add_sums(std::span<const double> other);
+  // The same for the cells that hold coordinates only, as (cell, five
+  // moments) sextuples: what ranks exchange, at most six values per
+  // coordinate however fine the grid. Adding them gives the dense sums'
+  // bits (the other cells add zeros). InvalidArgument for a cell index
+  // that is not one, or a length that is no whole number of sextuples.
+  std::vector<double> occupied_cells() const;
+  void add_occupied_cells(std::span<const double> cells);
 
   std::span<const double> edges() const { return edges_; }
   double coordinates() const;
