@@ -97,6 +97,8 @@ struct OracleCase {
   const char* name;
 };
 
+void PrintTo(const OracleCase& c, std::ostream* out) { *out << c.name; }
+
 class ViOracle : public ::testing::TestWithParam<OracleCase> {};
 
 // E[g(x; ω)] = A(x) per coordinate within 5σ (σ² = the coordinate's exact
