@@ -26,10 +26,13 @@ namespace {
 
 using vi::Problem;
 
-// Theorem 3 (absolute noise) and Theorem 4 (relative noise).
+// The slopes of Q-GenX Theorem 3 (absolute noise, O(1/√T)) and Theorem 4
+// (relative noise with co-coercivity, O(1/T)).
 double theory_slope(const std::string& noise) { return noise == "absolute" ? -0.5 : -1.0; }
 
-// The problem and noise of one run (seed index s): see the header.
+// The problem and noise of one run: a merely monotone game under absolute
+// noise (Assumption 2), a co-coercive bilinear game (Assumption 4) under
+// coordinate sampling (Assumption 3, Appendix J); see the header.
 struct Setup {
   Problem problem;
   vi::NoiseSettings noise;
@@ -64,8 +67,8 @@ std::vector<std::size_t> record_points(std::size_t iterations) {
 }
 
 // What the codec encoded in its latest step: the qgenx codec's own count
-// (entropy-coded symbols, headers and padding included) and Theorem 2's
-// bound; for other codecs, their fixed wire size and no bound.
+// (entropy-coded symbols, headers and padding included) and Q-GenX
+// Theorem 2's bound; for other codecs, their fixed wire size and no bound.
 vi::EncodedBits encoded_bits(const Codec& codec, std::size_t count) {
   if (const auto* qgenx = dynamic_cast<const QGenXCodec*>(&codec)) {
     const QGenXStepReport& report = qgenx->last_report();
@@ -74,8 +77,9 @@ vi::EncodedBits encoded_bits(const Codec& codec, std::size_t count) {
   return {8.0 * static_cast<double>(codec.wire_bytes(count)), NAN};
 }
 
-// One variant × noise × seed: Q-GenX for T iterations; rank 0 evaluates the
-// gap of the ergodic average at the record points.
+// One variant × noise × seed: Q-GenX (Algorithm 1) for T iterations; rank 0
+// evaluates the gap of the ergodic average (1/T)Σ_t X_{t+½}, the quantity
+// Theorems 3–4 bound, at the record points.
 RateRun run_one(Communicator& comm, const RatesConfig& c, const std::string& spec,
                 const std::string& noise, std::uint64_t seed, std::size_t variant,
                 std::string* description) {

@@ -76,6 +76,8 @@ GapFunction::GapFunction(const AffineOperator& op, TestDomain domain)
   op.apply(domain_.center, center_image_);
 }
 
+// Gap_C(x) (Q-GenX §2, Eq. Gap) = ⟨A(c), e⟩ + max_z gᵀz − zᵀSz with
+// e = x − c and g = Mᵀe − A(c) (derivation in the header).
 GapValue GapFunction::evaluate(std::span<const double> x) const {
   const std::size_t d = op_.dimension();
   if (x.size() != d) {

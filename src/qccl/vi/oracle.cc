@@ -46,6 +46,8 @@ StochasticOracle::StochasticOracle(const Operator& op, NoiseSettings noise, std:
   }
 }
 
+// g(x; ω) = A(x) + U(x; ω) (Q-GenX §2, Eq. 2.1) under Assumption 2
+// (absolute) or Assumption 3 (relative: Appendix J, Examples J.1–J.2).
 void StochasticOracle::sample(std::span<const double> x, int rank, std::uint64_t call,
                               std::span<double> out) const {
   op_.apply(x, out);

@@ -89,7 +89,8 @@ void QGenXSolver::exchange(std::span<const double> v, std::span<double> mean,
   report.bound_bits += bits.bound;
 }
 
-// Every rank's value travels in its own row of one call check (exact: the
+// Σ_k ‖V̂_{k,t} − V̂_{k,t+½}‖² of the adaptive step (Q-GenX Theorems 3–4):
+// every rank's value travels in its own row of one call check (exact: the
 // doubles are exchanged as order-preserving integers), and every rank sums
 // the rows in rank order, so the sum has the same bits everywhere.
 double QGenXSolver::sum_over_ranks(double local) {
@@ -115,8 +116,10 @@ double QGenXSolver::step_size() const {
   return scale_ / std::sqrt(1.0 + squares_);
 }
 
-// One iteration of Algorithm 1 (see the header). The oracle's call index
-// is 2(t−1) for the draw at X_t and 2(t−1)+1 for the draw at X_{t+½}.
+// One iteration of Q-GenX §3.1, Algorithm 1 / Eq. (Q-GenX), with V̂_{k,t}
+// chosen as in Examples 3.1–3.3 (Appendix C), and γ_{t+1} from
+// Theorems 3–4's rule (see the header). The oracle's call index is 2(t−1)
+// for the draw at X_t and 2(t−1)+1 for the draw at X_{t+½}.
 StepReport QGenXSolver::step() {
   const std::uint64_t t = t_ + 1;
   StepReport report;
