@@ -277,6 +277,25 @@ TEST(QGenXCodecTest, SavedStateResumesBitForBit) {
   });
 }
 
+// Appendix K's fallback: before any refit has estimated the level
+// probabilities (a codec resumed at step 5 without state), Huffman coding
+// sends exactly what Elias coding sends.
+TEST(QGenXCodecTest, HuffmanWithoutAnEstimateCodesAsElias) {
+  run_world(2, [&](Communicator& comm) {
+    auto huffman = make_codec("qgenx:bits=4,coding=huffman,refit=100", {.seed = 8, .bucket = 0});
+    auto elias = make_codec("qgenx:bits=4,coding=elias,refit=100", {.seed = 8, .bucket = 0});
+    huffman->set_step(5);
+    elias->set_step(5);
+    auto x = peaked(comm.rank(), 5000), y = x;
+    huffman->allreduce_mean(comm, x);
+    elias->allreduce_mean(comm, y);
+    EXPECT_EQ(x, y);
+    EXPECT_TRUE(as_qgenx(*huffman).estimated_probabilities().empty());
+    EXPECT_EQ(as_qgenx(*huffman).last_report().bits, as_qgenx(*elias).last_report().bits);
+    EXPECT_FALSE(as_qgenx(*huffman).last_report().refitted);
+  });
+}
+
 TEST(QGenXCodecTest, RefusesBadSpecsByName) {
   for (const char* spec : {"qgenx:bits=9", "qgenx:bits=1", "qgenx:bits=4.5", "qgenx:levels=log",
                            "qgenx:norm=0", "qgenx:bucket=-1", "qgenx:bucket=2.5",

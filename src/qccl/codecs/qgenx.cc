@@ -362,11 +362,12 @@ bool QGenXCodec::gathers_statistics() const {
 }
 
 void QGenXCodec::install(std::vector<double> levels, std::vector<double> probabilities) {
+  // Huffman needs estimated probabilities; until a refit has estimated
+  // them (a codec resumed at a later step without state), Elias coding
+  // stands in (Appendix K's fallback when the distribution is unknown).
   std::optional<PrefixCode> code;
-  if (config_.coding == SymbolCoding::huffman) {
-    const std::vector<double> even(levels.size(), 1.0);
-    code = PrefixCode::from_probabilities(probabilities.empty() ? even : probabilities,
-                                          kLongestCodeWord);
+  if (config_.coding == SymbolCoding::huffman && !probabilities.empty()) {
+    code = PrefixCode::from_probabilities(probabilities, kLongestCodeWord);
   }
   const bool uniform = config_.levels == LevelFamily::uniform;
   tables_ = std::make_shared<const Tables>(std::move(levels), std::move(code), uniform);
