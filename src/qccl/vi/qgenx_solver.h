@@ -97,7 +97,9 @@ class QGenXSolver {
   QGenXSolver(Communicator& comm, const StochasticOracle& oracle, Codec& codec,
               SolverSettings settings);
 
-  // One iteration t = iteration() + 1 of Algorithm 1. Collective.
+  // One iteration t = iteration() + 1 of Algorithm 1. Collective. A step
+  // that throws (a NonFiniteError from a diverging run, a communication
+  // failure) leaves the state partly updated: load a saved state to go on.
   StepReport step();
 
   std::uint64_t iteration() const { return t_; }  // steps done, T
