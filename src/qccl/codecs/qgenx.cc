@@ -8,8 +8,8 @@
 
 #include "qccl/codecs/kernels.h"
 #include "qccl/codecs/level_statistics.h"
+#include "qccl/codecs/statistics_exchange.h"
 #include "qccl/codecs/levels.h"
-#include "qccl/collectives/allgather.h"
 #include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 
@@ -382,53 +382,21 @@ void QGenXCodec::run_operation(Communicator& comm, const Operation& operation,
 }
 
 // QAda (§3.3) and Proposition 2's probabilities from every rank's
-// statistics: each rank's occupied cells travel to every rank (their counts,
-// then one allgather, in one checked call), which add them in rank order —
-// the same numbers everywhere, so the same levels and code. A rank with
-// non-finite input sends a flag instead; nothing is refitted, and the
-// step's own exchange then reports the input.
+// statistics, summed alike on every rank (statistics_exchange.h), so every
+// rank fits the same levels and code. If some rank's input is not finite,
+// nothing is refitted, and the step's own exchange then reports the input.
 void QGenXCodec::refit(Communicator& comm, std::span<const float> input,
                        const CollectiveOptions& options) {
   LevelStatistics local(levels());
   const bool finite = std::all_of(input.begin(), input.end(), [](float x) { return std::isfinite(x); });
   if (finite) local.add(input, config_.bucket, config_.norm);
-  std::vector<double> mine{finite ? 0.0 : 1.0};
-  const auto cells = local.occupied_cells();
-  mine.insert(mine.end(), cells.begin(), cells.end());
-  const auto n = static_cast<std::size_t>(comm.size());
-  std::vector<std::size_t> counts;
-  std::vector<double> all;
-  Fingerprint fingerprint("qgenx statistics");
-  fingerprint.add_text("codec", spec() + state_digest({}))
-      .add("step", static_cast<std::int64_t>(step()));
-  const Timeout timeout = comm.timeout(options.timeout);
-  comm.run(fingerprint, timeout, [&](int tag) {
-    counts = allgather_counts_body(comm, tag, mine.size(), timeout);
-    std::size_t total = 0;
-    for (std::size_t c : counts) total += c;
-    all.resize(total);
-    std::vector<std::size_t> byte_counts(n);
-    for (std::size_t q = 0; q < n; ++q) byte_counts[q] = counts[q] * sizeof(double);
-    allgatherv_bytes_body(comm, tag, std::as_bytes(std::span<const double>(mine)), byte_counts,
-                          std::as_writable_bytes(std::span<double>(all)), options);
-  });
-  LevelStatistics total(levels());
-  std::size_t at = 0;
-  for (std::size_t q = 0; q < n; ++q) {
-    const std::span<const double> theirs(all.data() + at, counts[q]);
-    at += counts[q];
-    if (theirs.empty() || theirs.front() != 0.0) return;
-    try {
-      total.add_occupied_cells(theirs.subspan(1));
-    } catch (const InvalidArgument& e) {
-      throw CommError(spec() + ": rank " + std::to_string(q) + "'s level statistics are malformed "
-                      "(corrupt message?): " + e.what());
-    }
-  }
+  const auto total =
+      sum_level_statistics(comm, local, finite, spec() + state_digest({}), step(), options);
+  if (!total) return;
   std::vector<double> fitted = config_.levels == LevelFamily::adaptive
-                                   ? total.fit_levels(levels())
+                                   ? total->fit_levels(levels())
                                    : std::vector<double>(levels().begin(), levels().end());
-  auto probabilities = total.symbol_probabilities(fitted);
+  auto probabilities = total->symbol_probabilities(fitted);
   install(std::move(fitted), std::move(probabilities));
   refitted_now_ = true;
 }
