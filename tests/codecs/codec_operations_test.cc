@@ -34,7 +34,9 @@ const std::vector<std::string> kCodecs{
     "scaled-sign", "ef-signsgd", "onebit-quantizer", "onebit", "qgenx",
     "qgenx:bits=4,levels=qada,coding=huffman,norm=2,bucket=100",
     "qgenx:bits=3,levels=exp,coding=elias,norm=1,bucket=333",
-    "qgenx:bits=5,levels=qada,coding=huffman,norm=inf,bucket=0"};
+    "qgenx:bits=5,levels=qada,coding=huffman,norm=inf,bucket=0", "minmax",
+    "minmax:bits=4,bucket=100,rounding=shift", "minmax:bits=3,bucket=0,rounding=dither",
+    "minmax:bits=5,bucket=64,levels=learned,refit=1"};
 
 using Param = std::tuple<std::string, CodecOperation, int>;  // codec, operation, ranks
 class CodecOperationTest : public ::testing::TestWithParam<Param> {};

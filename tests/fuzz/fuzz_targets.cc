@@ -24,7 +24,8 @@ const char* const kSpecs[] = {
     "randk", "randk:scale=unbiased,ef=off", "dgc", "signsgd", "signum", "scaled-sign",
     "ef-signsgd", "onebit-quantizer", "onebit", "powersgd:min_rate=0", "ef(global-qsgd:bits=4)",
     "ef(fp16)", "qgenx", "qgenx:bits=4,levels=qada,coding=huffman,norm=2,bucket=128",
-    "qgenx:bits=3,coding=elias,bucket=0"};
+    "qgenx:bits=3,coding=elias,bucket=0", "minmax", "minmax:bits=4,bucket=128,rounding=shift",
+    "minmax:bits=3,bucket=0,rounding=dither,levels=uniform", "minmax:bits=5,levels=learned,refit=1"};
 
 const int kRankCounts[] = {1, 2, 3, 7, 20, 130};
 

@@ -128,6 +128,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values("fp32", "fp16", "global-qsgd", "global-qsgd:bits=4",
                                          "global-qsgd:dither=exp", "global-qsgd:norm=2", "qsgd",
                                          "qsgd:bits=4,norm=inf", "qgenx:bits=4,levels=qada,coding=huffman",
+                                         "minmax:bits=4,rounding=shift",
                                          "intsgd", "intsgd-heuristic",
                                          "intdiana", "ef(global-qsgd:bits=4)", "terngrad",
                                          "terngrad:wire=2bit", "natural", "topk:ef=off",

@@ -6,6 +6,7 @@
 #include "qccl/codecs/float_codecs.h"
 #include "qccl/codecs/global_qsgd.h"
 #include "qccl/codecs/intsgd.h"
+#include "qccl/codecs/minmax.h"
 #include "qccl/codecs/natural.h"
 #include "qccl/codecs/one_bit_codecs.h"
 #include "qccl/codecs/powersgd.h"
@@ -49,6 +50,13 @@ constexpr CatalogEntry kCatalog[] = {
      "ranks' statistics), norm=inf|1|2|3|4|6|8, bucket=N (1024; 0: one norm per vector), "
      "coding=fixed|huffman|elias, refit=100 (steps between refits)",
      make_qgenx_codec},
+    {"minmax",
+     "QSDP's bucketed min-max quantization (each bucket on its own [min, max] with 2^bits "
+     "levels; allgather then decode); params bits=2..8 (8), bucket=N (1024; 0: one range per "
+     "vector), rounding=stochastic|shift|dither (shift: the random-shift lattice Q^w, one shared "
+     "shift per vector per step; dither: that draw as a shared dither on the fixed grid), levels=uniform|learned (learned: fitted from the ranks' values at "
+     "steps refit*2^j, refit=400)",
+     make_minmax_codec},
     {"terngrad",
      "TernGrad (ternary s_t·sign(x)·Bernoulli(|x|/s_t), s_t the max |x| of each tensor over "
      "all ranks, unbiased unless clipped); params clip=off|2.5 (clip to 2.5 standard deviations "

@@ -339,9 +339,10 @@ std::span<const double> QGenXCodec::levels() const { return tables_->levels; }
 std::span<const double> QGenXCodec::estimated_probabilities() const { return probabilities_; }
 
 // A coordinate errs by less than its interval, at most the widest gap times
-// its bucket's norm, which is at most B^(1/q) times the ∞-norm.
+// its bucket's norm, which is at most B^(1/q) times the ∞-norm. QAda's
+// levels may change at the next refit, and an interval may then span [0, 1].
 double QGenXCodec::max_abs_error(double inf_norm, int, Algorithm) const {
-  double gap = 0;
+  double gap = config_.levels == LevelFamily::adaptive ? 1.0 : 0.0;
   const auto l = levels();
   for (std::size_t j = 0; j + 1 < l.size(); ++j) gap = std::max(gap, l[j + 1] - l[j]);
   if (config_.norm == kInfinityNorm) return gap * inf_norm;

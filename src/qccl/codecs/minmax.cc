@@ -1,0 +1,375 @@
+#include "qccl/codecs/minmax.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "qccl/codecs/entropy_codes.h"
+#include "qccl/codecs/level_statistics.h"
+#include "qccl/codecs/levels.h"
+#include "qccl/codecs/quantization_levels.h"
+#include "qccl/codecs/statistics_exchange.h"
+#include "qccl/common/counter_rng.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+
+struct MinMaxCodec::Tables {
+  explicit Tables(std::vector<double> l) : levels(std::move(l)), index(levels) {
+    for (std::size_t j = 0; j + 1 < levels.size(); ++j) {
+      inverse_width.push_back(1.0 / (levels[j + 1] - levels[j]));
+    }
+  }
+  std::vector<double> levels;
+  std::vector<double> inverse_width;
+  LevelIndex index;
+};
+
+namespace {
+
+constexpr std::size_t kStatisticsCells = 4096;  // even cells of [0, 1] for learned levels
+
+std::size_t level_count(int bits) { return std::size_t{1} << bits; }
+
+// (min, max) of values, as fp32 (they are values).
+std::pair<float, float> value_range(std::span<const float> v) {
+  if (v.empty()) return {0.0f, 0.0f};
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  return {*lo, *hi};
+}
+
+// One rank's encoding of a chunk: [fp32 min, fp32 max] per bucket, then the
+// level indices, `bits` bits each (bytes for 8, nibble pairs for 4).
+class MinMaxReduction final : public Reduction {
+ public:
+  using Tables = MinMaxCodec::Tables;
+  MinMaxReduction(std::string name, const MinMaxConfig& config, std::shared_ptr<const Tables> tables,
+                  CounterRng rng, double shift, std::pair<float, float> whole)
+      : name_(std::move(name)), config_(config), tables_(std::move(tables)), rng_(rng),
+        shift_(shift), whole_(whole) {}
+
+  std::string name() const override { return name_; }
+  std::size_t granularity() const override { return config_.bucket == 0 ? 1 : config_.bucket; }
+  std::size_t max_encoded_bytes(std::size_t count) const override {
+    return 2 * sizeof(float) * buckets(count) + payload_bytes(count);
+  }
+
+  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
+    indices_.resize(in.size());
+    const std::size_t size = config_.bucket == 0 ? in.size() : config_.bucket;
+    for (std::size_t b = 0, start = 0; start < in.size(); ++b, start += size) {
+      const auto part = in.subspan(start, std::min(size, in.size() - start));
+      const auto [lo, hi] = config_.bucket == 0 ? whole_ : value_range(part);
+      std::memcpy(out.data() + 2 * sizeof(float) * b, &lo, sizeof(float));
+      std::memcpy(out.data() + 2 * sizeof(float) * b + sizeof(float), &hi, sizeof(float));
+      if (config_.rounding == MinMaxRounding::shift) {
+        round_on_shifted_lattice(part, lo, hi, indices_.data() + start);
+      } else if (config_.rounding == MinMaxRounding::dither) {
+        round_with_shared_dither(part, lo, hi, indices_.data() + start);
+      } else {
+        round_between_levels(part, first + start, lo, hi, indices_.data() + start);
+      }
+    }
+    write_indices(out.subspan(2 * sizeof(float) * buckets(in.size())));
+    return max_encoded_bytes(in.size());
+  }
+
+  void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
+    require_chunk_bytes(name_, in.size(), max_encoded_bytes(out.size()), out.size());
+    read_indices(in.subspan(2 * sizeof(float) * buckets(out.size())), out.size());
+    const std::size_t size = config_.bucket == 0 ? out.size() : config_.bucket;
+    const auto& levels = tables_->levels;
+    for (std::size_t b = 0, start = 0; start < out.size(); ++b, start += size) {
+      float lo, hi;
+      std::memcpy(&lo, in.data() + 2 * sizeof(float) * b, sizeof(float));
+      std::memcpy(&hi, in.data() + 2 * sizeof(float) * b + sizeof(float), sizeof(float));
+      if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) {
+        throw CommError(name_ + ": bucket range [" + std::to_string(lo) + ", " +
+                        std::to_string(hi) + "] is invalid (corrupt message?)");
+      }
+      const double range = static_cast<double>(hi) - lo;
+      const double delta = range / static_cast<double>(levels.size() - 1);
+      const std::size_t end = std::min(out.size(), start + size);
+      for (std::size_t i = start; i < end; ++i) {
+        const std::uint8_t k = indices_[i];
+        const double value = config_.rounding == MinMaxRounding::shift
+                                 ? (delta == 0 ? lo : lo + delta * (k + shift_))
+                                 : config_.rounding == MinMaxRounding::dither
+                                       ? lo + delta * k
+                                       : lo + range * levels[k];
+        out[i] = saturate_to_fp32(value);
+      }
+    }
+  }
+  void decode_contribution(std::span<const std::byte> in, std::size_t first,
+                           std::span<float> out) override {
+    decode(in, first, out);
+  }
+  std::size_t reduce(std::span<const std::byte>, std::span<std::byte>, std::size_t,
+                     const ReduceContext&) override {
+    throw InvalidArgument(name_ + " has no in-transit reduction: its ranks' bucket ranges "
+                          "differ, so it aggregates by allgather");
+  }
+
+ private:
+  std::size_t buckets(std::size_t count) const {
+    return config_.bucket == 0 ? 1 : (count + config_.bucket - 1) / config_.bucket;
+  }
+  std::size_t payload_bytes(std::size_t count) const {
+    return (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
+  }
+
+  // Unbiased random rounding of u = (x − min)/(max − min) between the two
+  // levels around it, the coin read off the sign of a difference.
+  void round_between_levels(std::span<const float> part, std::size_t first, float lo, float hi,
+                            std::uint8_t* out) const {
+    const double range = static_cast<double>(hi) - lo;
+    const double scale = range > 0 ? 1.0 / range : 0.0;
+    const auto& levels = tables_->levels;
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      const double u = std::clamp((static_cast<double>(part[i]) - lo) * scale, 0.0, 1.0);
+      const std::size_t t = tables_->index.lower(u);
+      const auto threshold = static_cast<std::uint64_t>((u - levels[t]) * tables_->inverse_width[t] * 0x1p53);
+      const std::uint64_t draw = rng_.bits64(first + i) >> 11;
+      out[i] = static_cast<std::uint8_t>(t + ((draw - threshold) >> 63));
+    }
+  }
+
+  // Q^w_δ (Definition 1, nearest rounding): k = nearest((x − min)/δ − ρ),
+  // the value min + δ·(k + ρ). The ends of the shifted lattice lie within
+  // δ/2 of min and max, so k stays in 0..2^bits − 1 (clamped against a
+  // tie at ρ = −½ exactly).
+  void round_on_shifted_lattice(std::span<const float> part, float lo, float hi,
+                                std::uint8_t* out) const {
+    const double top = static_cast<double>(tables_->levels.size() - 1);
+    const double delta = (static_cast<double>(hi) - lo) / top;
+    if (delta == 0) {
+      std::fill(out, out + part.size(), std::uint8_t{0});
+      return;
+    }
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      const double k = std::nearbyint((static_cast<double>(part[i]) - lo) / delta - shift_);
+      out[i] = static_cast<std::uint8_t>(std::clamp(k, 0.0, top));
+    }
+  }
+
+  // The shared dither on the fixed grid: k = ⌊(x − min)/δ + ρ + ½⌋, which
+  // is 0..2^bits − 1 since (x − min)/δ <= 2^bits − 1 and ρ + ½ < 1.
+  void round_with_shared_dither(std::span<const float> part, float lo, float hi,
+                                std::uint8_t* out) const {
+    const double top = static_cast<double>(tables_->levels.size() - 1);
+    const double delta = (static_cast<double>(hi) - lo) / top;
+    if (delta == 0) {
+      std::fill(out, out + part.size(), std::uint8_t{0});
+      return;
+    }
+    for (std::size_t i = 0; i < part.size(); ++i) {
+      const double k = std::floor((static_cast<double>(part[i]) - lo) / delta + shift_ + 0.5);
+      out[i] = static_cast<std::uint8_t>(std::clamp(k, 0.0, top));
+    }
+  }
+
+  void write_indices(std::span<std::byte> payload) const {
+    if (config_.bits == 8) {
+      std::memcpy(payload.data(), indices_.data(), indices_.size());
+      return;
+    }
+    BitWriter writer(payload);
+    for (std::uint8_t k : indices_) writer.put(k, config_.bits);
+    writer.finish();
+  }
+
+  void read_indices(std::span<const std::byte> payload, std::size_t count) {
+    indices_.resize(count);
+    if (config_.bits == 8) {
+      std::memcpy(indices_.data(), payload.data(), count);
+      return;
+    }
+    BitReader reader(payload, "minmax");
+    for (auto& k : indices_) k = static_cast<std::uint8_t>(reader.get(config_.bits));
+  }
+
+  std::string name_;
+  MinMaxConfig config_;
+  std::shared_ptr<const Tables> tables_;
+  CounterRng rng_;
+  double shift_;
+  std::pair<float, float> whole_;
+  std::vector<std::uint8_t> indices_;
+};
+
+double widest_gap(std::span<const double> levels) {
+  double gap = 0;
+  for (std::size_t j = 0; j + 1 < levels.size(); ++j) gap = std::max(gap, levels[j + 1] - levels[j]);
+  return gap;
+}
+
+}  // namespace
+
+MinMaxCodec::MinMaxCodec(MinMaxConfig config, CodecSettings settings)
+    : Codec(settings), config_(config) {
+  if (config_.bits < 2 || config_.bits > 8 || config_.refit == 0) {
+    throw InvalidArgument("minmax: bits must be 2..8 and refit at least 1");
+  }
+  if (config_.learned && config_.rounding != MinMaxRounding::stochastic) {
+    throw InvalidArgument("minmax: rounding=shift and rounding=dither round on an evenly spaced "
+                          "lattice, so they cannot use learned levels; use rounding=stochastic "
+                          "with levels=learned");
+  }
+  install(uniform_levels(static_cast<int>(level_count(config_.bits)) - 2));
+}
+
+MinMaxCodec::~MinMaxCodec() = default;
+
+std::string MinMaxCodec::spec() const {
+  return "minmax:bits=" + std::to_string(config_.bits) + ",bucket=" + std::to_string(config_.bucket) +
+         ",rounding=" +
+         (config_.rounding == MinMaxRounding::shift    ? "shift"
+          : config_.rounding == MinMaxRounding::dither ? "dither"
+                                                       : "stochastic") +
+         ",levels=" + (config_.learned ? "learned" : "uniform") +
+         (config_.learned ? ",refit=" + std::to_string(config_.refit) : "");
+}
+
+std::size_t MinMaxCodec::wire_bytes(std::size_t count) const {
+  const std::size_t buckets = config_.bucket == 0 ? 1 : (count + config_.bucket - 1) / config_.bucket;
+  return 2 * sizeof(float) * buckets + (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
+}
+
+std::span<const double> MinMaxCodec::levels() const { return tables_->levels; }
+
+// A value errs by less than one interval of its bucket's range, at most
+// 2·‖v‖_∞ wide; on the shifted lattice by at most δ/2. Learned levels may
+// change at the next refit, and an interval may then span the whole range.
+double MinMaxCodec::max_abs_error(double inf_norm, int, Algorithm) const {
+  const double gap = config_.learned ? 1.0 : widest_gap(levels());
+  return config_.rounding == MinMaxRounding::shift ? inf_norm * gap : 2 * inf_norm * gap;
+}
+
+std::optional<double> MinMaxCodec::variance_bound(double squared_norm, std::size_t d, int ranks,
+                                                  Algorithm) const {
+  const double b = static_cast<double>(config_.bucket == 0 ? d : std::min(config_.bucket, d));
+  const double gap = config_.learned ? 1.0 : widest_gap(levels());
+  const double k = static_cast<double>(ranks);
+  return b * gap * gap * squared_norm / (k * k);
+}
+
+void MinMaxCodec::install(std::vector<double> levels) {
+  tables_ = std::make_shared<const Tables>(std::move(levels));
+}
+
+bool MinMaxCodec::refit_step(std::uint64_t step) const {
+  if (!config_.learned || step < config_.refit || step % config_.refit != 0) return false;
+  return std::has_single_bit(step / config_.refit);
+}
+
+void MinMaxCodec::run_operation(Communicator& comm, const Operation& operation,
+                                const CollectiveOptions& options) {
+  refitted_ = false;
+  if (refit_step(step())) refit(comm, operation.input, options);
+  Codec::run_operation(comm, operation, options);
+}
+
+// §5.2's learned levels from every rank's values: each value's position
+// u in its bucket's [min, max], weighted by (max − min)², the variance it
+// causes per unit of σ²(u); every rank fits from the same sums.
+void MinMaxCodec::refit(Communicator& comm, std::span<const float> input,
+                        const CollectiveOptions& options) {
+  LevelStatistics local(levels(), kStatisticsCells);
+  const bool finite = std::all_of(input.begin(), input.end(), [](float x) { return std::isfinite(x); });
+  if (finite) {
+    const std::size_t size = config_.bucket == 0 ? std::max<std::size_t>(input.size(), 1) : config_.bucket;
+    for (std::size_t start = 0; start < input.size(); start += size) {
+      const auto part = input.subspan(start, std::min(size, input.size() - start));
+      const auto [lo, hi] = value_range(part);
+      const double range = static_cast<double>(hi) - lo;
+      for (float x : part) {
+        local.add_coordinate(range > 0 ? std::clamp((x - static_cast<double>(lo)) / range, 0.0, 1.0) : 0.0,
+                             range * range);
+      }
+    }
+  }
+  const auto total = sum_level_statistics(comm, local, finite, spec() + state_digest({}), step(), options);
+  if (!total) return;
+  install(total->fit_levels(levels()));
+  refitted_ = true;
+}
+
+std::string MinMaxCodec::state_digest(const StepSetup&) const {
+  if (!config_.learned) return {};
+  std::string text;
+  for (double l : levels()) text += format_number(l) + ",";
+  return " levels#" + std::to_string(hash62(text));
+}
+
+std::unique_ptr<Reduction> MinMaxCodec::step_reduction(const StepSetup& setup, double norm) const {
+  if (norm == 0) return nullptr;
+  // One shift per vector per step, the same on every rank (the shared
+  // stream, no rank in the key): never sent, each decoder derives it.
+  const CounterRng shared(settings().seed, setup.step, settings().bucket, 0, RngStream::shared);
+  const double shift = static_cast<double>(shared.bits64(0) >> 11) * 0x1p-53 - 0.5;
+  return std::make_unique<MinMaxReduction>(
+      spec(), config_, tables_,
+      CounterRng(settings().seed, setup.step, settings().bucket,
+                 static_cast<std::uint64_t>(setup.rank), RngStream::quantize),
+      shift, config_.bucket == 0 ? value_range(setup.input) : std::pair<float, float>{0.0f, 0.0f});
+}
+
+std::vector<std::byte> MinMaxCodec::save_state() const {
+  if (!config_.learned) return {};
+  std::vector<double> values{1.0, static_cast<double>(levels().size())};
+  values.insert(values.end(), levels().begin(), levels().end());
+  std::vector<std::byte> bytes(values.size() * sizeof(double));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+void MinMaxCodec::load_state(std::span<const std::byte> state) {
+  const auto corrupt = [&](std::string_view why) {
+    return InvalidArgument(spec() + ": cannot load the saved codec state: " + std::string(why) +
+                           " (was the checkpoint written with this codec?)");
+  };
+  if (state.empty()) {
+    install(uniform_levels(static_cast<int>(level_count(config_.bits)) - 2));
+    return;
+  }
+  if (!config_.learned) throw corrupt("uniform levels keep no state");
+  const std::size_t count = level_count(config_.bits);
+  if (state.size() != (2 + count) * sizeof(double)) throw corrupt("its size is not this codec's");
+  std::vector<double> values(2 + count);
+  std::memcpy(values.data(), state.data(), state.size());
+  if (values[0] != 1.0 || values[1] != static_cast<double>(count)) throw corrupt("unknown version");
+  std::vector<double> saved(values.begin() + 2, values.end());
+  try {
+    check_levels(saved);
+  } catch (const InvalidArgument& e) {
+    throw corrupt(e.what());
+  }
+  install(std::move(saved));
+}
+
+std::unique_ptr<Codec> make_minmax_codec(const CodecSpec& spec, CodecSettings settings) {
+  CodecParams params(spec);
+  const auto whole = [](std::string_view key, double value) {
+    if (value != std::floor(value)) {
+      throw InvalidArgument("minmax: " + std::string(key) + " must be a whole number, not " +
+                            format_number(value));
+    }
+    return value;
+  };
+  MinMaxConfig config;
+  config.bits = static_cast<int>(whole("bits", params.number("bits", 2, 8, 8)));
+  config.bucket = static_cast<std::size_t>(whole("bucket", params.number("bucket", 0, 1 << 30, 1024)));
+  const std::string rounding = params.choice("rounding", {"stochastic", "shift", "dither"}, "stochastic");
+  config.rounding = rounding == "shift"    ? MinMaxRounding::shift
+                    : rounding == "dither" ? MinMaxRounding::dither
+                                           : MinMaxRounding::stochastic;
+  config.learned = params.choice("levels", {"uniform", "learned"}, "uniform") == "learned";
+  config.refit = static_cast<std::uint64_t>(whole("refit", params.number("refit", 1, 1e15, 400)));
+  params.finish();
+  return std::make_unique<MinMaxCodec>(config, settings);
+}
+
+}  // namespace qccl

@@ -1,0 +1,99 @@
+// QSDP's quantizers (qsdp.txt §4.1 Definition 1 and Lemma 5, §5.1, §5.2 and
+// Appendix C): bucketed min-max quantization as QSDP's backend sends weights
+// and gradients. Each bucket of `bucket` values is mapped onto its own
+// [min, max] with 2^bits levels and sent as (fp32 min, fp32 max) and one
+// bits-wide level index per value:
+// - rounding=stochastic: unbiased random rounding between the two
+//   neighbouring levels (the gradients' quantizer);
+// - rounding=shift: Q^w_δ, the random-shift lattice of Definition 1 with
+//   δ = (max − min)/(2^bits − 1) per bucket: one shift ρ ~ U[−½, ½) per
+//   vector per step from the shared counter-based generator (never sent),
+//   r = ρ·δ, and each value rounded to the NEAREST point of min + δZ + r —
+//   the floor written in §4.1 would be biased by −δ/2. Then E[Q(v)] = v,
+//   every value's error is uniform on [−δ/2, δ/2) (variance δ²/12 whatever
+//   its position), and all values of a bucket move together (dependent
+//   across coordinates, as the analysis needs);
+// - rounding=dither: the same shared draw used as a dither on the fixed
+//   grid, Q(x) = min + δ·⌊(x − min)/δ + u⌋ with u = ρ + ½: unbiased,
+//   dependent across coordinates, and exactly Lemma 5's variance
+//   δ²·Σ_i {v_i/δ}(1 − {v_i/δ}) — which is the variance this rounding has,
+//   not Definition 1's shifted lattice (a value on δZ has no error here,
+//   and error up to δ/2 there);
+// - levels=learned (§5.2): the levels fitted to the ranks' values, weighted
+//   by each bucket's (max − min)² (the variance they cause), refitted at
+//   steps refit·2^j, identical on every rank; stochastic rounding. The fit
+//   is the exact minimisation over a fine grid that Q-GenX's QAda uses
+//   (level_statistics.h), not Algorithm 2's SGD on a sample: it minimises
+//   the same objective, and never ends worse than the levels it starts from.
+// Ranks' buckets have their own scales, so encodings are gathered and
+// decoded (Aggregation::allgather_decode); every rank decodes the same bytes.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "qccl/codecs/codec.h"
+#include "qccl/codecs/codec_spec.h"
+
+namespace qccl {
+
+enum class MinMaxRounding { stochastic, shift, dither };
+
+struct MinMaxConfig {
+  int bits = 8;                // 2..8: 2^bits levels per bucket
+  std::size_t bucket = 1024;   // values per (min, max); 0: one pair per vector
+  MinMaxRounding rounding = MinMaxRounding::stochastic;
+  bool learned = false;        // levels fitted to the data (stochastic rounding only)
+  std::uint64_t refit = 400;   // learned levels are fitted at steps refit·2^j, j >= 0
+};
+
+class MinMaxCodec final : public Codec {
+ public:
+  MinMaxCodec(MinMaxConfig config, CodecSettings settings);
+  ~MinMaxCodec() override;
+
+  std::string spec() const override;
+  bool unbiased() const override { return true; }
+  Aggregation aggregation() const override { return Aggregation::allgather_decode; }
+  std::size_t wire_bytes(std::size_t count) const override;
+  bool supports(CodecOperation) const override { return true; }
+  std::size_t granularity() const override { return config_.bucket == 0 ? 1 : config_.bucket; }
+  double max_abs_error(double inf_norm, int ranks, Algorithm algorithm) const override;
+  // Per bucket of B values, (max − min)² ≤ 4‖v_b‖², so Lemma 5 and the
+  // rounding's (b − u)(u − a) ≤ gap²/4 give B·gap²·‖v_b‖² with gap the
+  // widest level interval (1/(2^bits − 1) for uniform levels); the mean of
+  // K ranks divides by K².
+  std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
+                                       Algorithm algorithm) const override;
+  std::vector<std::byte> save_state() const override;
+  void load_state(std::span<const std::byte> state) override;
+
+  const MinMaxConfig& config() const { return config_; }
+  // The levels in use on [0, 1] (2^bits of them, 0 and 1 included).
+  std::span<const double> levels() const;
+  // Whether the latest step refitted the learned levels.
+  bool refitted() const { return refitted_; }
+
+  struct Tables;
+
+ protected:
+  void run_operation(Communicator& comm, const Operation& operation,
+                     const CollectiveOptions& options) override;
+  std::string state_digest(const StepSetup& setup) const override;
+  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override;
+  bool means_of_decoded_values() const override { return true; }
+
+ private:
+  bool refit_step(std::uint64_t step) const;
+  void refit(Communicator& comm, std::span<const float> input, const CollectiveOptions& options);
+  void install(std::vector<double> levels);
+
+  MinMaxConfig config_;
+  std::shared_ptr<const Tables> tables_;
+  bool refitted_ = false;
+};
+
+std::unique_ptr<Codec> make_minmax_codec(const CodecSpec& spec, CodecSettings settings);
+
+}  // namespace qccl
