@@ -1,6 +1,7 @@
 #include "qccl/codecs/codec_spec.h"
 
 #include <algorithm>
+#include <cmath>
 #include <charconv>
 
 #include "qccl/common/errors.h"
@@ -112,6 +113,18 @@ double CodecParams::number(std::string_view key, double min, double max, double 
     return value;
   }
   return fallback;
+}
+
+std::uint64_t CodecParams::whole_number(std::string_view key, std::uint64_t min,
+                                        std::uint64_t max, std::uint64_t fallback) {
+  const double value = number(key, static_cast<double>(min), static_cast<double>(max),
+                              static_cast<double>(fallback));
+  if (value != std::floor(value)) {
+    throw InvalidArgument("codec " + spec_.name + ": " + std::string(key) + "=" +
+                          format_number(value) + " is not valid; give a whole number in [" +
+                          std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  return static_cast<std::uint64_t>(value);
 }
 
 std::string format_number(double value) {

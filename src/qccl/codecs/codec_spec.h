@@ -4,6 +4,7 @@
 // "global-qsgd:bits=8,norm=2", "ef(global-qsgd:bits=4)".
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -36,6 +37,9 @@ class CodecParams {
                      std::string_view fallback);
   // A number in [min, max]; rejects text that is not one.
   double number(std::string_view key, double min, double max, double fallback);
+  // A whole number in [min, max] (bits, bucket sizes, step counts).
+  std::uint64_t whole_number(std::string_view key, std::uint64_t min, std::uint64_t max,
+                             std::uint64_t fallback);
   void finish() const;
 
  private:

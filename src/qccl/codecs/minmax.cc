@@ -64,10 +64,8 @@ class MinMaxReduction final : public Reduction {
       const auto [lo, hi] = config_.bucket == 0 ? whole_ : value_range(part);
       std::memcpy(out.data() + 2 * sizeof(float) * b, &lo, sizeof(float));
       std::memcpy(out.data() + 2 * sizeof(float) * b + sizeof(float), &hi, sizeof(float));
-      if (config_.rounding == MinMaxRounding::shift) {
-        round_on_shifted_lattice(part, lo, hi, indices_.data() + start);
-      } else if (config_.rounding == MinMaxRounding::dither) {
-        round_with_shared_dither(part, lo, hi, indices_.data() + start);
+      if (config_.rounding != MinMaxRounding::stochastic) {
+        round_on_lattice(part, lo, hi, indices_.data() + start);
       } else {
         round_between_levels(part, first + start, lo, hi, indices_.data() + start);
       }
@@ -137,36 +135,25 @@ class MinMaxReduction final : public Reduction {
     }
   }
 
-  // Q^w_δ (Definition 1, nearest rounding): k = nearest((x − min)/δ − ρ),
-  // the value min + δ·(k + ρ). The ends of the shifted lattice lie within
-  // δ/2 of min and max, so k stays in 0..2^bits − 1 (clamped against a
-  // tie at ρ = −½ exactly).
-  void round_on_shifted_lattice(std::span<const float> part, float lo, float hi,
-                                std::uint8_t* out) const {
+  // The evenly spaced lattices, with the shared draw ρ ~ U[−½, ½):
+  // - Q^w_δ (Definition 1, nearest rounding): k = nearest((x − min)/δ − ρ),
+  //   the value min + δ·(k + ρ); the lattice's ends lie within δ/2 of min
+  //   and max, so k stays in 0..2^bits − 1 (clamped against a tie at
+  //   ρ = −½ exactly);
+  // - the dither on the fixed grid: k = ⌊(x − min)/δ + ρ + ½⌋, the value
+  //   min + δ·k, in 0..2^bits − 1 since (x − min)/δ <= 2^bits − 1 and
+  //   ρ + ½ < 1.
+  void round_on_lattice(std::span<const float> part, float lo, float hi, std::uint8_t* out) const {
     const double top = static_cast<double>(tables_->levels.size() - 1);
     const double delta = (static_cast<double>(hi) - lo) / top;
     if (delta == 0) {
       std::fill(out, out + part.size(), std::uint8_t{0});
       return;
     }
+    const bool nearest = config_.rounding == MinMaxRounding::shift;
     for (std::size_t i = 0; i < part.size(); ++i) {
-      const double k = std::nearbyint((static_cast<double>(part[i]) - lo) / delta - shift_);
-      out[i] = static_cast<std::uint8_t>(std::clamp(k, 0.0, top));
-    }
-  }
-
-  // The shared dither on the fixed grid: k = ⌊(x − min)/δ + ρ + ½⌋, which
-  // is 0..2^bits − 1 since (x − min)/δ <= 2^bits − 1 and ρ + ½ < 1.
-  void round_with_shared_dither(std::span<const float> part, float lo, float hi,
-                                std::uint8_t* out) const {
-    const double top = static_cast<double>(tables_->levels.size() - 1);
-    const double delta = (static_cast<double>(hi) - lo) / top;
-    if (delta == 0) {
-      std::fill(out, out + part.size(), std::uint8_t{0});
-      return;
-    }
-    for (std::size_t i = 0; i < part.size(); ++i) {
-      const double k = std::floor((static_cast<double>(part[i]) - lo) / delta + shift_ + 0.5);
+      const double position = (static_cast<double>(part[i]) - lo) / delta;
+      const double k = nearest ? std::nearbyint(position - shift_) : std::floor(position + shift_ + 0.5);
       out[i] = static_cast<std::uint8_t>(std::clamp(k, 0.0, top));
     }
   }
@@ -352,22 +339,16 @@ void MinMaxCodec::load_state(std::span<const std::byte> state) {
 
 std::unique_ptr<Codec> make_minmax_codec(const CodecSpec& spec, CodecSettings settings) {
   CodecParams params(spec);
-  const auto whole = [](std::string_view key, double value) {
-    if (value != std::floor(value)) {
-      throw InvalidArgument("minmax: " + std::string(key) + " must be a whole number, not " +
-                            format_number(value));
-    }
-    return value;
-  };
+
   MinMaxConfig config;
-  config.bits = static_cast<int>(whole("bits", params.number("bits", 2, 8, 8)));
-  config.bucket = static_cast<std::size_t>(whole("bucket", params.number("bucket", 0, 1 << 30, 1024)));
+  config.bits = static_cast<int>(params.whole_number("bits", 2, 8, 8));
+  config.bucket = static_cast<std::size_t>(params.whole_number("bucket", 0, 1 << 30, 1024));
   const std::string rounding = params.choice("rounding", {"stochastic", "shift", "dither"}, "stochastic");
   config.rounding = rounding == "shift"    ? MinMaxRounding::shift
                     : rounding == "dither" ? MinMaxRounding::dither
                                            : MinMaxRounding::stochastic;
   config.learned = params.choice("levels", {"uniform", "learned"}, "uniform") == "learned";
-  config.refit = static_cast<std::uint64_t>(whole("refit", params.number("refit", 1, 1e15, 400)));
+  config.refit = params.whole_number("refit", 1, 1000000000000000ULL, 400);
   params.finish();
   return std::make_unique<MinMaxCodec>(config, settings);
 }

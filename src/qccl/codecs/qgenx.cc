@@ -491,26 +491,20 @@ void QGenXCodec::load_state(std::span<const std::byte> state) {
 std::unique_ptr<Codec> make_qgenx_codec(const CodecSpec& spec, CodecSettings settings) {
   CodecParams params(spec);
   QGenXConfig config;
-  const auto whole = [](std::string_view key, double value) {
-    if (value != std::floor(value)) {
-      throw InvalidArgument("qgenx: " + std::string(key) + " must be a whole number, not " +
-                            format_number(value));
-    }
-    return value;
-  };
-  config.bits = static_cast<int>(whole("bits", params.number("bits", 2, 8, 8)));
+
+  config.bits = static_cast<int>(params.whole_number("bits", 2, 8, 8));
   const std::string levels = params.choice("levels", {"uniform", "exp", "qada"}, "uniform");
   config.levels = levels == "uniform" ? LevelFamily::uniform
                   : levels == "exp"   ? LevelFamily::exponential
                                       : LevelFamily::adaptive;
   const std::string norm = params.choice("norm", {"inf", "1", "2", "3", "4", "6", "8"}, "inf");
   config.norm = norm == "inf" ? kInfinityNorm : std::stoi(norm);
-  config.bucket = static_cast<std::size_t>(whole("bucket", params.number("bucket", 0, 1 << 30, 1024)));
+  config.bucket = static_cast<std::size_t>(params.whole_number("bucket", 0, 1 << 30, 1024));
   const std::string coding = params.choice("coding", {"fixed", "huffman", "elias"}, "fixed");
   config.coding = coding == "fixed"     ? SymbolCoding::fixed
                   : coding == "huffman" ? SymbolCoding::huffman
                                         : SymbolCoding::elias;
-  config.refit = static_cast<std::uint64_t>(whole("refit", params.number("refit", 1, 1e15, 100)));
+  config.refit = params.whole_number("refit", 1, 1000000000000000ULL, 100);
   params.finish();
   return std::make_unique<QGenXCodec>(config, settings);
 }
