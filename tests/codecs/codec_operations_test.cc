@@ -31,7 +31,10 @@ const std::vector<std::string> kCodecs{
     "ef(global-qsgd:bits=4)", "ef(fp16)", "terngrad", "terngrad:wire=2bit", "terngrad:clip=2.5",
     "natural", "topk:ef=off", "topk", "randk", "randk:scale=unbiased,ef=off", "randk:ef=off",
     "dgc", "dgc:ratio=0.05,momentum=0.8,clip=1,warmup=3,sample=0.1", "signsgd", "signum",
-    "scaled-sign", "ef-signsgd", "onebit-quantizer", "onebit"};
+    "scaled-sign", "ef-signsgd", "onebit-quantizer", "onebit", "qgenx",
+    "qgenx:bits=4,levels=qada,coding=huffman,norm=2,bucket=100",
+    "qgenx:bits=3,levels=exp,coding=elias,norm=1,bucket=333",
+    "qgenx:bits=5,levels=qada,coding=huffman,norm=inf,bucket=0"};
 
 using Param = std::tuple<std::string, CodecOperation, int>;  // codec, operation, ranks
 class CodecOperationTest : public ::testing::TestWithParam<Param> {};

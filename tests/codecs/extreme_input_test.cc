@@ -37,7 +37,10 @@ const std::vector<std::string> kCodecs{
     "topk:ef=off",
     "topk", "randk", "randk:ef=off", "randk:scale=unbiased,ef=off", "dgc",
     "dgc:ratio=0.05,momentum=0.8,clip=1,warmup=3,sample=0.1", "signsgd", "signum",
-    "scaled-sign", "ef-signsgd", "onebit-quantizer", "onebit"};
+    "scaled-sign", "ef-signsgd", "onebit-quantizer", "onebit", "qgenx",
+    "qgenx:bits=4,levels=qada,coding=huffman,norm=2,bucket=100",
+    "qgenx:bits=3,levels=exp,coding=elias,norm=1,bucket=333",
+    "qgenx:bits=5,levels=qada,coding=huffman,norm=inf,bucket=0"};
 
 // Finite values of magnitude up to `largest`: element 0 is +largest on
 // every rank (its fp32 sum overflows from two ranks on, for the larger

@@ -40,7 +40,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Param{"global-qsgd:norm=2", 8, Algorithm::ring},
                       Param{"global-qsgd:dither=exp", 4, Algorithm::ring},
                       Param{"global-qsgd:dither=exp", 5, Algorithm::halving_doubling},
-                      Param{"qsgd", 3, Algorithm::ring}, Param{"qsgd:bits=4", 4, Algorithm::ring}),
+                      Param{"qsgd", 3, Algorithm::ring}, Param{"qsgd:bits=4", 4, Algorithm::ring},
+                      Param{"qgenx:bits=4,norm=2,bucket=0", 3, Algorithm::ring},
+                      Param{"qgenx:bits=4,levels=exp,norm=2", 4, Algorithm::halving_doubling}),
     [](const ::testing::TestParamInfo<Param>& info) {
       return test_name(std::get<0>(info.param) + "_n" + std::to_string(std::get<1>(info.param)) +
                        "_" + test_name(std::string(to_string(std::get<2>(info.param)))));

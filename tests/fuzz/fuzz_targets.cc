@@ -23,7 +23,8 @@ const char* const kSpecs[] = {
     "intsgd-heuristic:wire=int32", "intdiana", "intdiana:wire=int64", "topk:ef=off", "topk",
     "randk", "randk:scale=unbiased,ef=off", "dgc", "signsgd", "signum", "scaled-sign",
     "ef-signsgd", "onebit-quantizer", "onebit", "powersgd:min_rate=0", "ef(global-qsgd:bits=4)",
-    "ef(fp16)"};
+    "ef(fp16)", "qgenx", "qgenx:bits=4,levels=qada,coding=huffman,norm=2,bucket=128",
+    "qgenx:bits=3,coding=elias,bucket=0"};
 
 const int kRankCounts[] = {1, 2, 3, 7, 20, 130};
 

@@ -9,6 +9,7 @@
 #include "qccl/codecs/natural.h"
 #include "qccl/codecs/one_bit_codecs.h"
 #include "qccl/codecs/powersgd.h"
+#include "qccl/codecs/qgenx.h"
 #include "qccl/codecs/qsgd.h"
 #include "qccl/codecs/randk.h"
 #include "qccl/codecs/sign_vote.h"
@@ -42,6 +43,12 @@ constexpr CatalogEntry kCatalog[] = {
      "QSGD baseline (per-rank bucket norms, allgather then decode); params bits=8|4, "
      "bucket=128..4096 (512), norm=2|inf",
      make_qsgd_codec},
+    {"qgenx",
+     "Q-GenX's quantizer (per-rank L_q norms per bucket, random rounding to levels, allgather "
+     "then decode); params bits=2..8 (8), levels=uniform|exp|qada (QAda: refitted from the "
+     "ranks' statistics), norm=inf|1|2|3|4|6|8, bucket=N (1024; 0: one norm per vector), "
+     "coding=fixed|huffman|elias, refit=100 (steps between refits)",
+     make_qgenx_codec},
     {"terngrad",
      "TernGrad (ternary s_t·sign(x)·Bernoulli(|x|/s_t), s_t the max |x| of each tensor over "
      "all ranks, unbiased unless clipped); params clip=off|2.5 (clip to 2.5 standard deviations "
