@@ -6,8 +6,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "engines/train_helpers.h"
+#include "qccl/common/errors.h"
 #include "qccl/engines/data_parallel.h"
 #include "qccl/engines/gan_training.h"
 #include "qccl/engines/optimizers.h"
@@ -265,8 +267,8 @@ TEST_P(GanReplicas, BitwiseIdenticalOnEveryRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Codecs, GanReplicas,
-                         ::testing::Values("fp32", "qsgd:bits=4,bucket=1024,norm=inf"),
-                         [](const auto& info) { return info.index == 0 ? "fp32" : "qsgd4"; });
+                         ::testing::Values("fp32", "qgenx:bits=4,levels=uniform,norm=inf,bucket=1024"),
+                         [](const auto& info) { return info.index == 0 ? "fp32" : "qgenx4"; });
 
 // Data-parallel fp32 on 3 ranks with batch 4 computes the oracles of one
 // rank with batch 12 (the same images, noise and interpolation weights),
@@ -288,6 +290,42 @@ TEST(GanTraining, Fp32OnThreeRanksMatchesOneRankOnTheConcatenatedBatch) {
   double largest = 0;
   for (std::size_t i = 0; i < a.size(); ++i) largest = std::max(largest, std::abs(double{a[i]} - b[i]));
   EXPECT_LT(largest, 1e-5);
+}
+
+// A run stopped after 2 steps and resumed from its checkpoint ends with the
+// bits of one that ran all 4 (Adam's moments, the codecs' step counters,
+// the data order and the noise all carry over); a fresh run refuses the
+// checkpoint, and a resume with another batch is refused naming it.
+TEST(GanTraining, ResumeFromACheckpointIsExact) {
+  auto config = tiny_gan("qgenx:bits=4,levels=uniform,norm=inf,bucket=1024");
+  config.steps = 4;
+  const auto straight = gan_on(2, config);
+  const auto dir = test_support::scratch_dir("checkpoint");
+  config.checkpoint_dir = dir.string();
+  config.stop_after = 2;
+  const auto stopped = gan_on(2, config);
+  EXPECT_EQ(stopped[0].steps, 2u);
+  EXPECT_FALSE(bitwise_equal(stopped[0].final_parameters, straight[0].final_parameters));
+  config.resume = true;
+  config.stop_after = 0;
+  const auto resumed = gan_on(2, config);
+  EXPECT_EQ(resumed[0].first_step, 2u);
+  EXPECT_EQ(resumed[0].steps, 4u);
+  EXPECT_TRUE(bitwise_equal(resumed[0].final_parameters, straight[0].final_parameters));
+  EXPECT_TRUE(bitwise_equal(resumed[1].final_parameters, straight[0].final_parameters));
+
+  config.resume = false;
+  EXPECT_NE(test::expect_throw_on_every_rank<InvalidArgument>(
+                2, [&](Communicator& comm) { train_gan(comm, config); })
+                .find("--resume"),
+            std::string::npos);
+  config.resume = true;
+  config.batch = 5;
+  EXPECT_NE(test::expect_throw_on_every_rank<InvalidArgument>(
+                2, [&](Communicator& comm) { train_gan(comm, config); })
+                .find("batch"),
+            std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ TEST(PngImage, DecodesToTheTiledPixels) {
 
 GanExperimentConfig tiny(const std::string& output, const std::string& cache) {
   GanExperimentConfig c;
-  c.codecs = {"fp32", "qsgd:bits=4,bucket=1024,norm=inf"};
+  c.codecs = {"fp32", "qgenx:bits=4,levels=uniform,norm=inf,bucket=1024,coding=fixed"};
   c.output = output;
   c.gan.steps = 2;
   c.gan.batch = 4;
@@ -130,7 +130,8 @@ TEST(GanExperimentTest, WritesItsFilesAndIsReproducibleFromItsSeed) {
     EXPECT_EQ(png.height, 32u);
   }
   EXPECT_EQ(first["runs"][0]["samples_png"], "qgenx-gan-fp32.png");
-  EXPECT_EQ(first["runs"][1]["samples_png"], "qgenx-gan-qsgd-bits-4-bucket-1024-norm-inf.png");
+  EXPECT_EQ(first["runs"][1]["samples_png"],
+            "qgenx-gan-qgenx-bits-4-levels-uniform-norm-inf-bucket-1024-coding-fixed-refit-100.png");
   // The 4-bit run sends less than fp32.
   EXPECT_LT(first["runs"][1]["sent_bytes_per_step"].get<double>(),
             first["runs"][0]["sent_bytes_per_step"].get<double>() / 4);

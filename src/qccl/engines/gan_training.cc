@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <numbers>
 #include <sstream>
 
@@ -24,6 +25,8 @@
 #include "qccl/data/epoch_order.h"
 #include "qccl/data/image_set.h"
 #include "qccl/engines/blas_threads.h"
+#include "qccl/engines/checkpoint.h"
+#include "qccl/engines/checkpoint_manifest.h"
 #include "qccl/engines/data_parallel.h"
 #include "qccl/engines/feature_classifier.h"
 #include "qccl/engines/optimizers.h"
@@ -88,6 +91,29 @@ void check_settings_agree(Communicator& comm, const GanConfig& c) {
   comm.run(fingerprint, comm.timeout(std::nullopt), [](int) {});
 }
 
+// The run as the trainer's settings, for the checkpoint manifest: what a
+// resume must repeat (checkpoint_manifest.h's resume_settings).
+TrainConfig as_train_config(const GanConfig& c) {
+  std::ostringstream model;
+  model << "wgan-gp (latent " << c.latent << ", width " << c.width << ", gradient penalty "
+        << c.gp_weight << ", " << c.step_algorithm << ")";
+  TrainConfig t;
+  t.model = model.str();
+  t.data = "fashion-mnist";
+  t.codec = c.codec;
+  t.algorithm = c.algorithm;
+  t.optimizer = c.optimizer;
+  t.momentum = 0;
+  t.lr = c.lr;
+  t.beta1 = c.beta1;
+  t.beta2 = c.beta2;
+  t.eps = c.eps;
+  t.batch = c.batch;
+  t.max_steps_per_epoch = c.steps;
+  t.seed = c.seed;
+  return t;
+}
+
 class GanRun {
  public:
   GanRun(Communicator& comm, const GanConfig& config);
@@ -98,6 +124,10 @@ class GanRun {
   GanBatch batch(std::uint64_t oracle);
   void step(std::size_t s);
   void score(GanResult& result);
+  // Fresh run: refuses to replace a checkpoint unless forced. Resumed run:
+  // the manifest's settings must be this run's; the state is restored.
+  void start_or_resume();
+  void save(std::size_t steps_done);
   torch::Tensor generate(Draw draw, std::size_t first, std::size_t n);
   void report(const std::string& line) {
     if (comm_.rank() == 0 && config_.progress) config_.progress(line);
@@ -118,6 +148,8 @@ class GanRun {
   std::vector<StepSplit> splits_;
   std::vector<double> step_seconds_;
   double sent_ = 0, wall_ = 0;
+  TrainConfig train_config_;
+  std::size_t first_step_ = 0;
 };
 
 GanRun::GanRun(Communicator& comm, const GanConfig& config)
@@ -158,6 +190,42 @@ GanRun::GanRun(Communicator& comm, const GanConfig& config)
   settings.eps = config.eps;
   optimizer_ = make_optimizer(settings, engine_->optimizer_parameters());
   engine_->broadcast_from_root();
+  train_config_ = as_train_config(config);
+  start_or_resume();
+}
+
+void GanRun::start_or_resume() {
+  const auto& dir = config_.checkpoint_dir;
+  if (dir.empty()) {
+    if (config_.resume) throw InvalidArgument("qgenx-gan: --resume needs --checkpoint-dir");
+    return;
+  }
+  if (!config_.resume) {
+    if (!config_.force && std::filesystem::exists(dir + "/latest.json")) {
+      throw InvalidArgument("'" + dir + "' holds a checkpoint; pass --resume to continue it, "
+                            "--force to overwrite it, or choose another directory");
+    }
+    if (comm_.rank() == 0) std::filesystem::create_directories(dir);
+    return;
+  }
+  const auto manifest = read_manifest(dir);
+  check_resume_settings(manifest, resume_settings(train_config_, comm_.size()), dir);
+  const auto at = load_checkpoint(comm_, dir, manifest, net_, *optimizer_, *engine_);
+  first_step_ = static_cast<std::size_t>(at.global_step);
+  engine_->set_steps_begun(first_step_ * static_cast<std::size_t>(algorithm_->oracles_per_step()));
+  verify_replicas(comm_, parameters_checksum(net_), at.global_step, "after resuming");
+}
+
+// Between steps ExtraAdam keeps nothing besides Adam's state (x_t is saved
+// and restored inside a step), and the data order and the noise are pure
+// functions of (seed, oracle), so the position is the step count alone.
+void GanRun::save(std::size_t steps_done) {
+  Position at;
+  at.global_step = static_cast<std::int64_t>(steps_done);
+  at.step_in_epoch = at.global_step;
+  verify_replicas(comm_, parameters_checksum(net_), at.global_step, "at a checkpoint");
+  save_checkpoint(comm_, config_.checkpoint_dir, "frechet", net_, *optimizer_, *engine_, at,
+                  train_config_);
 }
 
 GanBatch GanRun::batch(std::uint64_t oracle) {
@@ -260,19 +328,30 @@ void GanRun::score(GanResult& result) {
 
 GanResult GanRun::run() {
   const auto start = Clock::now();
-  for (std::size_t s = 0; s < config_.steps; ++s) step(s);
+  std::size_t end = config_.steps;
+  if (config_.stop_after > 0) end = std::min(end, first_step_ + config_.stop_after);
+  for (std::size_t s = first_step_; s < end; ++s) {
+    step(s);
+    if (!config_.checkpoint_dir.empty() && config_.checkpoint_every > 0 && s + 1 < end &&
+        (s + 1) % config_.checkpoint_every == 0) {
+      save(s + 1);
+    }
+  }
   wall_ = seconds_since(start);
+  if (!config_.checkpoint_dir.empty() && end > first_step_) save(end);
   GanResult r;
   r.codec = engine_->codec_spec();
   r.step_algorithm = algorithm_->name();
   r.ranks = comm_.size();
-  r.steps = config_.steps;
+  r.steps = end;
+  r.first_step = first_step_;
   r.oracles_per_step = static_cast<std::size_t>(algorithm_->oracles_per_step());
   for (const auto& p : net_.generator->parameters()) r.generator_parameters += static_cast<std::size_t>(p.numel());
   for (const auto& p : net_.critic->parameters()) r.critic_parameters += static_cast<std::size_t>(p.numel());
   r.buckets = engine_->bucket_count();
   r.payload_bytes_per_oracle = engine_->payload_bytes();
-  r.sent_bytes_per_step = sent_ / static_cast<double>(config_.steps);
+  const std::size_t ran = std::max<std::size_t>(splits_.size(), 1);
+  r.sent_bytes_per_step = sent_ / static_cast<double>(ran);
   for (double StepSplit::*field : {&StepSplit::data, &StepSplit::compute, &StepSplit::waiting,
                                    &StepSplit::optimizer, &StepSplit::encode,
                                    &StepSplit::communicate, &StepSplit::decode}) {
@@ -282,17 +361,19 @@ GanResult GanRun::run() {
   }
   r.step_seconds = median(step_seconds_);
   r.wall_seconds = wall_;
-  const std::size_t tail = std::max<std::size_t>(config_.steps / 10, 1);
+  const std::size_t tail = std::min(std::max<std::size_t>(critic_losses_.size() / 10, 1),
+                                    critic_losses_.size());
   std::vector<double> losses{0, 0};
-  for (std::size_t s = config_.steps - tail; s < config_.steps; ++s) {
+  for (std::size_t s = critic_losses_.size() - tail; s < critic_losses_.size(); ++s) {
     losses[0] += critic_losses_[s];
     losses[1] += generator_losses_[s];
   }
   sum_over_ranks(comm_, losses, "GAN losses");
-  r.critic_loss = losses[0] / static_cast<double>(tail * static_cast<std::size_t>(comm_.size()));
-  r.generator_loss = losses[1] / static_cast<double>(tail * static_cast<std::size_t>(comm_.size()));
+  const double count = static_cast<double>(std::max<std::size_t>(tail, 1) * static_cast<std::size_t>(comm_.size()));
+  r.critic_loss = losses[0] / count;
+  r.generator_loss = losses[1] / count;
   r.parameters_checksum = parameters_checksum(net_);
-  verify_replicas(comm_, r.parameters_checksum, static_cast<std::int64_t>(config_.steps),
+  verify_replicas(comm_, r.parameters_checksum, static_cast<std::int64_t>(end),
                   "at the end of the GAN run");
   if (config_.return_parameters) {
     for (const auto& p : net_.parameters()) {

@@ -42,6 +42,15 @@ struct GanConfig {
   std::uint64_t classifier_seed = 1;
   std::string cache_dir;
   std::size_t grid_samples = 64;  // generated images kept for the sample grid
+  // Checkpoints (checkpoint.h's files and manifest) every checkpoint_every
+  // steps (0: only at the end) and when stopping; resume continues the run
+  // in checkpoint_dir exactly; stop_after ends this invocation after that
+  // many steps (0: none). Empty checkpoint_dir: no checkpoints.
+  std::string checkpoint_dir;
+  std::size_t checkpoint_every = 0;
+  bool resume = false;
+  bool force = false;  // replace a checkpoint a fresh run finds
+  std::size_t stop_after = 0;
   bool return_parameters = false;
   // Rank 0's progress lines (every progress_every steps, and the phases).
   std::function<void(const std::string&)> progress;
@@ -52,6 +61,7 @@ struct GanResult {
   std::string codec, step_algorithm;
   int ranks = 0;
   std::size_t steps = 0, oracles_per_step = 0;
+  std::size_t first_step = 0;  // where this invocation began (> 0 when resumed)
   std::size_t generator_parameters = 0, critic_parameters = 0, buckets = 0;
   double payload_bytes_per_oracle = 0;  // one rank's encoded exchange
   double sent_bytes_per_step = 0;       // rank's data bytes per step, as its transport counted

@@ -16,7 +16,8 @@ CLI::App* add_gan_experiment(CLI::App& experiment, GanCommand& command) {
   auto& g = command.config.gan;
   sub->add_option("--codecs", command.codecs,
                   "codec specs, space-separated or repeated (default: fp32 "
-                  "qsgd:bits=8,bucket=1024,norm=inf qsgd:bits=4,bucket=1024,norm=inf)");
+                  "qgenx:bits=8,levels=uniform,norm=inf,bucket=1024,coding=fixed and the same "
+                  "with bits=4)");
   sub->add_option("--steps", g.steps, "ExtraAdam steps per codec (default 300)");
   sub->add_option("--batch", g.batch, "real images per rank per oracle (default 32)");
   sub->add_option("--seed", g.seed, "seed of the initial networks, data order and noise (default 1)");
@@ -41,6 +42,13 @@ CLI::App* add_gan_experiment(CLI::App& experiment, GanCommand& command) {
                   "where the trained classifier is kept (default OUTPUT/cache; none without --output)");
   sub->add_option("--output", command.config.output,
                   "directory for qgenx-gan.{csv,json} and a sample grid per codec (PNG)");
+  sub->add_option("--checkpoint-dir", g.checkpoint_dir,
+                  "checkpoints of each codec's run in DIR/CODEC (default: none)");
+  sub->add_option("--checkpoint-every", g.checkpoint_every,
+                  "steps between checkpoints (default 0: only at the end and when stopping)");
+  sub->add_flag("--resume", g.resume, "continue each codec's run from its latest checkpoint");
+  sub->add_option("--stop-after", g.stop_after, "end each codec's run after this many steps, with a checkpoint");
+  sub->add_flag("--force", g.force, "replace checkpoints a fresh run finds");
   sub->add_option("--data-dir", g.data_dir, "Fashion-MNIST directory (default Debian's)");
   sub->add_option("--threads", g.threads, "libtorch threads per rank (default 1)");
   sub->add_option("--progress-every", g.progress_every, "steps between progress lines (default 50)");

@@ -132,6 +132,9 @@ GanExperimentReport run_gan_experiment(Communicator& comm, const GanExperimentCo
   for (const auto& codec : config.codecs) {
     engines::GanConfig gan = config.gan;
     gan.codec = codec;
+    if (!gan.checkpoint_dir.empty()) {
+      gan.checkpoint_dir = (fs::path(gan.checkpoint_dir) / file_part(codec)).string();
+    }
     if (gan.cache_dir.empty() && !config.output.empty()) {
       gan.cache_dir = (fs::path(config.output) / "cache").string();
     }

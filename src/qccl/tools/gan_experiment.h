@@ -16,10 +16,12 @@
 
 namespace qccl::tools {
 
-// Until the qgenx codec lands: QSGD with the ∞-norm per bucket of 1024 is
-// Q-GenX's uniform quantizer (Definition 1, q = ∞, uniform levels).
+// Q-GenX §5's settings: fp32 against uniform 8-bit and 4-bit quantization
+// (Definition 1 with uniform levels and the ∞-norm) per bucket of 1024,
+// symbols in fixed width.
 inline const std::vector<std::string> kGanDefaultCodecs{
-    "fp32", "qsgd:bits=8,bucket=1024,norm=inf", "qsgd:bits=4,bucket=1024,norm=inf"};
+    "fp32", "qgenx:bits=8,levels=uniform,norm=inf,bucket=1024,coding=fixed",
+    "qgenx:bits=4,levels=uniform,norm=inf,bucket=1024,coding=fixed"};
 
 struct GanExperimentConfig {
   engines::GanConfig gan;            // its codec is replaced by each of `codecs`
