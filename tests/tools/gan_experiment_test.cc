@@ -123,6 +123,10 @@ TEST(GanExperimentTest, WritesItsFilesAndIsReproducibleFromItsSeed) {
   ASSERT_EQ(first["runs"].size(), 2u);
   for (const auto& r : first["runs"]) {
     EXPECT_GT(r["frechet_distance"].get<double>(), 0);
+    // Real training images score far closer to the test set than a
+    // generator after 2 steps.
+    EXPECT_GT(r["reference_frechet_distance"].get<double>(), 0);
+    EXPECT_LT(r["reference_frechet_distance"].get<double>(), r["frechet_distance"].get<double>() / 4);
     EXPECT_GT(r["classifier_accuracy"].get<double>(), 0.1);  // better than chance after 5 steps
     EXPECT_GT(r["sent_bytes_per_step"].get<double>(), 0);
     const auto png = decode_png(read_whole_file((root / "a" / r["samples_png"].get<std::string>()).string()));

@@ -129,6 +129,8 @@ class GanRun {
   void start_or_resume();
   void save(std::size_t steps_done);
   torch::Tensor generate(Draw draw, std::size_t first, std::size_t n);
+  // Training images [first, first + n) in file order, pixels in [0, 1].
+  torch::Tensor training_images(std::size_t first, std::size_t n) const;
   void report(const std::string& line) {
     if (comm_.rank() == 0 && config_.progress) config_.progress(line);
   }
@@ -302,6 +304,14 @@ torch::Tensor GanRun::generate(Draw draw, std::size_t first, std::size_t n) {
   return (net_.generator->forward(z) + 1) / 2;  // pixels in [0, 1]
 }
 
+torch::Tensor GanRun::training_images(std::size_t first, std::size_t n) const {
+  auto images = torch::empty({static_cast<std::int64_t>(n), 1, 28, 28});
+  float* x = images.data_ptr<float>();
+  const std::uint8_t* from = train_.pixels.data() + first * 784;
+  for (std::size_t i = 0; i < n * 784; ++i) x[i] = static_cast<float>(from[i]) / 255.0f;
+  return images;
+}
+
 // Q-GenX §5 measures FID; here the Fréchet distance on the features of
 // qccl's own Fashion-MNIST classifier (feature_classifier.h): generated
 // images of fixed noise against the test set.
@@ -324,6 +334,11 @@ void GanRun::score(GanResult& result) {
       "Fréchet generated features");
   result.frechet = frechet_distance(real, fake);
   result.classifier_accuracy = classifier->test_accuracy();
+  const auto training = feature_statistics(
+      comm_, *classifier, std::min(config_.fd_samples, train_.size()),
+      [&](std::size_t first, std::size_t n) { return training_images(first, n); },
+      "Fréchet training features");
+  result.reference_frechet = frechet_distance(real, training);
 }
 
 GanResult GanRun::run() {

@@ -75,6 +75,9 @@ struct GanResult {
   double critic_loss = 0, generator_loss = 0;
   double frechet = std::numeric_limits<double>::quiet_NaN();
   double classifier_accuracy = std::numeric_limits<double>::quiet_NaN();
+  // The same distance for fd_samples training images against the test set:
+  // what a perfect generator would score with this many samples.
+  double reference_frechet = std::numeric_limits<double>::quiet_NaN();
   std::vector<float> samples;  // grid_samples images of 28×28, pixels in [0, 1]
   std::uint64_t parameters_checksum = 0;  // the same on every rank (checked)
   std::vector<float> final_parameters;     // with return_parameters
