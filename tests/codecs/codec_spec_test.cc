@@ -69,7 +69,7 @@ TEST(CodecSpecTest, CanonicalSpecsNameEveryParameter) {
   std::vector<std::string> names;
   for (const auto& [name, description] : codec_catalog()) names.push_back(name);
   EXPECT_EQ(names, (std::vector<std::string>{
-                       "fp32", "fp16", "global-qsgd", "qsgd", "terngrad", "natural", "intsgd",
+                       "fp32", "fp16", "global-qsgd", "qsgd", "qgenx", "terngrad", "natural", "intsgd",
                        "intsgd-heuristic", "intdiana", "topk", "randk", "dgc", "signsgd",
                        "signum", "scaled-sign", "ef-signsgd", "onebit-quantizer", "onebit",
                        "powersgd", "ef"}));

@@ -161,6 +161,12 @@ TEST(LevelStatisticsTest, ObjectiveIsTheDataVarianceAndTheFitLowersIt) {
                                       bucket, q);
     }
     EXPECT_NEAR(stats.variance(start), direct, 1e-9 * direct);
+    // What ranks exchange, the occupied cells, adds up to the same sums.
+    LevelStatistics rebuilt(start);
+    rebuilt.add_occupied_cells(stats.occupied_cells());
+    EXPECT_EQ(rebuilt.sums(), stats.sums());
+    EXPECT_LE(stats.occupied_cells().size(), 6 * all.size());
+    EXPECT_THROW(rebuilt.add_occupied_cells(std::vector<double>{1e9, 0, 0, 0, 0, 0}), InvalidArgument);
     const auto fitted = stats.fit_levels(start);
     check_levels(fitted);
     double fitted_direct = 0;
@@ -274,6 +280,25 @@ TEST(QGenXCodecTest, SavedStateResumesBitForBit) {
       EXPECT_EQ(x, y) << "step " << step;
     }
     EXPECT_THROW(b->load_state(std::vector<std::byte>(24)), InvalidArgument);
+  });
+}
+
+// Appendix K's fallback: before any refit has estimated the level
+// probabilities (a codec resumed at step 5 without state), Huffman coding
+// sends exactly what Elias coding sends.
+TEST(QGenXCodecTest, HuffmanWithoutAnEstimateCodesAsElias) {
+  run_world(2, [&](Communicator& comm) {
+    auto huffman = make_codec("qgenx:bits=4,coding=huffman,refit=100", {.seed = 8, .bucket = 0});
+    auto elias = make_codec("qgenx:bits=4,coding=elias,refit=100", {.seed = 8, .bucket = 0});
+    huffman->set_step(5);
+    elias->set_step(5);
+    auto x = peaked(comm.rank(), 5000), y = x;
+    huffman->allreduce_mean(comm, x);
+    elias->allreduce_mean(comm, y);
+    EXPECT_EQ(x, y);
+    EXPECT_TRUE(as_qgenx(*huffman).estimated_probabilities().empty());
+    EXPECT_EQ(as_qgenx(*huffman).last_report().bits, as_qgenx(*elias).last_report().bits);
+    EXPECT_FALSE(as_qgenx(*huffman).last_report().refitted);
   });
 }
 

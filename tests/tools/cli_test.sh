@@ -151,6 +151,20 @@ expect "experiment in process writes its files" 0 'wrote .*intsgd-logreg.svg' --
   { echo "FAIL: experiment CSV header"; failures=$((failures + 1)); }
 expect "experiment under mpirun" 0 'vr-intdiana' -- \
   "${mpirun[@]}" -np 4 "$qccl" experiment intsgd-logreg --data synthetic:400x10 --passes 30
+expect "qgenx-rates is listed" 0 'qgenx-rates' -- "$qccl" experiment --help
+expect "qgenx-rates rejects an unknown method" 2 "unknown Q-GenX method 'eg'" -- \
+  "$qccl" experiment qgenx-rates --ranks 2 --method eg
+expect "qgenx-rates rejects an unknown noise" 2 "--noise: unknown 'gaussian'" -- \
+  "$qccl" experiment qgenx-rates --ranks 2 --noise gaussian
+expect "qgenx-rates rejects a bad codec" 2 "qgenx" -- \
+  "$qccl" experiment qgenx-rates --ranks 2 --codec qgenx:bits=12
+expect "qgenx-rates --quick in process writes its files" 0 'wrote .*qgenx-rates.svg' -- \
+  "$qccl" experiment qgenx-rates --ranks 4 --quick --n 4 --output "$simdir/rates"
+[ "$(head -1 "$simdir/rates/qgenx-rates.csv")" = \
+  "codec,noise,seed,iteration,gap,distance,gamma,boundary,bits_per_coordinate,sent_bits_per_coordinate,bound_bits_per_coordinate" ] ||
+  { echo "FAIL: qgenx-rates CSV header"; failures=$((failures + 1)); }
+expect "qgenx-rates under mpirun" 0 'qgenx:bits=4,levels=qada.*relative' -- \
+  "${mpirun[@]}" -np 2 "$qccl" experiment qgenx-rates --quick --n 4 --method optda
 if [ -f /usr/lib/python3/dist-packages/sklearn/datasets/data/breast_cancer.csv ]; then
   expect "experiment on breast cancer" 0 '569 samples, 30 features' -- \
     "$qccl" experiment intsgd-logreg --ranks 4 --passes 20

@@ -12,12 +12,18 @@ namespace {
 constexpr int kOctaves = 24;
 constexpr int kCellsPerOctave = 64;
 
-std::vector<double> grid_with(std::span<const double> levels) {
+std::vector<double> grid_with(std::span<const double> levels, std::size_t even_cells) {
   check_levels(levels);
   std::vector<double> edges(levels.begin(), levels.end());
-  for (int e = 1; e <= kOctaves; ++e) {
-    for (int m = 0; m < kCellsPerOctave; ++m) {
-      edges.push_back(std::ldexp(1.0 + static_cast<double>(m) / kCellsPerOctave, -e));
+  if (even_cells > 0) {
+    for (std::size_t c = 1; c < even_cells; ++c) {
+      edges.push_back(static_cast<double>(c) / static_cast<double>(even_cells));
+    }
+  } else {
+    for (int e = 1; e <= kOctaves; ++e) {
+      for (int m = 0; m < kCellsPerOctave; ++m) {
+        edges.push_back(std::ldexp(1.0 + static_cast<double>(m) / kCellsPerOctave, -e));
+      }
     }
   }
   std::sort(edges.begin(), edges.end());
@@ -27,29 +33,30 @@ std::vector<double> grid_with(std::span<const double> levels) {
 
 }  // namespace
 
-LevelStatistics::LevelStatistics(std::span<const double> levels)
-    : edges_(grid_with(levels)), sums_((edges_.size() - 1) * kMoments, 0.0) {}
+LevelStatistics::LevelStatistics(std::span<const double> levels, std::size_t even_cells)
+    : edges_(grid_with(levels, even_cells)), sums_((edges_.size() - 1) * kMoments, 0.0) {}
 
 void LevelStatistics::add(std::span<const float> v, std::size_t bucket, NormOrder q) {
   const std::size_t size = bucket == 0 ? std::max<std::size_t>(v.size(), 1) : bucket;
-  const std::size_t cells = edges_.size() - 1;
   for (std::size_t first = 0; first < v.size(); first += size) {
     const auto part = v.subspan(first, std::min(size, v.size() - first));
     const double norm = lq_norm(part, q);
-    const double weight = norm * norm;
     for (float x : part) {
-      const double u = norm == 0 ? 0.0 : std::min(1.0, std::fabs(x) / norm);
-      const auto above = std::upper_bound(edges_.begin(), edges_.end(), u);
-      const std::size_t cell =
-          std::min(static_cast<std::size_t>(above - edges_.begin()) - 1, cells - 1);
-      double* m = &sums_[cell * kMoments];
-      m[0] += weight;
-      m[1] += weight * u;
-      m[2] += weight * u * u;
-      m[3] += 1.0;
-      m[4] += u;
+      add_coordinate(norm == 0 ? 0.0 : std::min(1.0, std::fabs(x) / norm), norm * norm);
     }
   }
+}
+
+void LevelStatistics::add_coordinate(double u, double weight) {
+  const std::size_t cells = edges_.size() - 1;
+  const auto above = std::upper_bound(edges_.begin(), edges_.end(), u);
+  const std::size_t cell = std::min(static_cast<std::size_t>(above - edges_.begin()) - 1, cells - 1);
+  double* m = &sums_[cell * kMoments];
+  m[0] += weight;
+  m[1] += weight * u;
+  m[2] += weight * u * u;
+  m[3] += 1.0;
+  m[4] += u;
   prefix_.clear();
 }
 
@@ -59,6 +66,40 @@ void LevelStatistics::add_sums(std::span<const double> other) {
                           std::to_string(sums_.size()) + " expected (statistics on another grid?)");
   }
   for (std::size_t i = 0; i < sums_.size(); ++i) sums_[i] += other[i];
+  prefix_.clear();
+}
+
+std::vector<double> LevelStatistics::occupied_cells() const {
+  std::vector<double> out;
+  for (std::size_t c = 0; c + 1 < edges_.size(); ++c) {
+    if (moment(c, 3) == 0.0) continue;
+    out.push_back(static_cast<double>(c));
+    for (std::size_t k = 0; k < kMoments; ++k) out.push_back(moment(c, k));
+  }
+  return out;
+}
+
+void LevelStatistics::add_occupied_cells(std::span<const double> cells) {
+  constexpr std::size_t kEntry = kMoments + 1;
+  const std::size_t count = edges_.size() - 1;
+  if (cells.size() % kEntry != 0) {
+    throw InvalidArgument("level statistics: " + std::to_string(cells.size()) +
+                          " values are no whole number of (cell, moments) entries");
+  }
+  for (std::size_t at = 0; at < cells.size(); at += kEntry) {
+    const double index = cells[at];
+    if (!(index >= 0 && index < static_cast<double>(count)) || index != std::floor(index)) {
+      throw InvalidArgument("level statistics: cell " + std::to_string(index) + " of " +
+                            std::to_string(count) + " (statistics on another grid?)");
+    }
+    double* m = &sums_[static_cast<std::size_t>(index) * kMoments];
+    for (std::size_t k = 0; k < kMoments; ++k) m[k] += cells[at + 1 + k];
+  }
+  prefix_.clear();
+}
+
+void LevelStatistics::clear() {
+  std::fill(sums_.begin(), sums_.end(), 0.0);
   prefix_.clear();
 }
 

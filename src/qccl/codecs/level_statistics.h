@@ -25,17 +25,31 @@ namespace qccl {
 
 class LevelStatistics {
  public:
-  // Empty statistics on the grid refined by `levels` (check_levels holds).
-  explicit LevelStatistics(std::span<const double> levels);
+  // Empty statistics on the grid refined by `levels` (check_levels holds):
+  // the octave grid above, or with even_cells > 0 that many equal cells of
+  // [0, 1] (for coordinates spread over the whole interval, as min-max
+  // normalized ones are).
+  explicit LevelStatistics(std::span<const double> levels, std::size_t even_cells = 0);
 
   // Adds the coordinates of v, cut into buckets of `bucket` elements (0:
   // one bucket), each normalized by its L_q norm and weighted by its square.
   // The values must be finite.
   void add(std::span<const float> v, std::size_t bucket, NormOrder q);
+  // One normalized coordinate u in [0, 1] of a vector weighted `weight`.
+  void add_coordinate(double u, double weight);
   // The sums as a flat vector, and adding another rank's such vector.
   const std::vector<double>& sums() const { return sums_; }
   void add_sums(std::span<const double> other);
+  // The same for the cells that hold coordinates only, as (cell, five
+  // moments) sextuples: what ranks exchange, at most six values per
+  // coordinate however fine the grid. Adding them gives the dense sums'
+  // bits (the other cells add zeros). InvalidArgument for a cell index
+  // that is not one, or a length that is no whole number of sextuples.
+  std::vector<double> occupied_cells() const;
+  void add_occupied_cells(std::span<const double> cells);
 
+  // Zero sums on the same grid.
+  void clear();
   std::span<const double> edges() const { return edges_; }
   double coordinates() const;
 

@@ -8,8 +8,8 @@
 
 #include "qccl/codecs/kernels.h"
 #include "qccl/codecs/level_statistics.h"
+#include "qccl/codecs/statistics_exchange.h"
 #include "qccl/codecs/levels.h"
-#include "qccl/collectives/allgather.h"
 #include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 
@@ -362,11 +362,12 @@ bool QGenXCodec::gathers_statistics() const {
 }
 
 void QGenXCodec::install(std::vector<double> levels, std::vector<double> probabilities) {
+  // Huffman needs estimated probabilities; until a refit has estimated
+  // them (a codec resumed at a later step without state), Elias coding
+  // stands in (Appendix K's fallback when the distribution is unknown).
   std::optional<PrefixCode> code;
-  if (config_.coding == SymbolCoding::huffman) {
-    const std::vector<double> even(levels.size(), 1.0);
-    code = PrefixCode::from_probabilities(probabilities.empty() ? even : probabilities,
-                                          kLongestCodeWord);
+  if (config_.coding == SymbolCoding::huffman && !probabilities.empty()) {
+    code = PrefixCode::from_probabilities(probabilities, kLongestCodeWord);
   }
   const bool uniform = config_.levels == LevelFamily::uniform;
   tables_ = std::make_shared<const Tables>(std::move(levels), std::move(code), uniform);
@@ -381,39 +382,21 @@ void QGenXCodec::run_operation(Communicator& comm, const Operation& operation,
 }
 
 // QAda (§3.3) and Proposition 2's probabilities from every rank's
-// statistics: each rank's sums travel to every rank (one allgather), which
-// adds them in rank order — the same numbers everywhere, so the same levels
-// and code. A rank with non-finite input sends a flag instead; nothing is
-// refitted, and the step's own exchange then reports the input.
+// statistics, summed alike on every rank (statistics_exchange.h), so every
+// rank fits the same levels and code. If some rank's input is not finite,
+// nothing is refitted, and the step's own exchange then reports the input.
 void QGenXCodec::refit(Communicator& comm, std::span<const float> input,
                        const CollectiveOptions& options) {
   LevelStatistics local(levels());
   const bool finite = std::all_of(input.begin(), input.end(), [](float x) { return std::isfinite(x); });
   if (finite) local.add(input, config_.bucket, config_.norm);
-  std::vector<double> mine = local.sums();
-  mine.push_back(finite ? 0.0 : 1.0);
-  const std::size_t bytes = mine.size() * sizeof(double);
-  const auto n = static_cast<std::size_t>(comm.size());
-  std::vector<double> all(mine.size() * n);
-  Fingerprint fingerprint("qgenx statistics");
-  fingerprint.add_text("codec", spec() + state_digest({}))
-      .add("step", static_cast<std::int64_t>(step()))
-      .add("values", static_cast<std::int64_t>(mine.size()));
-  const std::vector<std::size_t> counts(n, bytes);
-  comm.run(fingerprint, comm.timeout(options.timeout), [&](int tag) {
-    allgatherv_bytes_body(comm, tag, std::as_bytes(std::span<const double>(mine)), counts,
-                          std::as_writable_bytes(std::span<double>(all)), options);
-  });
-  LevelStatistics total(levels());
-  for (std::size_t q = 0; q < n; ++q) {
-    const std::span<const double> sums(all.data() + q * mine.size(), mine.size());
-    if (sums.back() != 0.0) return;
-    total.add_sums(sums.first(sums.size() - 1));
-  }
+  const auto total =
+      sum_level_statistics(comm, local, finite, spec() + state_digest({}), step(), options);
+  if (!total) return;
   std::vector<double> fitted = config_.levels == LevelFamily::adaptive
-                                   ? total.fit_levels(levels())
+                                   ? total->fit_levels(levels())
                                    : std::vector<double>(levels().begin(), levels().end());
-  auto probabilities = total.symbol_probabilities(fitted);
+  auto probabilities = total->symbol_probabilities(fitted);
   install(std::move(fitted), std::move(probabilities));
   refitted_now_ = true;
 }

@@ -38,7 +38,8 @@ struct QGenXConfig {
   SymbolCoding coding = SymbolCoding::fixed;
   // Statistics are gathered (one extra exchange) and levels and code
   // refitted at the steps that are multiples of this (QAda's set U), when
-  // levels are adaptive or coding is Huffman.
+  // levels are adaptive or coding is Huffman. Huffman coding without an
+  // estimate yet (resumed mid-way without state) codes as Elias does.
   std::uint64_t refit = 100;
 };
 

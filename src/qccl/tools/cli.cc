@@ -17,6 +17,7 @@
 #include "qccl/tools/gan_command.h"
 #include "qccl/tools/intsgd_experiment.h"
 #include "qccl/tools/model_report.h"
+#include "qccl/tools/qgenx_experiment.h"
 #include "qccl/tools/suite_data.h"
 #include "qccl/tools/suite_report.h"
 #include "qccl/tools/simulate.h"
@@ -175,14 +176,83 @@ int run_simulate_command(SimulateCommand& command) {
   });
 }
 
-// `qccl experiment intsgd-logreg`
+// `qccl experiment qgenx-rates`
+struct RatesCommand {
+  RatesConfig config;
+  std::vector<std::string> codecs;
+  std::string noises = "absolute,relative";
+  std::string algorithm = "ring";
+  bool quick = false;
+  int ranks = 0;
+  long timeout_ms = 300000;
+  CLI::App* app = nullptr;
+};
+
+// `qccl experiment intsgd-logreg` and `qccl experiment qgenx-rates`
 struct ExperimentCommand {
   LogregConfig config;
   std::string methods = "intgd,intdiana,vr-intdiana";
   std::string algorithm = "ring";
   int ranks = 0;
   long timeout_ms = 300000;
+  RatesCommand rates;
 };
+
+void add_rates_experiment(CLI::App& experiment, RatesCommand& command) {
+  auto* sub = experiment.add_subcommand(
+      "qgenx-rates",
+      "Q-GenX Theorems 3-4: the gap of the ergodic average against T under absolute noise "
+      "(slope -1/2) and relative noise (slope -1), per codec, with the bits per coordinate");
+  command.app = sub;
+  auto& c = command.config;
+  sub->add_option("--method", c.method,
+                  "da (dual averaging), de (dual extrapolation, default) or optda (optimistic)");
+  sub->add_option("--codec", command.codecs,
+                  "a codec variant; repeat for several (default: fp32 and the qgenx quantizer's "
+                  "variants)");
+  sub->add_option("--noise", command.noises, "comma-separated: absolute, relative (default both)");
+  sub->add_option("--iterations", c.iterations, "T, iterations per run (default 4096)");
+  sub->add_option("--seeds", c.seeds, "runs per variant and noise, seeds --seed.. (default 2)");
+  sub->add_option("--seed", c.seed, "first seed: problem, oracle and codec (default 0)");
+  sub->add_option("--n", c.n, "each player's dimension, d = 2n (default 16)");
+  sub->add_option("--sigma", c.sigma, "absolute noise: E|U|^2 = sigma^2 (default 1)");
+  sub->add_option("--keep", c.keep,
+                  "relative noise: probability a coordinate is sampled (default 0.5, c = 1)");
+  sub->add_option("--alpha", c.alpha,
+                  "relative-noise game's regularisation, > 0 for co-coercivity (default 1e-4)");
+  sub->add_option("--radius", c.radius, "radius of the gap's ball around the solution (default 1)");
+  sub->add_option("--fit-octaves", c.fit_octaves,
+                  "fit the slope over T in [T/2^k, T] (default 3)");
+  sub->add_flag("--quick", command.quick,
+                "a short run: T = 256 and 1 seed unless --iterations or --seeds say otherwise");
+  sub->add_option("--algo", command.algorithm, "ring or halving-doubling (default ring)");
+  sub->add_option("--output", c.output, "directory for qgenx-rates.{csv,json,svg}");
+  add_ranks_option(*sub, command.ranks);
+  sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
+}
+
+int run_rates_command(RatesCommand& command, int argc, char** argv) {
+  auto& c = command.config;
+  try {
+    c.codecs = command.codecs.empty() ? default_rate_codecs() : command.codecs;
+    c.noises = split_list(command.noises);
+    c.algorithm = parse_algorithm(command.algorithm);
+    if (command.quick) {
+      if (command.app->get_option("--iterations")->count() == 0) c.iterations = 256;
+      if (command.app->get_option("--seeds")->count() == 0) c.seeds = 1;
+    }
+    if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
+    validate(c);
+  } catch (const InvalidArgument& e) {
+    std::cerr << "qccl: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  return run_on_ranks(command.ranks, Timeout(command.timeout_ms), argc, argv,
+                      [&](Communicator& comm) {
+                        const auto report = run_rates_experiment(comm, c);
+                        if (comm.rank() == 0) print_rates_report(std::cout, report);
+                      });
+}
 
 void add_experiment(CLI::App& app, ExperimentCommand& command, GanCommand& gan) {
   auto* experiment = app.add_subcommand("experiment", "reproduce the papers' experiments");
@@ -216,10 +286,12 @@ void add_experiment(CLI::App& app, ExperimentCommand& command, GanCommand& gan) 
   sub->add_option("--output", c.output, "directory for intsgd-logreg.{csv,svg,json}");
   add_ranks_option(*sub, command.ranks);
   sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
+  add_rates_experiment(*experiment, command.rates);
   add_gan_experiment(*experiment, gan);
 }
 
 int run_experiment_command(ExperimentCommand& command, int argc, char** argv) {
+  if (command.rates.app->parsed()) return run_rates_command(command.rates, argc, argv);
   try {
     command.config.methods = split_list(command.methods);
     command.config.algorithm = parse_algorithm(command.algorithm);
