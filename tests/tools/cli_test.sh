@@ -171,6 +171,17 @@ if [ -f /usr/lib/python3/dist-packages/sklearn/datasets/data/breast_cancer.csv ]
 else
   echo "skipped: experiment on breast cancer (python3-sklearn not installed)"
 fi
+expect "experiment help lists qgenx-gan" 0 'qgenx-gan' -- "$qccl" experiment --help
+expect "qgenx-gan refuses native" 2 '--algo must be ring or halving-doubling' -- \
+  "$qccl" experiment qgenx-gan --ranks 2 --algo native
+expect "qgenx-gan refuses a bad codec spec" 2 "qsgd" -- \
+  "$qccl" experiment qgenx-gan --ranks 2 --codecs fp32 qsgd:bits=3 --steps 1
+expect "qgenx-gan under mpirun writes its table and grids" 0 'wrote .*qgenx-gan-qgenx-bits-8-levels-uniform-.*\.png' -- \
+  "${mpirun[@]}" -np 2 "$qccl" experiment qgenx-gan --steps 2 --batch 4 --width 4 --latent 8 \
+  --fd-samples 100 --classifier-epochs 1 --classifier-steps 3 --codecs fp32 qgenx:bits=8 \
+  --output "$simdir/gan" --timeout 60000
+[ -f "$simdir/gan/cache/frechet-classifier-cnn-e1x3-b64-lr0.05-s1.bin" ] ||
+  { echo "FAIL: qgenx-gan cached its classifier"; failures=$((failures + 1)); }
 rm -rf "$simdir"
 
 # Training: usage errors, a short in-process run with its log, a comparison

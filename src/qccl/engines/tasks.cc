@@ -18,6 +18,10 @@ double Task::metric(const EvalSums& sums) const {
   return sums.correct / sums.predictions;
 }
 
+torch::Tensor Task::features(const torch::Tensor&) {
+  throw InvalidArgument("this model has no feature layer; use --model cnn");
+}
+
 namespace {
 
 // Fills `tensor` with U(-bound, bound) from the counter generator keyed by
@@ -36,7 +40,7 @@ void fill_uniform(torch::Tensor tensor, double bound, std::uint64_t seed, std::u
 // PyTorch's default rule for linear and convolution layers (kaiming-uniform
 // with a = √5): weights and biases U(±1/√fan_in); embeddings and recurrent
 // weights get the bound their module passes as `fixed_bound`.
-void initialize_module(nn::Module& module, std::uint64_t seed, double fixed_bound = 0) {
+void initialize_module_impl(nn::Module& module, std::uint64_t seed, double fixed_bound) {
   std::uint64_t index = 0;
   double fan_in = 1;
   for (auto& item : module.named_parameters()) {
@@ -85,9 +89,13 @@ struct CnnNet : nn::Module {
     fc2 = register_module("fc2", nn::Linear(128, 10));
   }
   torch::Tensor forward(torch::Tensor x) {
+    return fc2(features(x));
+  }
+  // The penultimate layer: 128 ReLU units.
+  torch::Tensor features(torch::Tensor x) {
     x = torch::max_pool2d(torch::relu(conv1(x)), 2);
     x = torch::max_pool2d(torch::relu(conv2(x)), 2);
-    return fc2(torch::relu(fc1(x.flatten(1))));
+    return torch::relu(fc1(x.flatten(1)));
   }
 };
 
@@ -161,7 +169,7 @@ class ImageTask final : public Task {
     for (std::size_t i = 0; i < samples.size(); ++i) {
       const std::uint8_t* image = set.pixels.data() + std::size_t{samples[i]} * pixels;
       for (std::size_t p = 0; p < pixels; ++p) {
-        x[i * pixels + p] = (static_cast<float>(image[p]) / 255.0f - 0.2860f) / 0.3530f;
+        x[i * pixels + p] = (static_cast<float>(image[p]) / 255.0f - kFashionMnistMean) / kFashionMnistStd;
       }
       y[i] = set.labels[samples[i]];
     }
@@ -173,6 +181,14 @@ class ImageTask final : public Task {
   EvalSums evaluate(const Batch& batch) override {
     torch::NoGradGuard no_grad;
     return classification_sums(net_.forward(batch.input), batch.target);
+  }
+  torch::Tensor features(const torch::Tensor& input) override {
+    if constexpr (requires { net_.features(input); }) {
+      torch::NoGradGuard no_grad;
+      return net_.features(input);
+    } else {
+      return Task::features(input);
+    }
   }
 
  private:
@@ -343,6 +359,10 @@ std::string directory_or(const std::string& given, const char* fallback) {
 }
 
 }  // namespace
+
+void initialize_module(nn::Module& module, std::uint64_t seed, double fixed_bound) {
+  initialize_module_impl(module, seed, fixed_bound);
+}
 
 std::unique_ptr<Task> make_task(const TrainConfig& config) {
   validate(config);

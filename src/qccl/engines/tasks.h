@@ -38,12 +38,27 @@ class Task {
   virtual torch::Tensor loss(const Batch& batch) = 0;
   // Summed loss and correct predictions, without gradients.
   virtual EvalSums evaluate(const Batch& batch) = 0;
+  // The model's penultimate layer on `input` (a batch's input), [N, F],
+  // without gradients: the features a Fréchet distance compares. Throws
+  // InvalidArgument for a model without such a layer (only `cnn` has one).
+  virtual torch::Tensor features(const torch::Tensor& input);
   // The metric from sums over the whole test set.
   double metric(const EvalSums& sums) const;
   // Sets every parameter from counter-based random numbers of `seed`
   // (deterministic on any thread, no global generator).
   virtual void initialize(std::uint64_t seed) = 0;
 };
+
+// Fashion-MNIST's training mean and standard deviation of pixels in [0, 1]:
+// the image models see (p − mean)/std.
+inline constexpr float kFashionMnistMean = 0.2860f, kFashionMnistStd = 0.3530f;
+
+// Sets every parameter of `module` from counter-based random numbers of
+// `seed` with PyTorch's default bounds for linear and convolution layers,
+// U(±1/√fan_in) (fan_in: a weight's elements over its first dimension, the
+// last weight's for a bias); with `fixed_bound` > 0, U(±fixed_bound) for
+// all. Deterministic on any thread, no global generator.
+void initialize_module(torch::nn::Module& module, std::uint64_t seed, double fixed_bound = 0);
 
 // Builds the task for config.model on config.data, reading the data.
 // Throws InvalidArgument for an unknown model, an unknown dataset, a model

@@ -14,6 +14,7 @@
 #include "qccl/tools/codec_bench.h"
 #include "qccl/tools/codec_comparison.h"
 #include "qccl/tools/exit_codes.h"
+#include "qccl/tools/gan_command.h"
 #include "qccl/tools/intsgd_experiment.h"
 #include "qccl/tools/model_report.h"
 #include "qccl/tools/qgenx_experiment.h"
@@ -253,7 +254,7 @@ int run_rates_command(RatesCommand& command, int argc, char** argv) {
                       });
 }
 
-void add_experiment(CLI::App& app, ExperimentCommand& command) {
+void add_experiment(CLI::App& app, ExperimentCommand& command, GanCommand& gan) {
   auto* experiment = app.add_subcommand("experiment", "reproduce the papers' experiments");
   experiment->require_subcommand(1);
   auto* sub = experiment->add_subcommand(
@@ -286,6 +287,7 @@ void add_experiment(CLI::App& app, ExperimentCommand& command) {
   add_ranks_option(*sub, command.ranks);
   sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
   add_rates_experiment(*experiment, command.rates);
+  add_gan_experiment(*experiment, gan);
 }
 
 int run_experiment_command(ExperimentCommand& command, int argc, char** argv) {
@@ -505,7 +507,8 @@ int run_cli(int argc, char** argv) {
   SimulateCommand simulate_command;
   add_simulate(app, simulate_command);
   ExperimentCommand experiment_command;
-  add_experiment(app, experiment_command);
+  GanCommand gan_command;
+  add_experiment(app, experiment_command, gan_command);
   TrainCommand train_command;
   add_train(app, train_command);
   TrainCommand plan_command;
@@ -541,6 +544,9 @@ int run_cli(int argc, char** argv) {
   }
   if (app.got_subcommand("simulate")) return run_simulate_command(simulate_command);
   if (app.got_subcommand("experiment")) {
+    if (app.get_subcommand("experiment")->got_subcommand("qgenx-gan")) {
+      return run_gan_command(gan_command, argc, argv);
+    }
     return run_experiment_command(experiment_command, argc, argv);
   }
   if (bench->got_subcommand("codec")) return run_codec_bench_command(codec_command);

@@ -1,0 +1,25 @@
+// The command line of `qccl experiment qgenx-gan` (gan_experiment.h).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "qccl/tools/gan_experiment.h"
+
+namespace qccl::tools {
+
+struct GanCommand {
+  GanExperimentConfig config;
+  std::vector<std::string> codecs;  // empty: kGanDefaultCodecs
+  std::string algorithm = "ring";
+  int ranks = 0;
+  long timeout_ms = 300000;
+  bool quiet = false;
+};
+
+// Adds `qgenx-gan` under `experiment`.
+CLI::App* add_gan_experiment(CLI::App& experiment, GanCommand& command);
+int run_gan_command(GanCommand& command, int argc, char** argv);
+
+}  // namespace qccl::tools
