@@ -183,16 +183,9 @@ GanRun::GanRun(Communicator& comm, const GanConfig& config)
   if (config.optimizer != "adam" && config.optimizer != "sgd") {
     throw InvalidArgument("qgenx-gan: unknown optimizer '" + config.optimizer + "'; valid: adam, sgd");
   }
-  TrainConfig settings;
-  settings.optimizer = config.optimizer;
-  settings.momentum = 0;
-  settings.lr = config.lr;
-  settings.beta1 = config.beta1;
-  settings.beta2 = config.beta2;
-  settings.eps = config.eps;
-  optimizer_ = make_optimizer(settings, engine_->optimizer_parameters());
-  engine_->broadcast_from_root();
   train_config_ = as_train_config(config);
+  optimizer_ = make_optimizer(train_config_, engine_->optimizer_parameters());
+  engine_->broadcast_from_root();
   start_or_resume();
 }
 
