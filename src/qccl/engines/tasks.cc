@@ -1,6 +1,7 @@
 #include "qccl/engines/tasks.h"
 
 #include <cmath>
+#include <limits>
 
 #include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
@@ -20,6 +21,10 @@ double Task::metric(const EvalSums& sums) const {
 
 torch::Tensor Task::features(const torch::Tensor&) {
   throw InvalidArgument("this model has no feature layer; use --model cnn");
+}
+
+torch::Tensor Task::next_token_logits(const torch::Tensor&) {
+  throw InvalidArgument("this model predicts no characters; use --model char-lstm or gpt");
 }
 
 namespace {
@@ -196,16 +201,23 @@ class ImageTask final : public Task {
   Net net_;
 };
 
-// ---- Character-level language model on fortunes ------------------------------
+// ---- Character-level language models on fortunes -----------------------------
 
 struct CharLstmNet : nn::Module {
   nn::Embedding embed{nullptr};
   nn::LSTM lstm{nullptr};
   nn::Linear head{nullptr};
-  CharLstmNet(std::int64_t vocabulary, std::int64_t hidden) {
+  std::int64_t hidden;
+  CharLstmNet(std::int64_t vocabulary, const TrainConfig& config)
+      : hidden(static_cast<std::int64_t>(config.hidden)) {
     embed = register_module("embed", nn::Embedding(vocabulary, 64));
     lstm = register_module("lstm", nn::LSTM(nn::LSTMOptions(64, hidden).batch_first(true)));
     head = register_module("head", nn::Linear(hidden, vocabulary));
+  }
+  void initialize(std::uint64_t seed) {
+    initialize_module_impl(*embed, seed, 0.1);
+    initialize_module_impl(*lstm, seed + 1, 1.0 / std::sqrt(static_cast<double>(hidden)));
+    initialize_module_impl(*head, seed + 2, 0);
   }
   torch::Tensor forward(torch::Tensor tokens) {
     auto out = std::get<0>(lstm->forward(embed(tokens)));
@@ -213,30 +225,98 @@ struct CharLstmNet : nn::Module {
   }
 };
 
+// One pre-norm transformer block (GPT-2's layout, Radford et al. 2019):
+// x + attention(LayerNorm(x)), then + MLP(LayerNorm(·)) with a 4× GELU
+// hidden layer. Attention is causal: position t attends to positions <= t
+// (`mask` holds −∞ above the diagonal).
+struct GptBlockImpl : nn::Module {
+  nn::LayerNorm norm1{nullptr}, norm2{nullptr};
+  nn::Linear qkv{nullptr}, proj{nullptr}, up{nullptr}, down{nullptr};
+  std::int64_t heads;
+  GptBlockImpl(std::int64_t width, std::int64_t heads_) : heads(heads_) {
+    norm1 = register_module("norm1", nn::LayerNorm(nn::LayerNormOptions({width})));
+    qkv = register_module("qkv", nn::Linear(width, 3 * width));
+    proj = register_module("proj", nn::Linear(width, width));
+    norm2 = register_module("norm2", nn::LayerNorm(nn::LayerNormOptions({width})));
+    up = register_module("up", nn::Linear(width, 4 * width));
+    down = register_module("down", nn::Linear(4 * width, width));
+  }
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) {
+    const auto b = x.size(0), t = x.size(1), width = x.size(2), head = width / heads;
+    auto parts = qkv(norm1(x)).view({b, t, 3, heads, head}).permute({2, 0, 3, 1, 4});
+    auto scores = parts[0].matmul(parts[1].transpose(-2, -1)) / std::sqrt(static_cast<double>(head));
+    auto mixed = torch::softmax(scores + mask, -1).matmul(parts[2]);  // [b, heads, t, head]
+    auto h = x + proj(mixed.transpose(1, 2).reshape({b, t, width}));
+    return h + down(F::gelu(up(norm2(h))));
+  }
+};
+TORCH_MODULE(GptBlock);
+
+// A small GPT-style decoder over characters: token and learned position
+// embeddings, `layers` pre-norm blocks of width/64 heads of 64 (one head
+// when the width is no multiple of 64), a final LayerNorm and the output tied to the token embedding
+// (logits = h·Eᵀ, no separate head).
+struct GptNet : nn::Module {
+  nn::Embedding tokens{nullptr}, positions{nullptr};
+  nn::ModuleList blocks{nullptr};
+  nn::LayerNorm norm{nullptr};
+  GptNet(std::int64_t vocabulary, const TrainConfig& config) {
+    const auto width = static_cast<std::int64_t>(config.hidden);
+    tokens = register_module("tokens", nn::Embedding(vocabulary, width));
+    positions = register_module("positions",
+                                nn::Embedding(static_cast<std::int64_t>(config.sequence_length), width));
+    blocks = register_module("blocks", nn::ModuleList());
+    for (std::size_t l = 0; l < config.layers; ++l) {
+      blocks->push_back(GptBlock(width, width % 64 == 0 ? width / 64 : 1));
+    }
+    norm = register_module("norm", nn::LayerNorm(nn::LayerNormOptions({width})));
+  }
+  // Embeddings U(±0.02·√3) (GPT-2's N(0, 0.02²) in spread), linear layers
+  // PyTorch's default, LayerNorms the identity.
+  void initialize(std::uint64_t seed) {
+    initialize_module_impl(*tokens, seed, 0.02 * std::sqrt(3.0));
+    initialize_module_impl(*positions, seed + 1, 0.02 * std::sqrt(3.0));
+    for (std::size_t l = 0; l < blocks->size(); ++l) {
+      auto& block = *blocks[l]->as<GptBlockImpl>();
+      for (auto* linear : {&block.qkv, &block.proj, &block.up, &block.down}) {
+        initialize_module_impl(**linear, seed + 2 + 4 * l, 0);
+      }
+    }
+    torch::NoGradGuard no_grad;
+    for (auto& item : named_parameters()) {
+      if (item.key().find("norm") == std::string::npos) continue;
+      item.value().fill_(item.key().ends_with("weight") ? 1.0 : 0.0);
+    }
+  }
+  torch::Tensor forward(torch::Tensor input) {
+    const auto t = input.size(1);
+    const auto mask = torch::full({t, t}, -std::numeric_limits<float>::infinity()).triu(1);
+    auto h = tokens(input) + positions(torch::arange(t, torch::kInt64));
+    for (const auto& block : *blocks) h = block->as<GptBlockImpl>()->forward(h, mask);
+    return norm(h).matmul(tokens->weight.t());  // [batch, length, vocabulary]
+  }
+};
+
 // Sample k is the window text[k·L, k·L + L] of the split: L input tokens and
 // the same window shifted by one as targets. Perplexity is exp of the mean
 // per-character cross-entropy over the test windows.
-class CharLstmTask final : public Task {
+template <typename Net>
+class CharTextTask final : public Task {
  public:
-  CharLstmTask(const std::string& directory, std::size_t length, std::size_t hidden)
+  CharTextTask(const std::string& directory, const TrainConfig& config)
       : corpus_(data::read_fortunes(directory)),
-        length_(length),
-        net_(static_cast<std::int64_t>(corpus_.vocabulary()), static_cast<std::int64_t>(hidden)),
-        hidden_(hidden) {
+        length_(config.sequence_length),
+        net_(static_cast<std::int64_t>(corpus_.vocabulary()), config) {
     if (test_size() == 0) {
       throw InvalidArgument("fortunes: test text is shorter than one sequence of " +
-                            std::to_string(length) + " characters");
+                            std::to_string(length_) + " characters");
     }
   }
   std::string metric_name() const override { return "perplexity"; }
   std::size_t train_size() const override { return (corpus_.train.size() - 1) / length_; }
   std::size_t test_size() const override { return (corpus_.test.size() - 1) / length_; }
   torch::nn::Module& model() override { return net_; }
-  void initialize(std::uint64_t seed) override {
-    initialize_module(*net_.embed, seed, 0.1);
-    initialize_module(*net_.lstm, seed + 1, 1.0 / std::sqrt(static_cast<double>(hidden_)));
-    initialize_module(*net_.head, seed + 2);
-  }
+  void initialize(std::uint64_t seed) override { net_.initialize(seed); }
   Batch batch(std::span<const std::uint32_t> samples, bool test) const override {
     const auto& text = test ? corpus_.test : corpus_.train;
     const auto b = static_cast<std::int64_t>(samples.size());
@@ -262,12 +342,15 @@ class CharLstmTask final : public Task {
     torch::NoGradGuard no_grad;
     return classification_sums(net_.forward(batch.input).flatten(0, 1), batch.target.flatten());
   }
+  torch::Tensor next_token_logits(const torch::Tensor& input) override {
+    torch::NoGradGuard no_grad;
+    return net_.forward(input);
+  }
 
  private:
   data::TextCorpus corpus_;
   std::size_t length_;
-  CharLstmNet net_;
-  std::size_t hidden_;
+  Net net_;
 };
 
 // ---- Recommendation model on generated clicks --------------------------------
@@ -373,9 +456,10 @@ std::unique_ptr<Task> make_task(const TrainConfig& config) {
     if (m == "resmlp") return std::make_unique<ImageTask<ResMlpNet>>(dir);
     return std::make_unique<ImageTask<CnnNet>>(dir);
   }
-  if (m == "char-lstm") {
-    return std::make_unique<CharLstmTask>(directory_or(config.data_dir, data::kFortunesDirectory),
-                                          config.sequence_length, config.hidden);
+  if (m == "char-lstm" || m == "gpt") {
+    const auto dir = directory_or(config.data_dir, data::kFortunesDirectory);
+    if (m == "gpt") return std::make_unique<CharTextTask<GptNet>>(dir, config);
+    return std::make_unique<CharTextTask<CharLstmNet>>(dir, config);
   }
   return std::make_unique<RecommenderTask>(config);
 }

@@ -42,6 +42,9 @@ class Task {
   // without gradients: the features a Fréchet distance compares. Throws
   // InvalidArgument for a model without such a layer (only `cnn` has one).
   virtual torch::Tensor features(const torch::Tensor& input);
+  // The language models' next-character logits on `input`, [N, L, V],
+  // without gradients. Throws InvalidArgument for the other models.
+  virtual torch::Tensor next_token_logits(const torch::Tensor& input);
   // The metric from sums over the whole test set.
   double metric(const EvalSums& sums) const;
   // Sets every parameter from counter-based random numbers of `seed`

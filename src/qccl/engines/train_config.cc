@@ -30,12 +30,12 @@ void require(bool ok, const std::string& message) {
 
 std::string dataset_for_model(const std::string& model) {
   if (model == "mlp" || model == "cnn" || model == "resmlp") return "fashion-mnist";
-  if (model == "char-lstm") return "fortunes";
+  if (model == "char-lstm" || model == "gpt") return "fortunes";
   return "clicks";
 }
 
 std::vector<std::string> model_names() {
-  return {"mlp", "cnn", "resmlp", "char-lstm", "recommender"};
+  return {"mlp", "cnn", "resmlp", "char-lstm", "gpt", "recommender"};
 }
 std::vector<std::string> dataset_names() { return {"fashion-mnist", "fortunes", "clicks"}; }
 std::vector<std::string> optimizer_names() { return {"sgd", "adam", "adamw"}; }
@@ -107,6 +107,7 @@ void validate(const TrainConfig& c) {
           "--max-skipped-consecutive and --max-skipped-total must be at least 1");
   require(c.sequence_length >= 2 && c.sequence_length <= 4096, "--sequence-length must be in 2..4096");
   require(c.hidden >= 1 && c.hidden <= 8192, "--hidden must be in 1..8192");
+  require(c.layers >= 1 && c.layers <= 64, "--layers must be in 1..64");
   require(c.fields >= 1 && c.fields <= 64, "--fields must be in 1..64");
   require(c.values_per_field >= 2 && c.values_per_field <= (std::size_t{1} << 26),
           "--values-per-field must be in 2..2^26");

@@ -17,7 +17,7 @@ QCCL_API_BEGIN
 namespace qccl::engines {
 
 struct TrainConfig {
-  std::string model = "cnn";              // mlp | cnn | resmlp | char-lstm | recommender
+  std::string model = "cnn";              // mlp | cnn | resmlp | char-lstm | gpt | recommender
   std::string data;                       // fashion-mnist | fortunes | clicks; empty: the model's
   std::string data_dir;                   // empty: the dataset's Debian location
   std::string codec = "fp32";
@@ -68,8 +68,9 @@ struct TrainConfig {
   bool progress = true;                   // rank 0 draws a progress bar on stderr
   int threads = 1;                        // libtorch intra-op threads per rank
   // Sizes of the models that have them.
-  std::size_t sequence_length = 64;       // char-lstm
-  std::size_t hidden = 256;               // char-lstm
+  std::size_t sequence_length = 64;       // char-lstm, gpt
+  std::size_t hidden = 256;               // char-lstm, gpt (its width)
+  std::size_t layers = 4;                 // gpt
   std::size_t fields = 8, values_per_field = 100000;  // recommender
   // recommender: embedding tables with sparse gradients (the rows a batch
   // touched), which the engine reduces in proportion to those rows.

@@ -36,9 +36,10 @@ void add_train_options(CLI::App& app, TrainCommand& command) {
   // takes the last value.
   sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   auto& c = command.config;
-  sub->add_option("--model", c.model, "mlp, cnn (default), resmlp (102 tensors), char-lstm or recommender");
+  sub->add_option("--model", c.model, "mlp, cnn (default), resmlp (102 tensors), char-lstm, gpt (a small GPT-style decoder) or "
+                  "recommender");
   sub->add_option("--data", c.data,
-                  "fashion-mnist (mlp, cnn, resmlp), fortunes (char-lstm) or clicks (recommender); "
+                  "fashion-mnist (mlp, cnn, resmlp), fortunes (char-lstm, gpt) or clicks (recommender); "
                   "default: the model's");
   sub->add_option("--data-dir", c.data_dir,
                   "dataset directory (default /usr/share/datasets/fashion-mnist or "
@@ -101,8 +102,9 @@ void add_train_options(CLI::App& app, TrainCommand& command) {
                   "0: only after a resume, at checkpoints and at the end)");
   sub->add_flag("--quiet", command.quiet, "no progress bar or per-epoch lines");
   sub->add_option("--threads", c.threads, "libtorch threads per rank (default 1)");
-  sub->add_option("--sequence-length", c.sequence_length, "char-lstm: characters per sample (64)");
-  sub->add_option("--hidden", c.hidden, "char-lstm: LSTM width (256)");
+  sub->add_option("--sequence-length", c.sequence_length, "char-lstm, gpt: characters per sample (64)");
+  sub->add_option("--hidden", c.hidden, "char-lstm: LSTM width; gpt: model width (256)");
+  sub->add_option("--layers", c.layers, "gpt: transformer blocks (4)");
   sub->add_option("--fields", c.fields, "recommender: categorical fields (8)");
   sub->add_option("--values-per-field", c.values_per_field,
                   "recommender: rows of each embedding table (100000)");
