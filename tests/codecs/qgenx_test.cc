@@ -47,6 +47,13 @@ TEST(QuantizationLevelsTest, FamiliesAndLookup) {
     std::size_t t = 0;
     while (t + 2 < levels.size() && levels[t + 1] <= u) ++t;
     ASSERT_EQ(index.lower(u), t) << u;
+    // The coin: the smallest draw rounds up unless u is a level, the
+    // largest rounds down unless ξ rounds to 1.
+    const double xi = (u - levels[t]) / (levels[t + 1] - levels[t]);
+    ASSERT_EQ(index.round(u, 0), xi > 0 ? t + 1 : t) << u;
+    if (xi < 0.5) {
+      ASSERT_EQ(index.round(u, (std::uint64_t{1} << 53) - 1), t) << u;
+    }
   }
 }
 

@@ -17,14 +17,10 @@
 namespace qccl {
 
 struct MinMaxCodec::Tables {
-  explicit Tables(std::vector<double> l) : levels(std::move(l)), index(levels) {
-    for (std::size_t j = 0; j + 1 < levels.size(); ++j) {
-      inverse_width.push_back(1.0 / (levels[j + 1] - levels[j]));
-    }
-  }
-  std::vector<double> levels;
-  std::vector<double> inverse_width;
-  LevelIndex index;
+  LevelIndex index;  // the 2^bits levels on [0, 1]
+  // A hash of learned levels (empty for uniform ones): what ranks must
+  // share, which joins every step's call check (computed once per refit).
+  std::string digest;
 };
 
 namespace {
@@ -78,7 +74,7 @@ class MinMaxReduction final : public Reduction {
     require_chunk_bytes(name_, in.size(), max_encoded_bytes(out.size()), out.size());
     read_indices(in.subspan(2 * sizeof(float) * buckets(out.size())), out.size());
     const std::size_t size = config_.bucket == 0 ? out.size() : config_.bucket;
-    const auto& levels = tables_->levels;
+    const auto levels = tables_->index.levels();
     for (std::size_t b = 0, start = 0; start < out.size(); ++b, start += size) {
       float lo, hi;
       std::memcpy(&lo, in.data() + 2 * sizeof(float) * b, sizeof(float));
@@ -120,18 +116,14 @@ class MinMaxReduction final : public Reduction {
   }
 
   // Unbiased random rounding of u = (x − min)/(max − min) between the two
-  // levels around it, the coin read off the sign of a difference.
+  // levels around it (LevelIndex::round).
   void round_between_levels(std::span<const float> part, std::size_t first, float lo, float hi,
                             std::uint8_t* out) const {
     const double range = static_cast<double>(hi) - lo;
     const double scale = range > 0 ? 1.0 / range : 0.0;
-    const auto& levels = tables_->levels;
     for (std::size_t i = 0; i < part.size(); ++i) {
       const double u = std::clamp((static_cast<double>(part[i]) - lo) * scale, 0.0, 1.0);
-      const std::size_t t = tables_->index.lower(u);
-      const auto threshold = static_cast<std::uint64_t>((u - levels[t]) * tables_->inverse_width[t] * 0x1p53);
-      const std::uint64_t draw = rng_.bits64(first + i) >> 11;
-      out[i] = static_cast<std::uint8_t>(t + ((draw - threshold) >> 63));
+      out[i] = static_cast<std::uint8_t>(tables_->index.round(u, rng_.bits64(first + i) >> 11));
     }
   }
 
@@ -144,7 +136,7 @@ class MinMaxReduction final : public Reduction {
   //   min + δ·k, in 0..2^bits − 1 since (x − min)/δ <= 2^bits − 1 and
   //   ρ + ½ < 1.
   void round_on_lattice(std::span<const float> part, float lo, float hi, std::uint8_t* out) const {
-    const double top = static_cast<double>(tables_->levels.size() - 1);
+    const double top = static_cast<double>(tables_->index.levels().size() - 1);
     const double delta = (static_cast<double>(hi) - lo) / top;
     if (delta == 0) {
       std::fill(out, out + part.size(), std::uint8_t{0});
@@ -225,7 +217,7 @@ std::size_t MinMaxCodec::wire_bytes(std::size_t count) const {
   return 2 * sizeof(float) * buckets + (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
 }
 
-std::span<const double> MinMaxCodec::levels() const { return tables_->levels; }
+std::span<const double> MinMaxCodec::levels() const { return tables_->index.levels(); }
 
 // A value errs by less than one interval of its bucket's range, at most
 // 2·‖v‖_∞ wide; on the shifted lattice by at most δ/2. Learned levels may
@@ -244,7 +236,13 @@ std::optional<double> MinMaxCodec::variance_bound(double squared_norm, std::size
 }
 
 void MinMaxCodec::install(std::vector<double> levels) {
-  tables_ = std::make_shared<const Tables>(std::move(levels));
+  std::string digest;
+  if (config_.learned) {
+    std::string text;
+    for (double l : levels) text += format_number(l) + ",";
+    digest = " levels#" + std::to_string(hash62(text));
+  }
+  tables_ = std::make_shared<const Tables>(Tables{LevelIndex(levels), std::move(digest)});
 }
 
 bool MinMaxCodec::refit_step(std::uint64_t step) const {
@@ -284,12 +282,7 @@ void MinMaxCodec::refit(Communicator& comm, std::span<const float> input,
   refitted_ = true;
 }
 
-std::string MinMaxCodec::state_digest(const StepSetup&) const {
-  if (!config_.learned) return {};
-  std::string text;
-  for (double l : levels()) text += format_number(l) + ",";
-  return " levels#" + std::to_string(hash62(text));
-}
+std::string MinMaxCodec::state_digest(const StepSetup&) const { return tables_->digest; }
 
 std::unique_ptr<Reduction> MinMaxCodec::step_reduction(const StepSetup& setup, double norm) const {
   if (norm == 0) return nullptr;

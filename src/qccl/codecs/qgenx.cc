@@ -16,17 +16,11 @@
 namespace qccl {
 
 struct QGenXCodec::Tables {
-  Tables(std::vector<double> l, std::optional<PrefixCode> c, bool evenly_spaced)
-      : levels(std::move(l)), index(levels), code(std::move(c)), uniform(evenly_spaced) {
-    for (std::size_t j = 0; j + 1 < levels.size(); ++j) {
-      inverse_width.push_back(1.0 / (levels[j + 1] - levels[j]));
-    }
-  }
-  std::vector<double> levels;
-  std::vector<double> inverse_width;  // 1/(ℓ_{j+1} − ℓ_j)
-  LevelIndex index;
-  std::optional<PrefixCode> code;  // coding=huffman
-  bool uniform = false;            // ℓ_j = j/(s+1)
+  LevelIndex index;                // the levels ℓ_0 … ℓ_{s+1}
+  std::optional<PrefixCode> code;  // coding=huffman, once probabilities are estimated
+  // A hash of the levels and code lengths: what ranks must share, which
+  // joins every step's call check (computed once per refit, not per step).
+  std::string digest;
 };
 
 namespace {
@@ -49,7 +43,7 @@ class QGenXReduction final : public Reduction {
   QGenXReduction(std::string name, const QGenXConfig& config,
                  std::shared_ptr<const Tables> tables, CounterRng rng, double whole_norm)
       : name_(std::move(name)), config_(config), tables_(std::move(tables)), rng_(rng),
-        whole_norm_(whole_norm), counts_(tables_->levels.size(), 0) {}
+        whole_norm_(whole_norm), counts_(tables_->index.levels().size(), 0) {}
 
   std::string name() const override { return name_; }
   std::size_t granularity() const override { return config_.bucket == 0 ? 1 : config_.bucket; }
@@ -131,7 +125,7 @@ class QGenXReduction final : public Reduction {
       const auto part = in.subspan(start, std::min(size, in.size() - start));
       const double norm = config_.bucket == 0 ? whole_norm_ : lq_norm(part, config_.norm);
       std::memcpy(norms_out.data() + b * sizeof(double), &norm, sizeof(double));
-      if (tables_->uniform) {
+      if (config_.levels == LevelFamily::uniform) {
         encode_levels(part, first + start, levels_.data() + start, norm, top_level(), rng_);
       } else {
         quantize_to_levels(part, first + start, norm, levels_.data() + start);
@@ -142,28 +136,21 @@ class QGenXReduction final : public Reduction {
 
   void quantize_to_levels(std::span<const float> part, std::size_t first, double norm,
                           std::int8_t* out) const {
-    const auto& levels = tables_->levels;
-    const auto& inverse_width = tables_->inverse_width;
     const double scale = norm > 0 ? 1.0 / norm : 0.0;
     for (std::size_t i = 0; i < part.size(); ++i) {
       const double u = std::min(1.0, std::fabs(static_cast<double>(part[i])) * scale);
-      const std::size_t t = tables_->index.lower(u);
-      const double xi = (u - levels[t]) * inverse_width[t];
-      // Up with probability ξ: a 53-bit draw below ξ·2^53, read off the
-      // sign of their difference.
-      const auto threshold = static_cast<std::uint64_t>(xi * 0x1p53);
-      const std::uint64_t draw = rng_.bits64(first + i) >> 11;
-      const auto level = static_cast<int>(t + ((draw - threshold) >> 63));
+      const auto level = static_cast<int>(tables_->index.round(u, rng_.bits64(first + i) >> 11));
       out[i] = static_cast<std::int8_t>(std::signbit(part[i]) ? -level : level);
     }
   }
 
-  int top_level() const { return static_cast<int>(tables_->levels.size()) - 1; }
+  int top_level() const { return static_cast<int>(tables_->index.levels().size()) - 1; }
 
   // Four interleaved histograms, so equal neighbours do not serialize.
   void count_levels() {
     const std::size_t m = counts_.size();
-    std::vector<std::uint64_t> lanes(4 * m, 0);
+    std::vector<std::uint64_t>& lanes = lanes_;
+    lanes.assign(4 * m, 0);
     const std::size_t n = levels_.size();
     std::size_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -245,7 +232,7 @@ class QGenXReduction final : public Reduction {
   }
 
   void check_level(std::size_t level) const {
-    if (level >= tables_->levels.size()) corrupt("level " + std::to_string(level) + " out of range");
+    if (level >= tables_->index.levels().size()) corrupt("level " + std::to_string(level) + " out of range");
   }
 
   // Uniform levels: ±j · ‖v‖_q/(s+1) by the vectorised kernel. Others: each
@@ -253,14 +240,14 @@ class QGenXReduction final : public Reduction {
   // float's.
   void dequantize(std::span<const std::byte> norms_in, std::span<float> out) {
     const std::size_t size = config_.bucket == 0 ? out.size() : config_.bucket;
-    const auto& levels = tables_->levels;
+    const auto levels = tables_->index.levels();
     values_.resize(levels.size());
     for (std::size_t b = 0, start = 0; start < out.size(); ++b, start += size) {
       double norm;
       std::memcpy(&norm, norms_in.data() + b * sizeof(double), sizeof(double));
       if (!std::isfinite(norm) || norm < 0) corrupt("norm " + std::to_string(norm) + " is invalid");
       const std::size_t end = std::min(out.size(), start + size);
-      if (tables_->uniform) {
+      if (config_.levels == LevelFamily::uniform) {
         decode_levels(levels_.data() + start, out.data() + start, end - start, norm / top_level());
         continue;
       }
@@ -283,6 +270,7 @@ class QGenXReduction final : public Reduction {
   std::vector<std::int8_t> levels_;    // ± level index per coordinate
   std::vector<std::uint32_t> values_;  // dequantize's table
   std::vector<std::uint64_t> counts_;
+  std::vector<std::uint64_t> lanes_;  // count_levels' four histograms, reused
   std::uint64_t encoded_bits_ = 0, header_bits_ = 0, symbol_bits_now_ = 0;
   std::size_t coordinates_ = 0;
 };
@@ -335,7 +323,7 @@ std::size_t QGenXCodec::wire_bytes(std::size_t count) const {
   return 1 + sizeof(double) * norms + (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
 }
 
-std::span<const double> QGenXCodec::levels() const { return tables_->levels; }
+std::span<const double> QGenXCodec::levels() const { return tables_->index.levels(); }
 std::span<const double> QGenXCodec::estimated_probabilities() const { return probabilities_; }
 
 // A coordinate errs by less than its interval, at most the widest gap times
@@ -370,8 +358,13 @@ void QGenXCodec::install(std::vector<double> levels, std::vector<double> probabi
   if (config_.coding == SymbolCoding::huffman && !probabilities.empty()) {
     code = PrefixCode::from_probabilities(probabilities, kLongestCodeWord);
   }
-  const bool uniform = config_.levels == LevelFamily::uniform;
-  tables_ = std::make_shared<const Tables>(std::move(levels), std::move(code), uniform);
+  std::string text;
+  for (double l : levels) text += format_number(l) + ",";
+  if (code) {
+    for (std::uint8_t length : code->lengths()) text += std::to_string(length) + ",";
+  }
+  tables_ = std::make_shared<const Tables>(
+      Tables{LevelIndex(levels), std::move(code), " levels#" + std::to_string(hash62(text))});
   probabilities_ = std::move(probabilities);
 }
 
@@ -402,16 +395,8 @@ void QGenXCodec::refit(Communicator& comm, std::span<const float> input,
   refitted_now_ = true;
 }
 
-// Ranks must quantize with the same levels and code: their hash joins the
-// call check.
-std::string QGenXCodec::state_digest(const StepSetup&) const {
-  std::string text;
-  for (double l : levels()) text += format_number(l) + ",";
-  if (tables_->code) {
-    for (std::uint8_t len : tables_->code->lengths()) text += std::to_string(len) + ",";
-  }
-  return " levels#" + std::to_string(hash62(text));
-}
+// Ranks must quantize with the same levels and code.
+std::string QGenXCodec::state_digest(const StepSetup&) const { return tables_->digest; }
 
 std::unique_ptr<Reduction> QGenXCodec::step_reduction(const StepSetup& setup, double norm) const {
   if (norm == 0) return nullptr;

@@ -52,6 +52,9 @@ void check_levels(std::span<const double> levels) {
 LevelIndex::LevelIndex(std::span<const double> levels)
     : levels_(levels.begin(), levels.end()), start_(kCells) {
   check_levels(levels_);
+  for (std::size_t j = 0; j + 1 < levels_.size(); ++j) {
+    inverse_width_.push_back(1.0 / (levels_[j + 1] - levels_[j]));
+  }
   std::size_t t = 0;
   for (std::size_t c = 0; c < kCells; ++c) {
     const double left = static_cast<double>(c) / kCells;  // exact

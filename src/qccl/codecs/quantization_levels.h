@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -38,11 +39,21 @@ class LevelIndex {
     while (t + 2 < levels_.size() && levels_[t + 1] <= u) ++t;
     return t;
   }
+  // Definition 1's random rounding of u to a level index: τ(u) + 1 with
+  // probability ξ = (u − ℓ_τ)/(ℓ_{τ+1} − ℓ_τ), else τ(u), from 53 uniform
+  // random bits `draw` (CounterRng::bits64 >> 11). Branch-free: the coin
+  // is the sign of draw − ξ·2^53.
+  std::size_t round(double u, std::uint64_t draw) const {
+    const std::size_t t = lower(u);
+    const auto threshold = static_cast<std::uint64_t>((u - levels_[t]) * inverse_width_[t] * 0x1p53);
+    return t + static_cast<std::size_t>((draw - threshold) >> 63);
+  }
   std::span<const double> levels() const { return levels_; }
 
  private:
   static constexpr std::size_t kCells = 4096;
   std::vector<double> levels_;
+  std::vector<double> inverse_width_;  // 1/(ℓ_{j+1} − ℓ_j)
   std::vector<std::size_t> start_;
 };
 
