@@ -60,15 +60,6 @@ void LevelStatistics::add_coordinate(double u, double weight) {
   prefix_.clear();
 }
 
-void LevelStatistics::add_sums(std::span<const double> other) {
-  if (other.size() != sums_.size()) {
-    throw InvalidArgument("level statistics: " + std::to_string(other.size()) + " sums given, " +
-                          std::to_string(sums_.size()) + " expected (statistics on another grid?)");
-  }
-  for (std::size_t i = 0; i < sums_.size(); ++i) sums_[i] += other[i];
-  prefix_.clear();
-}
-
 std::vector<double> LevelStatistics::occupied_cells() const {
   std::vector<double> out;
   for (std::size_t c = 0; c + 1 < edges_.size(); ++c) {

@@ -37,11 +37,9 @@ class LevelStatistics {
   void add(std::span<const float> v, std::size_t bucket, NormOrder q);
   // One normalized coordinate u in [0, 1] of a vector weighted `weight`.
   void add_coordinate(double u, double weight);
-  // The sums as a flat vector, and adding another rank's such vector.
+  // The sums as a flat vector: per cell Σλ, Σλu, Σλu², count, Σu.
   const std::vector<double>& sums() const { return sums_; }
-  void add_sums(std::span<const double> other);
-  // The same for the cells that hold coordinates only, as (cell, five
-  // moments) sextuples: what ranks exchange, at most six values per
+  // The cells that hold coordinates, as (cell, five moments) sextuples: what ranks exchange, at most six values per
   // coordinate however fine the grid. Adding them gives the dense sums'
   // bits (the other cells add zeros). InvalidArgument for a cell index
   // that is not one, or a length that is no whole number of sextuples.
