@@ -61,7 +61,7 @@ std::vector<Setting> resume_settings(const TrainConfig& c, int ranks) {
   const std::string data = c.data.empty() ? dataset_for_model(c.model) : c.data;
   return {{"model", model_text(c)},
           {"data", data},
-          {"codec", make_codec(c.codec)->spec()},
+          {"codec", exchange_settings(c)},
           {"algo", std::string(to_string(c.algorithm))},
           {"ranks", std::to_string(ranks)},
           {"batch", std::to_string(c.batch)},

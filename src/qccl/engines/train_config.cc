@@ -39,6 +39,7 @@ std::vector<std::string> model_names() {
 }
 std::vector<std::string> dataset_names() { return {"fashion-mnist", "fortunes", "clicks"}; }
 std::vector<std::string> optimizer_names() { return {"sgd", "adam", "adamw"}; }
+std::vector<std::string> engine_names() { return {"data-parallel", "sharded"}; }
 std::vector<std::string> bucket_policy_names() {
   return {"ddp", "layerwise", "one", "groups:N1,N2,..", "mergecomp"};
 }
@@ -58,6 +59,12 @@ std::string bucket_settings(const TrainConfig& c) {
   return text.str();
 }
 
+std::string exchange_settings(const TrainConfig& c) {
+  const auto gradients = make_codec(c.codec)->spec();
+  if (c.engine != "sharded") return gradients;
+  return "sharded, weights " + make_codec(c.weights_codec)->spec() + ", gradients " + gradients;
+}
+
 void validate(const TrainConfig& c) {
   require(contains(model_names(), c.model),
           "unknown model '" + c.model + "'; choose one of " + joined(model_names()));
@@ -68,7 +75,28 @@ void validate(const TrainConfig& c) {
                                                   dataset_for_model(c.model) + "', not '" + data + "'");
   require(contains(optimizer_names(), c.optimizer),
           "unknown optimizer '" + c.optimizer + "'; choose one of " + joined(optimizer_names()));
+  require(contains(engine_names(), c.engine),
+          "unknown engine '" + c.engine + "'; choose one of " + joined(engine_names()));
   const auto codec = make_codec(c.codec);  // throws listing the valid codecs and parameters
+  const auto weights = make_codec(c.weights_codec);
+  require(c.engine == "sharded" || weights->spec() == make_codec("fp32")->spec(),
+          "--weights-codec applies to --engine sharded only (data-parallel replicas send no "
+          "weights)");
+  if (c.engine == "sharded") {
+    require(codec->supports(CodecOperation::reduce_scatter_mean),
+            "--engine sharded reduce-scatters gradients, which '" + codec->spec() +
+                "' does not offer; choose a codec with a reduce-scatter (fp32, fp16, minmax, ...)");
+    require(weights->supports(CodecOperation::allgather),
+            "--engine sharded gathers weights, which '" + weights->spec() +
+                "' does not offer; choose a codec with an allgather (fp32, fp16, minmax, ...)");
+    require(!codec->wants_step_feedback() && !weights->wants_step_feedback(),
+            "--engine sharded gives codecs no optimizer feedback; '" + codec->spec() +
+                "' needs it (use it with --engine data-parallel)");
+    require(c.algorithm != Algorithm::native, "--engine sharded runs on ring or halving-doubling, "
+                                              "not --algo native");
+    require(c.buckets == "ddp", "--buckets applies to --engine data-parallel; the sharded engine "
+                                "exchanges one block at a time");
+  }
   require(c.algorithm != Algorithm::native || codec->has_native_equivalent() ||
               codec->aggregation() == Aggregation::allgather_decode,
           "--algo native (MPI_Allreduce) runs only codecs MPI can sum, fp32 and fp16; '" +

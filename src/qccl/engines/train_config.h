@@ -20,7 +20,13 @@ struct TrainConfig {
   std::string model = "cnn";              // mlp | cnn | resmlp | char-lstm | gpt | recommender
   std::string data;                       // fashion-mnist | fortunes | clicks; empty: the model's
   std::string data_dir;                   // empty: the dataset's Debian location
-  std::string codec = "fp32";
+  // data-parallel (replicas, gradient buckets) or sharded (QSDP: each rank
+  // owns 1/n of every parameter and its optimizer state; sharded.h).
+  std::string engine = "data-parallel";
+  std::string codec = "fp32";             // the gradients' codec
+  // sharded: the codec of the weights each block gathers before its forward
+  // and backward passes (QSDP §4.1, §5.1).
+  std::string weights_codec = "fp32";
   Algorithm algorithm = Algorithm::ring;
   std::string optimizer = "sgd";          // sgd | adam | adamw
   double lr = 0.05;                       // base learning rate
@@ -134,6 +140,7 @@ struct PlanReport {
 
 struct TrainSummary {
   std::string model, data, codec;
+  std::string engine = "data-parallel", weights_codec;  // weights_codec: sharded only
   int ranks = 0;
   std::string metric_name;  // "accuracy" or "perplexity"
   double final_metric = 0, final_test_loss = 0;
@@ -151,6 +158,10 @@ struct TrainSummary {
   // unset for algorithm native, whose traffic MPI does not expose.
   std::optional<double> sent_bytes_per_step;
   double compression_ratio = 0;       // fp32 bytes / payload bytes
+  // The largest peak resident memory of any rank's process (getrusage's
+  // ru_maxrss) at the end of the run; ranks that are threads of one
+  // process share it.
+  std::uint64_t peak_rss_bytes = 0;
   std::vector<EpochResult> epochs;
   std::vector<float> final_parameters;  // with return_parameters
 };
@@ -161,10 +172,16 @@ std::vector<std::string> model_names();
 std::string dataset_for_model(const std::string& model);
 std::vector<std::string> dataset_names();
 std::vector<std::string> optimizer_names();
+std::vector<std::string> engine_names();  // data-parallel, sharded
 std::vector<std::string> bucket_policy_names();  // ddp, layerwise, one, groups:.., mergecomp
 // The bucket settings in words, for checks across ranks and checkpoints:
 // "ddp: cap 26214400 B, first 1048576 B", "mergecomp: 5 steps profiled, ...".
 std::string bucket_settings(const TrainConfig& config);
+
+// The engine and codecs in words, for checks across ranks and checkpoints:
+// the gradients' canonical codec spec (data parallel), or "sharded, weights
+// SPEC, gradients SPEC".
+std::string exchange_settings(const TrainConfig& config);
 
 // Checks the settings on this rank alone (names, ranges, model/data pairs,
 // codec spec); throws InvalidArgument naming the setting and what is valid.

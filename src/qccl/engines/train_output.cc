@@ -98,7 +98,9 @@ nlohmann::json summary_json(const TrainSummary& s) {
   }
   nlohmann::json summary = {{"model", s.model},
           {"data", s.data},
+          {"engine", s.engine},
           {"codec", s.codec},
+          {"weights_codec", s.weights_codec},
           {"ranks", s.ranks},
           {s.metric_name, s.final_metric},
           {"test_loss", s.final_test_loss},
@@ -124,6 +126,7 @@ nlohmann::json summary_json(const TrainSummary& s) {
           {"sent_bytes_per_step",
            s.sent_bytes_per_step ? nlohmann::json(*s.sent_bytes_per_step) : nlohmann::json(nullptr)},
           {"compression_ratio", s.compression_ratio},
+          {"peak_rss_bytes", s.peak_rss_bytes},
           {"epochs", epochs}};
   if (s.plan) summary["plan"] = plan_json(*s.plan);
   return summary;

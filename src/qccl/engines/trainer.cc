@@ -17,6 +17,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <sys/resource.h>
+
 #include "qccl/codecs/codec_registry.h"
 #include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
@@ -55,6 +57,17 @@ std::uint64_t parameters_checksum(const std::vector<torch::Tensor>& parameters) 
   return h;
 }
 
+// The largest peak resident set of any rank's process, in bytes (a
+// collective: every rank gets it).
+std::uint64_t largest_peak_rss(Communicator& comm) {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::vector<double> peaks(static_cast<std::size_t>(comm.size()), 0.0);
+  peaks[static_cast<std::size_t>(comm.rank())] = static_cast<double>(usage.ru_maxrss) * 1024.0;
+  sum_over_ranks(comm, peaks, "peak memory");
+  return static_cast<std::uint64_t>(*std::max_element(peaks.begin(), peaks.end()));
+}
+
 std::string optimizer_text(const TrainConfig& c) {
   std::ostringstream text;
   text << c.optimizer << " lr=" << c.lr << " " << c.lr_schedule << " warmup=" << c.warmup_steps
@@ -71,7 +84,7 @@ void check_settings_agree(Communicator& comm, const TrainConfig& c, std::int64_t
   Fingerprint fingerprint("train settings");
   fingerprint.add_text("model and data", c.model + " on " + c.data +
                                              (c.sparse_embeddings ? "" : ", --dense-embeddings"))
-      .add_text("codec", make_codec(c.codec)->spec())
+      .add_text("codec", exchange_settings(c))
       .add_text("optimizer", optimizer_text(c))
       .add_text("schedule", "batch " + std::to_string(c.batch) + " per rank, " +
                                 std::to_string(c.epochs) + " epochs, at most " +
@@ -265,6 +278,8 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
   summary_.model = config.model;
   summary_.data = config.data;
   summary_.codec = engine_->codec_spec();
+  summary_.engine = config.engine;
+  if (config.engine == "sharded") summary_.weights_codec = make_codec(config.weights_codec)->spec();
   summary_.ranks = comm.size();
   summary_.metric_name = task_->metric_name();
   summary_.parameters = engine_->elements();
@@ -482,6 +497,7 @@ TrainSummary TrainingRun::result() {
                                       flat.data_ptr<float>() + flat.numel());
     }
   }
+  summary.peak_rss_bytes = largest_peak_rss(comm_);
   auto line = summary_json(summary);
   line["event"] = "summary";
   log_->write(line);

@@ -44,9 +44,16 @@ void add_train_options(CLI::App& app, TrainCommand& command) {
   sub->add_option("--data-dir", c.data_dir,
                   "dataset directory (default /usr/share/datasets/fashion-mnist or "
                   "/usr/share/games/fortunes)");
+  sub->add_option("--engine", c.engine,
+                  "data-parallel (default: replicas, gradient buckets) or sharded (QSDP: each "
+                  "rank owns 1/n of every parameter; weights gathered per block)");
   sub->add_option("--codec", command.codecs,
-                  "codec spec (default fp32); repeat to train once per codec and compare")
+                  "the gradients' codec spec (default fp32; sharded: minmax:bits=8); repeat to "
+                  "train once per codec and compare")
       ->take_all();
+  sub->add_option("--weights-codec", command.weights_codec,
+                  "sharded: the codec of the gathered weights (default "
+                  "minmax:bits=8,rounding=shift)");
   sub->add_option("--algo", command.algorithm, "ring (default), halving-doubling (or tree) or native (fp32/fp16 via MPI)");
   sub->add_option("--optimizer", c.optimizer, "sgd (default), adam or adamw");
   sub->add_option("--lr", c.lr, "learning rate (default 0.05)");
@@ -307,7 +314,13 @@ void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSu
 int run_train_command(TrainCommand& command, int argc, char** argv) {
   auto& c = command.config;
   try {
-    if (command.codecs.empty()) command.codecs.push_back("fp32");
+    const bool sharded = c.engine == "sharded";
+    // QSDP's default, W8G8 (qsdp.txt §6): 8-bit bucketed min-max weights on
+    // the shifted lattice, 8-bit stochastic gradients.
+    if (command.codecs.empty()) command.codecs.push_back(sharded ? "minmax:bits=8" : "fp32");
+    c.weights_codec = !command.weights_codec.empty() ? command.weights_codec
+                      : sharded                      ? "minmax:bits=8,rounding=shift"
+                                                     : "fp32";
     if (c.data.empty()) c.data = engines::dataset_for_model(c.model);
     c.algorithm = parse_algorithm(command.algorithm);
     c.bucket_cap_bytes = parse_bytes(command.bucket_cap);

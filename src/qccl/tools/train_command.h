@@ -15,6 +15,7 @@ namespace qccl::tools {
 struct TrainCommand {
   engines::TrainConfig config;
   std::vector<std::string> codecs;
+  std::string weights_codec;  // empty: the engine's default
   std::string algorithm = "ring";
   std::string bucket_cap = "25M", first_bucket = "1M";
   std::string summary_json;
