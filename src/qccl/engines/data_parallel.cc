@@ -7,6 +7,7 @@
 #include "qccl/codecs/codec_registry.h"
 #include "qccl/collectives/broadcast.h"
 #include "qccl/common/errors.h"
+#include "qccl/engines/archive_bytes.h"
 
 namespace qccl::engines {
 namespace {
@@ -452,11 +453,6 @@ void DataParallelEngine::compute_gradients_in_parts(const std::function<torch::T
 
 // Per bucket its codec's state and step counter; once, the per-tensor store.
 void DataParallelEngine::save(torch::serialize::OutputArchive& archive) const {
-  const auto bytes_tensor = [](const std::vector<std::byte>& bytes) {
-    auto t = torch::empty({static_cast<std::int64_t>(bytes.size())}, torch::kUInt8);
-    if (!bytes.empty()) std::memcpy(t.data_ptr<std::uint8_t>(), bytes.data(), bytes.size());
-    return t;
-  };
   // The layout first: a plan chosen during the run (MergeComp's) is
   // restored before the buckets' codec states are.
   const GroupSizes groups = group_sizes_of(plan_);
@@ -474,10 +470,6 @@ void DataParallelEngine::save(torch::serialize::OutputArchive& archive) const {
 }
 
 void DataParallelEngine::load(torch::serialize::InputArchive& archive) {
-  const auto bytes_of = [](const torch::Tensor& t) {
-    const auto* data = reinterpret_cast<const std::byte*>(t.data_ptr<std::uint8_t>());
-    return std::span(data, static_cast<std::size_t>(t.numel()));
-  };
   torch::Tensor sizes;
   if (archive.try_read("buckets.groups", sizes) && sizes.numel() > 0) {
     GroupSizes groups;

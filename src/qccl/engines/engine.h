@@ -81,6 +81,18 @@ class Engine {
   virtual void save(torch::serialize::OutputArchive& archive) const = 0;
   virtual void load(torch::serialize::InputArchive& archive) = 0;
 
+  // Engines that keep only shards of the parameters between oracles
+  // (sharded) put the exact parameters into the model until release_model(),
+  // for evaluation, replica checks and checkpoints (collective). Calls nest:
+  // the parameters go at the last release_model(). A data-parallel replica
+  // always holds them: nothing to do.
+  virtual void gather_model() {}
+  virtual void release_model() {}
+  // A checksum of the weights the last oracle computed with where they are
+  // not the model's parameters (sharded: the gathered, dequantized ones),
+  // equal on every rank; 0 where they are.
+  virtual std::uint64_t computed_checksum() const { return 0; }
+
   // For summaries and logs.
   virtual std::string codec_spec() const = 0;
   virtual std::size_t bucket_count() const = 0;
@@ -97,6 +109,18 @@ class Engine {
   // name; a resumed run sets it once.
   virtual std::uint64_t steps_begun() const = 0;
   virtual void set_steps_begun(std::uint64_t steps) = 0;
+};
+
+// The exact parameters in the model for the lifetime of the scope.
+class WholeModel {
+ public:
+  explicit WholeModel(Engine& engine) : engine_(engine) { engine_.gather_model(); }
+  ~WholeModel() { engine_.release_model(); }
+  WholeModel(const WholeModel&) = delete;
+  WholeModel& operator=(const WholeModel&) = delete;
+
+ private:
+  Engine& engine_;
 };
 
 }  // namespace qccl::engines

@@ -255,11 +255,13 @@ TORCH_MODULE(GptBlock);
 // A small GPT-style decoder over characters: token and learned position
 // embeddings, `layers` pre-norm blocks of width/64 heads of 64 (one head
 // when the width is no multiple of 64), a final LayerNorm and the output tied to the token embedding
-// (logits = h·Eᵀ, no separate head).
+// (logits = h·Eᵀ, no separate head). With a block runner (the sharded
+// engine) each block runs through it.
 struct GptNet : nn::Module {
   nn::Embedding tokens{nullptr}, positions{nullptr};
   nn::ModuleList blocks{nullptr};
   nn::LayerNorm norm{nullptr};
+  BlockRunner* runner = nullptr;
   GptNet(std::int64_t vocabulary, const TrainConfig& config) {
     const auto width = static_cast<std::int64_t>(config.hidden);
     tokens = register_module("tokens", nn::Embedding(vocabulary, width));
@@ -292,7 +294,13 @@ struct GptNet : nn::Module {
     const auto t = input.size(1);
     const auto mask = torch::full({t, t}, -std::numeric_limits<float>::infinity()).triu(1);
     auto h = tokens(input) + positions(torch::arange(t, torch::kInt64));
-    for (const auto& block : *blocks) h = block->as<GptBlockImpl>()->forward(h, mask);
+    for (std::size_t l = 0; l < blocks->size(); ++l) {
+      auto* block = blocks[l]->as<GptBlockImpl>();
+      const BlockForward forward = [block, mask](const torch::Tensor& x) {
+        return block->forward(x, mask);
+      };
+      h = runner != nullptr ? runner->run(l, h, forward) : forward(h);
+    }
     return norm(h).matmul(tokens->weight.t());  // [batch, length, vocabulary]
   }
 };
@@ -317,6 +325,16 @@ class CharTextTask final : public Task {
   std::size_t test_size() const override { return (corpus_.test.size() - 1) / length_; }
   torch::nn::Module& model() override { return net_; }
   void initialize(std::uint64_t seed) override { net_.initialize(seed); }
+  std::vector<torch::nn::Module*> blocks() override {
+    std::vector<torch::nn::Module*> out;
+    if constexpr (requires { net_.runner; }) {
+      for (const auto& block : *net_.blocks) out.push_back(block.get());
+    }
+    return out;
+  }
+  void set_block_runner(BlockRunner* runner) override {
+    if constexpr (requires { net_.runner; }) net_.runner = runner;
+  }
   Batch batch(std::span<const std::uint32_t> samples, bool test) const override {
     const auto& text = test ? corpus_.test : corpus_.train;
     const auto b = static_cast<std::int64_t>(samples.size());

@@ -10,7 +10,9 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "qccl/engines/block_runner.h"
 #include "qccl/engines/train_config.h"
 
 namespace qccl::engines {
@@ -45,6 +47,11 @@ class Task {
   // The language models' next-character logits on `input`, [N, L, V],
   // without gradients. Throws InvalidArgument for the other models.
   virtual torch::Tensor next_token_logits(const torch::Tensor& input);
+  // The model's blocks in forward order, which the sharded engine gathers
+  // one at a time (empty: the model is one unit), and the runner the
+  // model's forward then hands each block to (null: it runs them itself).
+  virtual std::vector<torch::nn::Module*> blocks() { return {}; }
+  virtual void set_block_runner(BlockRunner* /*runner*/) {}
   // The metric from sums over the whole test set.
   double metric(const EvalSums& sums) const;
   // Sets every parameter from counter-based random numbers of `seed`

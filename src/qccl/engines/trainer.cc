@@ -34,6 +34,7 @@
 #include "qccl/engines/optimizers.h"
 #include "qccl/engines/rank_sum.h"
 #include "qccl/engines/replica_check.h"
+#include "qccl/engines/sharded.h"
 #include "qccl/engines/step_algorithm.h"
 #include "qccl/engines/tasks.h"
 #include "qccl/engines/train_config.h"
@@ -179,15 +180,21 @@ class TrainingRun {
   void describe_layout();
   // MergeComp: measure, search, re-plan, and log the choice.
   void plan_buckets();
+  // The model's parameters and the weights the last oracle computed with
+  // (the sharded engine's gathered ones) agree on every rank.
   void verify(std::string_view when) {
-    verify_replicas(comm_, parameters_checksum(task_->model().parameters()), at_.global_step,
-                    when);
+    const WholeModel whole(*engine_);
+    verify_replicas(comm_,
+                    parameters_checksum(task_->model().parameters()) ^ engine_->computed_checksum(),
+                    at_.global_step, when);
   }
   void save() {
     verify("at a checkpoint");
+    const WholeModel whole(*engine_);
     save_checkpoint(comm_, config_.checkpoint_dir, task_->metric_name(), task_->model(),
                     *optimizer_, *engine_, at_, config_);
   }
+  void build_engine(const std::vector<NamedTensor>& named);
 
   Communicator& comm_;
   const TrainConfig& config_;
@@ -234,26 +241,22 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
     check_resume_settings(manifest, resume_settings(config, comm.size()), config.checkpoint_dir);
   }
 
-  EngineOptions options;
-  options.codec = config.codec;
-  options.seed = config.seed;
-  options.collective.algorithm = config.algorithm;
-  options.policy = initial_bucket_policy(config);
-  options.timeout = comm.options().timeout;
-  auto engine = std::make_unique<DataParallelEngine>(comm, named, options);
-  data_parallel_ = engine.get();
-  engine_ = std::move(engine);
+  build_engine(named);
   optimizer_ = make_optimizer(config, engine_->optimizer_parameters());
   engine_->broadcast_from_root();
   if (config.resume) {
-    at_ = load_checkpoint(comm, config.checkpoint_dir, manifest, task_->model(), *optimizer_,
-                          *engine_);
+    {
+      const WholeModel whole(*engine_);
+      at_ = load_checkpoint(comm, config.checkpoint_dir, manifest, task_->model(), *optimizer_,
+                            *engine_);
+    }
     engine_->set_steps_begun(static_cast<std::uint64_t>(at_.global_step));
     verify("after resuming");
   }
   // A checkpoint written after planning holds the plan (the engine took it
   // when loading); one written before it goes on profiling.
-  if (config.buckets == "mergecomp" && data_parallel_->plan().bucket_count() == 1) {
+  if (config.buckets == "mergecomp" && data_parallel_ != nullptr &&
+      data_parallel_->plan().bucket_count() == 1) {
     scheduler_.emplace(config);
   }
   log_ = std::make_unique<MetricLog>(root_ ? config.log_path : std::string(), config.resume,
@@ -290,6 +293,31 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
                {"buckets", summary_.buckets}, {"bucket_policy", summary_.bucket_policy},
                {"payload_bytes_per_step", summary_.payload_bytes_per_step},
                {"steps_per_epoch", steps_per_epoch_}, {"resumed_at_step", resume_step_}});
+}
+
+void TrainingRun::build_engine(const std::vector<NamedTensor>& named) {
+  if (config_.engine == "sharded") {
+    ShardedOptions options;
+    options.weights_codec = config_.weights_codec;
+    options.gradients_codec = config_.codec;
+    options.seed = config_.seed;
+    options.collective.algorithm = config_.algorithm;
+    options.timeout = comm_.options().timeout;
+    auto engine = std::make_unique<ShardedEngine>(
+        comm_, sharded_units(task_->model(), task_->blocks()), options);
+    task_->set_block_runner(engine.get());
+    engine_ = std::move(engine);
+    return;
+  }
+  EngineOptions options;
+  options.codec = config_.codec;
+  options.seed = config_.seed;
+  options.collective.algorithm = config_.algorithm;
+  options.policy = initial_bucket_policy(config_);
+  options.timeout = comm_.options().timeout;
+  auto engine = std::make_unique<DataParallelEngine>(comm_, named, options);
+  data_parallel_ = engine.get();
+  engine_ = std::move(engine);
 }
 
 void TrainingRun::run() {
@@ -386,7 +414,10 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
 
 void TrainingRun::describe_layout() {
   summary_.buckets = engine_->bucket_count();
-  summary_.bucket_policy = data_parallel_->policy().name();
+  summary_.bucket_policy = data_parallel_ != nullptr
+                               ? data_parallel_->policy().name()
+                               : "sharded: " + std::to_string(engine_->bucket_count()) +
+                                     " groups, gathered block by block";
   summary_.payload_bytes_per_step = engine_->payload_bytes();
   summary_.compression_ratio =
       4.0 * static_cast<double>(engine_->elements()) / engine_->payload_bytes();
@@ -452,7 +483,11 @@ void TrainingRun::log_step(std::int64_t epoch, double loss, double lr, double se
 void TrainingRun::end_epoch(std::int64_t epoch, Clock::time_point epoch_start) {
   progress_.end_line();
   double train_loss = 0;
-  const auto sums = evaluate(comm_, *task_, at_.epoch_loss_sum, at_.epoch_loss_steps, &train_loss);
+  EvalSums sums;
+  {
+    const WholeModel whole(*engine_);
+    sums = evaluate(comm_, *task_, at_.epoch_loss_sum, at_.epoch_loss_steps, &train_loss);
+  }
   const EpochResult result{static_cast<int>(epoch), train_loss,
                            sums.loss / std::max(sums.predictions, 1.0), task_->metric(sums),
                            seconds_since(epoch_start)};
@@ -491,6 +526,7 @@ TrainSummary TrainingRun::result() {
     summary.samples_per_second = summary.steps_per_second * static_cast<double>(global_batch_);
   }
   if (config_.return_parameters) {
+    const WholeModel whole(*engine_);
     for (const auto& p : task_->model().parameters()) {
       const auto flat = p.detach().contiguous().view(-1);
       summary.final_parameters.insert(summary.final_parameters.end(), flat.data_ptr<float>(),

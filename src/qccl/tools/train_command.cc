@@ -277,7 +277,14 @@ void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSu
   if (runs.empty()) return;
   const auto& first = runs.front();
   out << "\n" << first.model << " on " << first.data << ", " << first.ranks << " ranks, "
-      << first.parameters << " parameters in " << first.buckets << " bucket(s)\n";
+      << first.parameters << " parameters";
+  if (first.engine == "sharded") {
+    out << ", sharded in " << first.buckets << " groups; weights " << first.weights_codec
+        << "; peak memory " << format_bytes(static_cast<double>(first.peak_rss_bytes))
+        << " (largest process)\n";
+  } else {
+    out << " in " << first.buckets << " bucket(s)\n";
+  }
   std::size_t width = 5;
   for (const auto& r : runs) width = std::max(width, r.codec.size());
   const bool perplexity = first.metric_name == "perplexity";
@@ -307,7 +314,8 @@ void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSu
   }
   out << "ms/step: the training thread (data + compute + wait + optim = one step); comm "
          "thread: time spent per step encoding,\ncommunicating and decoding buckets, overlapping "
-         "compute. payload: one rank's encoded gradient per step; sent: bytes rank 0 sent per step;\n"
+         "compute. payload: one rank's encoded gradient per step (sharded: its weight shards, once per gather, and its\n"
+         "gradient); sent: bytes rank 0 sent per step; "
          "faults: minor page faults per step on rank 0, both threads (0 once every buffer is reused).\n";
 }
 

@@ -1,0 +1,622 @@
+#include "qccl/engines/sharded.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <numeric>
+#include <optional>
+#include <unordered_set>
+
+#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/codec_spec.h"
+#include "qccl/collectives/broadcast.h"
+#include "qccl/collectives/fingerprint.h"
+#include "qccl/common/checksum.h"
+#include "qccl/common/errors.h"
+#include "qccl/engines/archive_bytes.h"
+
+namespace qccl::engines {
+
+// One flat vector of a unit's parameters that share codecs: its matrices,
+// or its vectors (biases, normalization), which stay full precision.
+struct ShardedEngine::Group {
+  std::string name;
+  std::size_t unit = 0;
+  std::vector<torch::Tensor> parameters;
+  std::vector<std::vector<std::int64_t>> shapes;  // theirs (their data is freed between uses)
+  std::vector<std::size_t> offsets;  // of each parameter in the flat vector
+  std::size_t elements = 0;
+  std::vector<Range> shards;         // every rank's, in rank order
+  std::vector<std::size_t> counts;   // their lengths
+  torch::Tensor shard;               // this rank's fp32 values: what the optimizer updates
+  std::string weights_spec, gradients_spec;
+  std::unique_ptr<Codec> weights, gradients;
+
+  std::int64_t length(std::size_t j) const {
+    return std::accumulate(shapes[j].begin(), shapes[j].end(), std::int64_t{1}, std::multiplies<>());
+  }
+  // Points the parameters at their parts of `flat` (the whole group).
+  void point_at(const torch::Tensor& flat) {
+    for (std::size_t j = 0; j < parameters.size(); ++j) {
+      parameters[j].set_data(
+          flat.narrow(0, static_cast<std::int64_t>(offsets[j]), length(j)).view(shapes[j]));
+    }
+  }
+  // Frees the parameters' data (they become empty until the next gather).
+  void free_data() {
+    for (auto& p : parameters) p.set_data(torch::empty({0}));
+  }
+  // The parameters' gradients (zero where undefined) as one flat vector.
+  torch::Tensor flat_gradient(const std::vector<torch::Tensor>& gradients) const {
+    auto flat = torch::empty({static_cast<std::int64_t>(elements)});
+    for (std::size_t j = 0; j < gradients.size(); ++j) {
+      auto part = flat.narrow(0, static_cast<std::int64_t>(offsets[j]), length(j));
+      if (gradients[j].defined()) part.copy_(gradients[j].reshape({-1}));
+      else part.zero_();
+    }
+    return flat;
+  }
+};
+
+struct ShardedEngine::Unit {
+  std::string name;
+  std::vector<std::size_t> groups;
+  Work gather;                               // the latest gather submitted
+  // What that gather fills: one flat tensor per group of the unit.
+  std::shared_ptr<std::vector<torch::Tensor>> gathered;
+  std::vector<torch::Tensor> installed;  // the flat tensors the parameters now view
+};
+
+// The oracle in progress: the forward functions of its blocks (kept for
+// their recomputation), every exchange it submitted, and its times.
+struct ShardedEngine::StepState {
+  std::uint64_t codec_step = 0;
+  std::size_t next_block = 0, backward_blocks = 0;
+  std::vector<BlockForward> forwards;
+  std::vector<Work> exchanges;
+  double waiting = 0;
+  std::size_t gathered_now = 0;
+  std::uint64_t checksum = kChecksumSeed;
+  // Per unit, the checksum of its forward gather: its backward gather must
+  // bring the same bits (the same codec step), or the recomputation would
+  // differentiate other weights than forward used.
+  std::vector<std::optional<std::uint64_t>> forward_checksums;
+  // Written by the streams' threads, read after their work is waited for.
+  PhaseTimes weights_phases, gradients_phases;
+  double weights_seconds = 0, gradients_seconds = 0;
+};
+
+namespace {
+
+constexpr std::string_view kMatrices = "matrices", kVectors = "biases and norms";
+
+std::string_view group_kind(const torch::Tensor& p) { return p.dim() >= 2 ? kMatrices : kVectors; }
+
+// `spec` with learned levels replaced by uniform ones (QSDP §5.2 learns
+// levels only for layers over 10^5 parameters); wrappers are left alone.
+std::string levels_for_size(const std::string& spec, std::size_t elements, std::size_t minimum) {
+  const CodecSpec parsed = parse_codec_spec(spec);
+  if (!parsed.inner.empty() || elements >= minimum) return spec;
+  bool changed = false;
+  std::string text = parsed.name;
+  for (std::size_t i = 0; i < parsed.params.size(); ++i) {
+    auto [key, value] = parsed.params[i];
+    if (key == "levels" && (value == "learned" || value == "qada")) {
+      value = "uniform";
+      changed = true;
+    }
+    text += (i == 0 ? ":" : ",") + key + "=" + value;
+  }
+  return changed ? text : spec;
+}
+
+float* floats(const torch::Tensor& t) { return t.data_ptr<float>(); }
+
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A block's forward without its graph, and its backward by recomputation:
+// forward keeps only the block's input; backward hands the engine the
+// input and the output's gradient, and returns the input's gradient.
+struct BlockFunction : torch::autograd::Function<BlockFunction> {
+  static torch::Tensor forward(torch::autograd::AutogradContext* context,
+                               const torch::Tensor& input, ShardedEngine* engine,
+                               std::int64_t block, const BlockForward* run) {
+    context->save_for_backward({input});
+    context->saved_data["engine"] = reinterpret_cast<std::int64_t>(engine);
+    context->saved_data["block"] = block;
+    return (*run)(input);  // autograd records nothing inside a Function's forward
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
+                                                 torch::autograd::variable_list grad_outputs) {
+    auto* engine = reinterpret_cast<ShardedEngine*>(context->saved_data["engine"].toInt());
+    const auto block = static_cast<std::size_t>(context->saved_data["block"].toInt());
+    const auto input = context->get_saved_variables()[0];
+    return {engine->backward_block(block, input, grad_outputs[0]), torch::Tensor(),
+            torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+std::vector<ShardedUnit> sharded_units(torch::nn::Module& model,
+                                       const std::vector<torch::nn::Module*>& blocks) {
+  std::vector<ShardedUnit> units(1 + blocks.size());
+  units[0].name = "outside the blocks";
+  std::unordered_set<const void*> in_blocks;
+  for (std::size_t l = 0; l < blocks.size(); ++l) {
+    units[l + 1].name = "blocks." + std::to_string(l);
+    for (const auto& item : blocks[l]->named_parameters()) {
+      units[l + 1].parameters.emplace_back(units[l + 1].name + "." + item.key(), item.value());
+      in_blocks.insert(item.value().unsafeGetTensorImpl());
+    }
+  }
+  for (const auto& item : model.named_parameters()) {
+    if (!in_blocks.contains(item.value().unsafeGetTensorImpl())) {
+      units[0].parameters.emplace_back(item.key(), item.value());
+    }
+  }
+  return units;
+}
+
+ShardedEngine::ShardedEngine(Communicator& comm, std::vector<ShardedUnit> units,
+                             ShardedOptions options)
+    : comm_(comm), options_(std::move(options)) {
+  build_groups(std::move(units));
+  check_layout_agrees();
+  take_shards_from_root();
+  for (std::size_t u = 0; u < units_.size(); ++u) release(u);
+  weights_stream_ = std::make_unique<Stream>(comm_, "weights");
+  gradients_stream_ = std::make_unique<Stream>(comm_, "gradients");
+}
+
+// The streams stop before the groups go (each lets what it was given
+// finish). The model keeps whatever its parameters hold: nothing, unless
+// gather_model() put the exact values there.
+ShardedEngine::~ShardedEngine() { abandon_step(); }
+
+// Each unit's parameters split into its matrices and its vectors; each
+// group's shards are the gradients codec's reduce-scatter blocks, which the
+// weights' allgather uses too.
+void ShardedEngine::build_groups(std::vector<ShardedUnit> units) {
+  if (units.empty()) throw InvalidArgument("sharded engine: no units; unit 0 holds what is outside the blocks");
+  const int n = comm_.size();
+  for (auto& given : units) {
+    Unit unit;
+    unit.name = given.name;
+    for (const auto kind : {kMatrices, kVectors}) {
+      auto group = std::make_unique<Group>();
+      group->name = given.name + ": " + std::string(kind);
+      group->unit = units_.size();
+      for (const auto& [name, p] : given.parameters) {
+        if (p.scalar_type() != torch::kFloat || !p.is_contiguous() || !p.device().is_cpu()) {
+          throw InvalidArgument("sharded engine: parameter '" + name +
+                                "' must be a contiguous fp32 CPU tensor");
+        }
+        if (group_kind(p) != kind) continue;
+        group->parameters.push_back(p);
+        group->shapes.push_back(p.sizes().vec());
+        group->offsets.push_back(group->elements);
+        group->elements += static_cast<std::size_t>(p.numel());
+      }
+      if (group->elements == 0) continue;
+      const bool quantized = kind == kMatrices;
+      group->weights_spec = levels_for_size(quantized ? options_.weights_codec : "fp32",
+                                            group->elements, options_.learned_levels_min);
+      group->gradients_spec = levels_for_size(quantized ? options_.gradients_codec : "fp32",
+                                              group->elements, options_.learned_levels_min);
+      const std::uint64_t id = groups_.size();
+      group->weights = make_codec(group->weights_spec, CodecSettings{options_.seed, 2 * id});
+      group->gradients = make_codec(group->gradients_spec, CodecSettings{options_.seed, 2 * id + 1});
+      group->weights->check_supported(CodecOperation::allgather);
+      group->gradients->check_supported(CodecOperation::reduce_scatter_mean);
+      group->shards = group->gradients->reduce_scatter_blocks(group->elements, n);
+      for (const auto& r : group->shards) group->counts.push_back(r.count);
+      const auto& mine = group->shards[static_cast<std::size_t>(comm_.rank())];
+      group->shard = torch::zeros({static_cast<std::int64_t>(mine.count)});
+      group->shard.mutable_grad() = torch::zeros_like(group->shard);
+      elements_ += group->elements;
+      unit.groups.push_back(groups_.size());
+      groups_.push_back(std::move(group));
+    }
+    units_.push_back(std::move(unit));
+  }
+  if (elements_ == 0) throw InvalidArgument("sharded engine: the model has no parameters");
+}
+
+// Every rank must shard the same groups with the same codecs: one checked
+// call before the first step, so a rank with another model or codec fails
+// at once on every rank instead of hanging in an exchange.
+void ShardedEngine::check_layout_agrees() {
+  std::string layout;
+  for (const auto& g : groups_) {
+    layout += g->name + " " + std::to_string(g->elements) + " " + g->weights->spec() + " / " +
+              g->gradients->spec() + "; ";
+  }
+  Fingerprint fingerprint("sharded layout");
+  fingerprint.add("units", static_cast<std::int64_t>(units_.size()))
+      .add("parameter elements", static_cast<std::int64_t>(elements_))
+      .add_text("groups and codecs", layout)
+      .add_text("algorithm", to_string(options_.collective.algorithm));
+  comm_.run(fingerprint, comm_.timeout(options_.collective.timeout), [](int) {});
+}
+
+void ShardedEngine::take_shards_from_root() {
+  torch::NoGradGuard no_grad;
+  for (auto& g : groups_) {
+    std::vector<float> flat(g->elements);
+    for (std::size_t i = 0; i < g->parameters.size(); ++i) {
+      const auto& p = g->parameters[i];
+      std::memcpy(flat.data() + g->offsets[i], floats(p), sizeof(float) * static_cast<std::size_t>(p.numel()));
+    }
+    broadcast(comm_, flat, 0, options_.collective);
+    const auto& mine = g->shards[static_cast<std::size_t>(comm_.rank())];
+    std::memcpy(floats(g->shard), flat.data() + mine.first, sizeof(float) * mine.count);
+  }
+}
+
+std::vector<torch::Tensor> ShardedEngine::optimizer_parameters() {
+  std::vector<torch::Tensor> shards;
+  for (const auto& g : groups_) shards.push_back(g->shard);
+  return shards;
+}
+
+void ShardedEngine::broadcast_from_root(std::vector<torch::Tensor> buffers) {
+  torch::NoGradGuard no_grad;
+  for (auto& b : buffers) {
+    if (b.scalar_type() != torch::kFloat || !b.is_contiguous()) continue;
+    broadcast(comm_, std::span(floats(b), static_cast<std::size_t>(b.numel())), 0,
+              options_.collective);
+  }
+}
+
+// ---- Gathering and releasing weights ----------------------------------------
+
+// Queues the unit's gather on the weights stream: each group's shards
+// encoded by their owners with the weights codec at this oracle's codec
+// step (so a second gather in the same oracle gives the same bits), and
+// decoded on every rank into one flat tensor per group.
+void ShardedEngine::submit_gather(std::size_t unit) {
+  auto& state = *state_;
+  auto result = std::make_shared<std::vector<torch::Tensor>>();
+  auto operation = [this, unit, result, &state](Communicator& comm) {
+    const auto start = Clock::now();
+    const double coded = state.weights_phases.encode + state.weights_phases.decode;
+    for (const std::size_t g : units_[unit].groups) {
+      auto& group = *groups_[g];
+      auto out = torch::empty({static_cast<std::int64_t>(group.elements)});
+      group.weights->set_step(state.codec_step);
+      CollectiveOptions options = options_.collective;
+      options.phases = &state.weights_phases;
+      group.weights->allgatherv(comm, std::span<const float>(floats(group.shard), group.shard.numel()),
+                                group.counts, std::span(floats(out), group.elements), options);
+      result->push_back(out);
+    }
+    state.weights_seconds += seconds_since(start) -
+                             (state.weights_phases.encode + state.weights_phases.decode - coded);
+  };
+  units_[unit].gathered = result;
+  units_[unit].gather = weights_stream_->submit("gather " + units_[unit].name, operation);
+  state.exchanges.push_back(units_[unit].gather);
+}
+
+void ShardedEngine::install(std::size_t unit) {
+  auto& u = units_[unit];
+  auto& state = *state_;
+  const auto start = Clock::now();
+  u.gather.wait(options_.timeout);
+  state.waiting += seconds_since(start);
+  u.installed = std::move(*u.gathered);
+  u.gathered.reset();
+  torch::NoGradGuard no_grad;
+  std::uint64_t checksum = kChecksumSeed;
+  for (std::size_t i = 0; i < u.groups.size(); ++i) {
+    auto& group = *groups_[u.groups[i]];
+    const auto& flat = u.installed[i];
+    checksum = checksum64(std::span(reinterpret_cast<const std::byte*>(floats(flat)),
+                                    group.elements * sizeof(float)),
+                          checksum);
+    state.gathered_now += group.elements;
+    group.point_at(flat);
+  }
+  auto& first = state.forward_checksums[unit];
+  if (!first) {
+    first = checksum;
+    state.checksum = checksum64(std::as_bytes(std::span(&checksum, 1)), state.checksum);
+  } else if (*first != checksum) {
+    throw Error("sharded engine: the weights gathered for the backward pass of " + u.name +
+                " differ from its forward pass's at step " + std::to_string(state.codec_step) +
+                "; the weights codec '" + options_.weights_codec +
+                "' must encode the same shard at the same step identically");
+  }
+  peak_gathered_ = std::max(peak_gathered_, state.gathered_now);
+}
+
+
+void ShardedEngine::release(std::size_t unit) {
+  auto& u = units_[unit];
+  for (const std::size_t g : u.groups) groups_[g]->free_data();
+  if (state_ != nullptr) {
+    for (const auto& flat : u.installed) state_->gathered_now -= static_cast<std::size_t>(flat.numel());
+  }
+  u.installed.clear();
+}
+
+// ---- One oracle ---------------------------------------------------------------
+
+// Unit 0 is gathered for the whole oracle, block 0's gather queued behind
+// it; the model's forward then runs the blocks through run() and its
+// backward through backward_block(); unit 0's gradients, complete only when
+// backward returns, are reduce-scattered last.
+void ShardedEngine::compute_gradients(const std::function<torch::Tensor()>& loss,
+                                      OracleResult& result) {
+  if (model_gathered_ > 0) {
+    throw InvalidArgument("sharded engine: compute_gradients() while the model is gathered; "
+                          "release_model() first");
+  }
+  abandon_step();
+  state_ = std::make_unique<StepState>();
+  state_->codec_step = step_++;
+  state_->forwards.resize(units_.size() - 1);
+  state_->forward_checksums.resize(units_.size());
+  for (auto& g : groups_) g->shard.mutable_grad().zero_();
+  const auto start = Clock::now();
+  try {
+    submit_gather(0);
+    if (units_.size() > 1) submit_gather(1);
+    install(0);
+    const auto value = loss();
+    if (std::isnan(result.loss)) result.loss = value.item<double>();
+    if (state_->next_block != units_.size() - 1) {
+      throw InvalidArgument("sharded engine: the model's forward ran " +
+                            std::to_string(state_->next_block) + " of its " +
+                            std::to_string(units_.size() - 1) + " blocks; it must run each once");
+    }
+    value.backward();
+    if (state_->backward_blocks != units_.size() - 1) {
+      throw InvalidArgument("sharded engine: backward reached " +
+                            std::to_string(state_->backward_blocks) + " of the " +
+                            std::to_string(units_.size() - 1) +
+                            " blocks; every block's input must depend on parameters");
+    }
+    std::vector<torch::Tensor> gradients;
+    for (const std::size_t g : units_[0].groups) {
+      for (auto& p : groups_[g]->parameters) {
+        gradients.push_back(p.grad());
+        p.mutable_grad() = torch::Tensor();
+      }
+    }
+    scatter_unit(0, gradients);
+    release(0);
+    result.compute += seconds_since(start) - state_->waiting;
+    finish_exchanges(result);
+  } catch (...) {
+    abandon_step();
+    throw;
+  }
+  gathered_checksum_ = state_->checksum;
+  state_.reset();
+}
+
+torch::Tensor ShardedEngine::run(std::size_t block, const torch::Tensor& input,
+                                 const BlockForward& forward) {
+  if (model_gathered_ > 0) return forward(input);  // evaluation on the exact model
+  if (state_ == nullptr) {
+    throw InvalidArgument("sharded engine: block " + std::to_string(block) +
+                          " ran outside compute_gradients(); gather_model() first to run the "
+                          "model on its own");
+  }
+  if (block != state_->next_block || block + 1 >= units_.size()) {
+    throw InvalidArgument("sharded engine: the model ran block " + std::to_string(block) +
+                          " where block " + std::to_string(state_->next_block) +
+                          " was due; blocks must run once each, in order");
+  }
+  ++state_->next_block;
+  const std::size_t unit = block + 1;
+  install(unit);
+  if (unit + 1 < units_.size()) submit_gather(unit + 1);  // prefetch
+  state_->forwards[block] = forward;
+  auto output = BlockFunction::apply(input, this, static_cast<std::int64_t>(block),
+                                     &state_->forwards[block]);
+  release(unit);
+  if (unit + 1 == units_.size()) submit_gather(unit);  // backward starts with this block
+  return output;
+}
+
+torch::Tensor ShardedEngine::backward_block(std::size_t block, const torch::Tensor& input,
+                                            const torch::Tensor& grad_output) {
+  const std::size_t unit = block + 1;
+  ++state_->backward_blocks;
+  install(unit);
+  if (block > 0) submit_gather(unit - 1);  // prefetch the block backward reaches next
+  std::vector<torch::Tensor> inputs{input.detach().requires_grad_(true)};
+  for (const std::size_t g : units_[unit].groups) {
+    for (const auto& p : groups_[g]->parameters) inputs.push_back(p);
+  }
+  torch::autograd::variable_list gradients;
+  {
+    torch::AutoGradMode enable(true);
+    const auto output = state_->forwards[block](inputs[0]);
+    gradients = torch::autograd::grad({output}, inputs, {grad_output}, /*retain_graph=*/false,
+                                      /*create_graph=*/false, /*allow_unused=*/true);
+  }
+  scatter_unit(unit, std::vector<torch::Tensor>(gradients.begin() + 1, gradients.end()));
+  release(unit);
+  return gradients[0];
+}
+
+void ShardedEngine::scatter_unit(std::size_t unit, const std::vector<torch::Tensor>& gradients) {
+  torch::NoGradGuard no_grad;
+  std::size_t at = 0;
+  for (const std::size_t g : units_[unit].groups) {
+    const auto& group = *groups_[g];
+    const std::vector<torch::Tensor> own(gradients.begin() + static_cast<std::ptrdiff_t>(at),
+                                         gradients.begin() + static_cast<std::ptrdiff_t>(at + group.parameters.size()));
+    at += group.parameters.size();
+    submit_reduce_scatter(g, group.flat_gradient(own));
+  }
+}
+
+// Queues the group's reduce-scatter: rank r gets the mean of its shard's
+// gradients in its shard's .grad. A NonFiniteError (some rank's gradient
+// holds NaN or Inf) comes on every rank before any data moves, named here.
+void ShardedEngine::submit_reduce_scatter(std::size_t group, torch::Tensor flat_gradient) {
+  auto& state = *state_;
+  const std::uint64_t step = state.codec_step;
+  float* mean = floats(groups_[group]->shard.mutable_grad());
+  auto operation = [this, group, flat = std::move(flat_gradient), mean, &state,
+                    step](Communicator& comm) {
+    const auto start = Clock::now();
+    const double coded = state.gradients_phases.encode + state.gradients_phases.decode;
+    auto& g = *groups_[group];
+    g.gradients->set_step(step);
+    CollectiveOptions options = options_.collective;
+    options.phases = &state.gradients_phases;
+    try {
+      g.gradients->reduce_scatter_mean(
+          comm, std::span<const float>(floats(flat), g.elements),
+          std::span(mean, static_cast<std::size_t>(g.shard.numel())),
+          options);
+    } catch (const NonFiniteError& e) {
+      throw NonFiniteError("sharded engine, step " + std::to_string(step) + ", gradients of " +
+                           g.name + ": " + e.what());
+    }
+    state.gradients_seconds += seconds_since(start) -
+                               (state.gradients_phases.encode + state.gradients_phases.decode - coded);
+  };
+  state.exchanges.push_back(gradients_stream_->submit("reduce-scatter " + groups_[group]->name, operation));
+}
+
+void ShardedEngine::finish_exchanges(OracleResult& result) {
+  auto& state = *state_;
+  const auto start = Clock::now();
+  std::exception_ptr first;
+  for (const auto& work : state.exchanges) {
+    try {
+      work.wait(options_.timeout);
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  result.waiting += state.waiting + seconds_since(start);
+  result.encode += state.weights_phases.encode + state.gradients_phases.encode;
+  result.decode += state.weights_phases.decode + state.gradients_phases.decode;
+  result.communicate += state.weights_seconds + state.gradients_seconds;
+  if (first) std::rethrow_exception(first);
+}
+
+void ShardedEngine::abandon_step() noexcept {
+  if (state_ == nullptr) return;
+  for (const auto& work : state_->exchanges) {
+    try {
+      work.wait(options_.timeout);
+    } catch (...) {  // the oracle's own failure is already on its way
+    }
+  }
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    for (const std::size_t g : units_[u].groups) {
+      for (auto& p : groups_[g]->parameters) p.mutable_grad() = torch::Tensor();
+    }
+    release(u);
+    units_[u].gathered.reset();
+  }
+  state_.reset();
+}
+
+// ---- The whole model, exactly ---------------------------------------------------
+
+void ShardedEngine::gather_model() {
+  if (state_ != nullptr) {
+    throw InvalidArgument("sharded engine: gather_model() inside an oracle");
+  }
+  if (model_gathered_ > 0) {
+    ++model_gathered_;
+    return;
+  }
+  const auto exact = make_codec("fp32");
+  for (auto& g : groups_) {
+    auto flat = torch::empty({static_cast<std::int64_t>(g->elements)});
+    exact->allgatherv(comm_, std::span<const float>(floats(g->shard), g->shard.numel()), g->counts,
+                      std::span(floats(flat), g->elements), options_.collective);
+    g->point_at(flat);
+  }
+  model_gathered_ = 1;
+}
+
+void ShardedEngine::release_model() {
+  if (model_gathered_ == 0 || --model_gathered_ > 0) return;
+  for (auto& g : groups_) g->free_data();
+}
+
+// ---- Checkpoints and reports -----------------------------------------------------
+
+void ShardedEngine::save(torch::serialize::OutputArchive& archive) const {
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    const auto key = "sharded." + std::to_string(g);
+    archive.write(key + ".shard", groups_[g]->shard.detach());
+    archive.write(key + ".weights", bytes_tensor(groups_[g]->weights->save_state()));
+    archive.write(key + ".gradients", bytes_tensor(groups_[g]->gradients->save_state()));
+  }
+}
+
+void ShardedEngine::load(torch::serialize::InputArchive& archive) {
+  torch::NoGradGuard no_grad;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    auto& group = *groups_[g];
+    const auto key = "sharded." + std::to_string(g);
+    torch::Tensor shard, weights, gradients;
+    archive.read(key + ".shard", shard);
+    if (shard.numel() != group.shard.numel()) {
+      throw InvalidArgument("checkpoint: the shard of " + group.name + " holds " +
+                            std::to_string(shard.numel()) + " values where this rank owns " +
+                            std::to_string(group.shard.numel()) +
+                            "; resume with the model and rank count that wrote it");
+    }
+    group.shard.copy_(shard);
+    archive.read(key + ".weights", weights);
+    archive.read(key + ".gradients", gradients);
+    group.weights->load_state(bytes_of(weights));
+    group.gradients->load_state(bytes_of(gradients));
+  }
+}
+
+std::string ShardedEngine::codec_spec() const {
+  return make_codec(options_.gradients_codec)->spec();
+}
+
+std::string ShardedEngine::weights_codec_spec() const {
+  return make_codec(options_.weights_codec)->spec();
+}
+
+double ShardedEngine::payload_bytes() const {
+  const auto rank = static_cast<std::size_t>(comm_.rank());
+  double bytes = 0;
+  for (const auto& g : groups_) {
+    const double gathers = g->unit == 0 ? 1 : 2;
+    bytes += gathers * static_cast<double>(g->weights->wire_bytes(g->counts[rank]));
+    bytes += static_cast<double>(g->gradients->wire_bytes(g->elements));
+  }
+  return bytes;
+}
+
+std::uint64_t ShardedEngine::bytes_sent() const {
+  return weights_stream_->data_bytes_sent() + gradients_stream_->data_bytes_sent();
+}
+
+std::string ShardedEngine::describe_group(std::size_t group) const {
+  return groups_.at(group)->name + ", " + std::to_string(groups_[group]->elements) + " elements";
+}
+
+std::string ShardedEngine::group_weights_spec(std::size_t group) const {
+  return groups_.at(group)->weights->spec();
+}
+
+std::string ShardedEngine::group_gradients_spec(std::size_t group) const {
+  return groups_.at(group)->gradients->spec();
+}
+
+}  // namespace qccl::engines

@@ -1,0 +1,309 @@
+// The sharded engine (QSDP): with fp32 both ways it is data parallelism
+// (and one process on the concatenated batch) up to float summation order,
+// for any rank count and block sizes no rank count divides; with quantized
+// weights every rank computes with bitwise the same weights, forward and
+// backward alike; learned levels go only to large groups; resume is exact;
+// non-finite gradients fail every rank and leave the engine usable; and
+// misuse is refused with a message.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <filesystem>
+#include <mutex>
+
+#include "qccl/common/errors.h"
+#include "qccl/data/epoch_order.h"
+#include "qccl/engines/sharded.h"
+#include "qccl/engines/tasks.h"
+#include "qccl/engines/train_config.h"
+#include "engines/train_helpers.h"
+#include "support/world.h"
+
+namespace qccl::engines {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_world;
+using namespace test_support;
+
+// A small GPT whose sizes no rank count of 2..7 divides (width 37: blocks
+// of 16 354 matrix elements and 333 vector elements; 3 blocks).
+TrainConfig small_gpt(const std::string& gradients, const std::string& weights) {
+  TrainConfig c;
+  c.model = "gpt";
+  c.data = "fortunes";
+  c.engine = "sharded";
+  c.codec = gradients;
+  c.weights_codec = weights;
+  c.hidden = 37;
+  c.layers = 3;
+  c.sequence_length = 16;
+  c.batch = 4;
+  c.optimizer = "sgd";
+  c.lr = 0.05;
+  c.max_steps_per_epoch = 4;
+  c.progress = false;
+  c.return_parameters = true;
+  return c;
+}
+
+double worst_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    worst = std::max(worst, std::abs(double{a[i]} - double{b[i]}));
+  }
+  return worst;
+}
+
+// SGD of one process on the ranks' batches concatenated, from the same
+// initialisation and samples.
+std::vector<float> one_process(const TrainConfig& config, int ranks, std::size_t shift = 0) {
+  auto single = config;
+  single.batch = config.batch * static_cast<std::size_t>(ranks);
+  auto task = make_task(single);
+  task->initialize(single.seed);
+  std::vector<torch::Tensor> params = task->model().parameters();
+  torch::optim::SGD sgd(params, torch::optim::SGDOptions(single.lr).momentum(single.momentum));
+  const auto order = data::epoch_permutation(task->train_size(), single.seed, 0);
+  for (std::size_t s = 0; s < single.max_steps_per_epoch; ++s) {
+    sgd.zero_grad();
+    task->loss(task->batch(std::span(order).subspan(shift + s * single.batch, single.batch), false)).backward();
+    sgd.step();
+  }
+  std::vector<float> flat;
+  for (const auto& p : params) {
+    const auto v = p.detach().contiguous().view(-1);
+    flat.insert(flat.end(), v.data_ptr<float>(), v.data_ptr<float>() + v.numel());
+  }
+  return flat;
+}
+
+class RankCounts : public ::testing::TestWithParam<int> {};
+
+TEST_P(RankCounts, Fp32ShardedIsDataParallelAndOneProcess) {
+  const int ranks = GetParam();
+  const auto config = small_gpt("fp32", "fp32");
+  const auto sharded = train_on(ranks, config);
+  auto replicated = config;
+  replicated.engine = "data-parallel";
+  const auto data_parallel = train_on(ranks, replicated);
+  ASSERT_EQ(sharded[0].steps, 4u);
+  EXPECT_EQ(sharded[0].parameters, data_parallel[0].parameters);
+  for (int r = 1; r < ranks; ++r) {
+    EXPECT_TRUE(bitwise_equal(sharded[0].final_parameters,
+                              sharded[static_cast<std::size_t>(r)].final_parameters));
+  }
+  EXPECT_LT(worst_difference(sharded[0].final_parameters, data_parallel[0].final_parameters), 1e-5);
+  const double against_one = worst_difference(sharded[0].final_parameters, one_process(config, ranks));
+  if (ranks == 1) {
+    // Nothing to sum: recomputing each block gives bitwise the gradients
+    // of one ordinary backward pass.
+    EXPECT_EQ(against_one, 0.0);
+  } else {
+    EXPECT_LT(against_one, 1e-5);
+    EXPECT_GT(against_one, 0.0) << "suspiciously exact: did the sharded engine run at all?";
+  }
+  // Batches shifted by one sample: far beyond that tolerance.
+  EXPECT_GT(worst_difference(sharded[0].final_parameters, one_process(config, ranks, 1)), 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RankCounts, ::testing::Values(1, 2, 3, 4, 7));
+
+// Every rank — each shard's owner too — computes with the same decoded
+// weights (their checksums agree after every oracle, and move as training
+// moves the weights), and its backward pass sees the weights its forward
+// pass saw (the engine checks that itself at every backward gather).
+TEST(Sharded, QuantizedWeightsAreBitwiseTheSameOnEveryRank) {
+  const int ranks = 3;
+  auto config = small_gpt("minmax:bits=4", "minmax:bits=4,rounding=shift");
+  config.return_parameters = false;
+  std::vector<std::vector<std::uint64_t>> checksums(ranks);
+  std::vector<std::size_t> peaks(ranks), totals(ranks);
+  run_world(ranks, [&](Communicator& comm) {
+    auto task = make_task(config);
+    task->initialize(config.seed);
+    ShardedOptions options;
+    options.weights_codec = config.weights_codec;
+    options.gradients_codec = config.codec;
+    ShardedEngine engine(comm, sharded_units(task->model(), task->blocks()), options);
+    task->set_block_runner(&engine);
+    torch::optim::SGD sgd(engine.optimizer_parameters(), torch::optim::SGDOptions(0.1));
+    const std::vector<std::uint32_t> samples{static_cast<std::uint32_t>(comm.rank()), 11, 23};
+    const auto batch = task->batch(samples, false);
+    for (int step = 0; step < 3; ++step) {
+      OracleResult result;
+      engine.compute_gradients([&] { return task->loss(batch); }, result);
+      EXPECT_TRUE(std::isfinite(result.loss));
+      sgd.step();
+      checksums[static_cast<std::size_t>(comm.rank())].push_back(engine.computed_checksum());
+    }
+    peaks[static_cast<std::size_t>(comm.rank())] = engine.peak_gathered_elements();
+    totals[static_cast<std::size_t>(comm.rank())] = engine.elements();
+    task->set_block_runner(nullptr);
+  });
+  for (int r = 1; r < ranks; ++r) EXPECT_EQ(checksums[0], checksums[static_cast<std::size_t>(r)]);
+  EXPECT_NE(checksums[0][0], checksums[0][1]);
+  EXPECT_NE(checksums[0][1], checksums[0][2]);
+  // Never the whole model at once: unit 0 and at most two blocks.
+  EXPECT_LT(peaks[0], totals[0]);
+}
+
+// Learned levels (QSDP §5.2) only for groups of at least the threshold;
+// biases and norms stay fp32 both ways.
+TEST(Sharded, LearnedLevelsOnlyForLargeGroupsAndVectorsStayFullPrecision) {
+  auto config = small_gpt("minmax:bits=4,levels=learned", "minmax:bits=6,levels=learned");
+  run_world(2, [&](Communicator& comm) {
+    auto task = make_task(config);
+    task->initialize(1);
+    ShardedOptions options;
+    options.weights_codec = config.weights_codec;
+    options.gradients_codec = config.codec;
+    options.learned_levels_min = 10000;  // blocks' matrices: 16 354 elements; unit 0's fewer
+    ShardedEngine engine(comm, sharded_units(task->model(), task->blocks()), options);
+    std::size_t learned = 0, uniform = 0, full = 0;
+    for (std::size_t g = 0; g < engine.bucket_count(); ++g) {
+      const auto name = engine.describe_group(g);
+      const auto weights = engine.group_weights_spec(g), gradients = engine.group_gradients_spec(g);
+      if (name.find("biases and norms") != std::string::npos) {
+        EXPECT_EQ(weights, "fp32") << name;
+        EXPECT_EQ(gradients, "fp32") << name;
+        ++full;
+      } else if (weights.find("levels=learned") != std::string::npos) {
+        EXPECT_NE(gradients.find("levels=learned"), std::string::npos) << name;
+        EXPECT_NE(name.find("blocks."), std::string::npos) << name;
+        ++learned;
+      } else {
+        EXPECT_NE(weights.find("levels=uniform"), std::string::npos) << name;
+        EXPECT_NE(name.find("outside the blocks"), std::string::npos) << name;
+        ++uniform;
+      }
+    }
+    EXPECT_EQ(learned, 3u);
+    EXPECT_EQ(uniform, 1u);
+    EXPECT_EQ(full, 4u);
+  });
+}
+
+// Interrupted and resumed from its checkpoint, a quantized run with learned
+// levels refitted along the way ends bitwise equal to an uninterrupted one.
+TEST(Sharded, ResumeIsExact) {
+  auto config = small_gpt("minmax:bits=4,levels=learned,refit=2",
+                          "minmax:bits=6,levels=learned,refit=2");
+  config.optimizer = "adam";
+  config.lr = 0.003;
+  config.epochs = 2;
+  const auto whole = train_on(3, config);
+  const auto dir = scratch_dir("resume");
+  config.checkpoint_dir = dir.string();
+  config.checkpoint_every = 2;
+  config.stop_after_steps = 5;
+  train_on(3, config);
+  config.stop_after_steps = 0;
+  config.resume = true;
+  const auto resumed = train_on(3, config);
+  EXPECT_EQ(resumed[0].steps, 3u);
+  for (std::size_t r = 0; r < 3; ++r) {
+    EXPECT_TRUE(bitwise_equal(whole[r].final_parameters, resumed[r].final_parameters)) << "rank " << r;
+  }
+  fs::remove_all(dir);
+}
+
+// NaN in one rank's loss fails the oracle on every rank, naming the step and
+// the group; the next oracle works.
+TEST(Sharded, NonFiniteGradientsFailEveryRankAndTheNextOracleWorks) {
+  const auto config = small_gpt("minmax:bits=8", "minmax:bits=8,rounding=shift");
+  std::mutex mutex;
+  std::vector<std::string> messages;
+  run_world(2, [&](Communicator& comm) {
+    auto task = make_task(config);
+    task->initialize(1);
+    ShardedOptions options;
+    options.weights_codec = config.weights_codec;
+    options.gradients_codec = config.codec;
+    ShardedEngine engine(comm, sharded_units(task->model(), task->blocks()), options);
+    task->set_block_runner(&engine);
+    const std::vector<std::uint32_t> samples{1, 2};
+    const auto batch = task->batch(samples, false);
+    OracleResult result;
+    try {
+      engine.compute_gradients(
+          [&] {
+            const auto loss = task->loss(batch);
+            return comm.rank() == 1 ? loss * std::nan("") : loss;
+          },
+          result);
+      ADD_FAILURE() << "no NonFiniteError on rank " << comm.rank();
+    } catch (const NonFiniteError& e) {
+      const std::lock_guard lock(mutex);
+      messages.push_back(e.what());
+    }
+    OracleResult next;
+    engine.compute_gradients([&] { return task->loss(batch); }, next);
+    EXPECT_TRUE(std::isfinite(next.loss));
+    for (const auto& p : engine.optimizer_parameters()) {
+      EXPECT_TRUE(torch::isfinite(p.grad()).all().item<bool>());
+    }
+    task->set_block_runner(nullptr);
+  });
+  ASSERT_EQ(messages.size(), 2u);
+  for (const auto& m : messages) {
+    EXPECT_NE(m.find("step 0"), std::string::npos) << m;
+    EXPECT_NE(m.find("gradients of blocks.2"), std::string::npos) << m;
+  }
+}
+
+// Blocks run outside an oracle, or an oracle while the model is gathered,
+// are refused; gathering the model gives the exact parameters, nested.
+TEST(Sharded, MisuseIsRefusedAndTheWholeModelIsExact) {
+  const auto config = small_gpt("fp32", "minmax:bits=2,rounding=shift");
+  run_world(2, [&](Communicator& comm) {
+    auto task = make_task(config);
+    task->initialize(1);
+    std::vector<float> initial;
+    for (const auto& p : task->model().parameters()) {
+      const auto v = p.detach().contiguous().view(-1);
+      initial.insert(initial.end(), v.data_ptr<float>(), v.data_ptr<float>() + v.numel());
+    }
+    ShardedOptions options;
+    options.weights_codec = config.weights_codec;
+    ShardedEngine engine(comm, sharded_units(task->model(), task->blocks()), options);
+    task->set_block_runner(&engine);
+    const std::vector<std::uint32_t> samples{3};
+    const auto batch = task->batch(samples, false);
+    EXPECT_ANY_THROW(task->loss(batch));  // the weights are not here (the embedding is empty)
+    engine.gather_model();
+    engine.gather_model();
+    engine.release_model();
+    std::vector<float> gathered;
+    for (const auto& p : task->model().parameters()) {
+      const auto v = p.detach().contiguous().view(-1);
+      gathered.insert(gathered.end(), v.data_ptr<float>(), v.data_ptr<float>() + v.numel());
+    }
+    EXPECT_TRUE(bitwise_equal(initial, gathered));  // exact, not the 2-bit weights
+    EXPECT_TRUE(std::isfinite(task->loss(batch).item<double>()));
+    OracleResult result;
+    EXPECT_THROW(engine.compute_gradients([&] { return task->loss(batch); }, result),
+                 InvalidArgument);
+    engine.release_model();
+    for (const auto& p : task->model().parameters()) EXPECT_EQ(p.numel(), 0);
+    task->set_block_runner(nullptr);
+  });
+}
+
+TEST(Sharded, SettingsItCannotRunAreRefused) {
+  auto config = small_gpt("intsgd", "fp32");
+  EXPECT_THROW(validate(config), InvalidArgument);  // needs optimizer feedback
+  config = small_gpt("fp32", "fp32");
+  config.buckets = "mergecomp";
+  EXPECT_THROW(validate(config), InvalidArgument);
+  config = small_gpt("fp32", "minmax:bits=8");
+  config.engine = "data-parallel";
+  EXPECT_THROW(validate(config), InvalidArgument);  // no weights to send
+  config.engine = "fsdp";
+  EXPECT_THROW(validate(config), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace qccl::engines
