@@ -376,6 +376,70 @@ void average_i8(const std::int8_t* a, const std::int8_t* b, std::int8_t* out, st
 // The branch-free form of exp_dither::quantize (see there): all 32-bit
 // lanes, narrowed at the store; the hash input advances by φ per element
 // (see linear_encode_i8).
+namespace {
+
+// A key per float that orders as the floats do (finite ones): the bits of a
+// positive float already do; a negative one's magnitude bits are flipped.
+inline std::int32_t order_key(float f) {
+  const auto b = static_cast<std::int32_t>(bits_of(f));
+  return b ^ ((b >> 31) & 0x7FFFFFFF);
+}
+
+inline float from_order_key(std::int32_t key) {
+  const std::int32_t b = key ^ ((key >> 31) & 0x7FFFFFFF);
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+
+}  // namespace
+
+QCCL_MULTIVERSION
+FloatRange value_range(const float* x, std::size_t n) {
+  std::int32_t lo = order_key(x[0]), hi = lo;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::int32_t key = order_key(x[i]);
+    lo = std::min(lo, key);
+    hi = std::max(hi, key);
+  }
+  return {from_order_key(lo), from_order_key(hi)};
+}
+
+// In double, as the scalar paths: fp32 would err by ulps of the bucket's
+// largest magnitude (x − lo, lo + step·k), a bias far above a value's own
+// rounding for a value near 0 in a wide bucket.
+QCCL_MULTIVERSION
+void minmax_encode_u8(const float* x, std::uint8_t* q, std::size_t n, double lo, double scale,
+                      std::int32_t top, std::uint32_t k_low, std::uint32_t k_high,
+                      std::uint64_t first) {
+  std::uint32_t hashed = hash_start(first, k_low);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t r = mix32(hashed) ^ k_high;
+    hashed += kPhi32;
+    const double u = static_cast<double>(static_cast<std::int32_t>(r >> 8)) * 0x1p-24;
+    const double v = (static_cast<double>(x[i]) - lo) * scale;
+    const auto lower = static_cast<std::int32_t>(v);  // v >= 0: truncation is floor
+    const auto up = static_cast<std::int32_t>(u < v - static_cast<double>(lower));
+    q[i] = static_cast<std::uint8_t>(std::min(lower + up, top));
+  }
+}
+
+QCCL_MULTIVERSION
+void lattice_encode_u8(const float* x, std::uint8_t* q, std::size_t n, double lo, double inv_step,
+                       double offset, std::int32_t top) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = (static_cast<double>(x[i]) - lo) * inv_step + offset;  // >= 0: truncation is floor
+    q[i] = static_cast<std::uint8_t>(std::min(static_cast<std::int32_t>(v), top));
+  }
+}
+
+QCCL_MULTIVERSION
+void affine_decode_u8(const std::uint8_t* q, float* out, std::size_t n, double base, double step) {
+  write_values(out, n, [=](std::size_t i) __attribute__((always_inline)) {
+    return saturate(static_cast<float>(base + step * static_cast<double>(q[i])));
+  });
+}
+
 QCCL_MULTIVERSION
 void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,
                 std::int32_t s, std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first) {

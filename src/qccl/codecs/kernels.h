@@ -89,6 +89,27 @@ void exp_decode(const std::uint8_t* code, float* out, std::size_t n, std::int32_
 bool exp_reduce(std::uint8_t* acc, const std::uint8_t* in, std::size_t n, std::uint32_t k_low,
                 std::uint32_t k_high, std::uint64_t first);
 
+// Min-max quantization (minmax.h). value_range: (min, max) of n > 0 finite
+// values, through keys that order as the floats do (so the loop vectorises).
+struct FloatRange {
+  float lo, hi;
+};
+FloatRange value_range(const float* x, std::size_t n);
+// Random rounding between evenly spaced levels: v = (x[i] − lo)·scale,
+// q[i] = min(⌊v⌋ + [u < v − ⌊v⌋], top) with u as linear_encode_i8's.
+// Requires x[i] >= lo (lo is the values' minimum) and scale finite.
+void minmax_encode_u8(const float* x, std::uint8_t* q, std::size_t n, double lo, double scale,
+                      std::int32_t top, std::uint32_t k_low, std::uint32_t k_high,
+                      std::uint64_t first);
+// Rounding on a lattice: q[i] = min(⌊(x[i] − lo)·inv_step + offset⌋, top);
+// offset ½ − ρ is the nearest point of lo + step·(Z + ρ), ½ + ρ a dither.
+// Requires x[i] >= lo, offset >= 0 and inv_step finite.
+void lattice_encode_u8(const float* x, std::uint8_t* q, std::size_t n, double lo, double inv_step,
+                       double offset, std::int32_t top);
+// out[i] = fp32(base + step·q[i]), saturated at ±FLT_MAX. All three compute
+// in double.
+void affine_decode_u8(const std::uint8_t* q, float* out, std::size_t n, double base, double step);
+
 // fp16 (round to nearest even): h[i] = fp16(x[i] · factor), out[i] = float(h[i]),
 // acc[i] = fp16(float(acc[i]) + float(in[i])).
 void fp16_encode(const float* x, _Float16* h, std::size_t n, float factor);

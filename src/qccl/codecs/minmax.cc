@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "qccl/codecs/entropy_codes.h"
+#include "qccl/codecs/kernels.h"
 #include "qccl/codecs/level_statistics.h"
 #include "qccl/codecs/levels.h"
 #include "qccl/codecs/quantization_levels.h"
@@ -29,11 +29,58 @@ constexpr std::size_t kStatisticsCells = 4096;  // even cells of [0, 1] for lear
 
 std::size_t level_count(int bits) { return std::size_t{1} << bits; }
 
-// (min, max) of values, as fp32 (they are values).
+// (min, max) of finite values, as fp32 (they are values).
 std::pair<float, float> value_range(std::span<const float> v) {
   if (v.empty()) return {0.0f, 0.0f};
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  return {*lo, *hi};
+  const auto range = kernels::value_range(v.data(), v.size());
+  return {range.lo, range.hi};
+}
+
+// Level indices of `bits` bits each, most significant bit first and the
+// last byte zero padded: BitWriter's format, eight indices (`bits` whole
+// bytes) at a time.
+void pack_indices(std::span<const std::uint8_t> q, int bits, std::byte* out) {
+  if (bits == 8) {
+    std::memcpy(out, q.data(), q.size());
+    return;
+  }
+  std::size_t i = 0;
+  for (; i + 8 <= q.size(); i += 8) {
+    std::uint64_t acc = 0;
+    for (std::size_t j = 0; j < 8; ++j) acc = (acc << bits) | q[i + j];
+    for (int k = bits - 1; k >= 0; --k) *out++ = static_cast<std::byte>(acc >> (8 * k));
+  }
+  std::uint64_t acc = 0;
+  int pending = 0;  // at most 7 indices of 8 bits
+  for (; i < q.size(); ++i, pending += bits) acc = (acc << bits) | q[i];
+  for (; pending >= 8; pending -= 8) *out++ = static_cast<std::byte>(acc >> (pending - 8));
+  if (pending > 0) *out = static_cast<std::byte>(acc << (8 - pending));
+}
+
+// pack_indices' inverse; `in` holds (count·bits + 7)/8 bytes.
+void unpack_indices(const std::byte* in, int bits, std::span<std::uint8_t> q) {
+  if (bits == 8) {
+    std::memcpy(q.data(), in, q.size());
+    return;
+  }
+  const std::uint64_t mask = (std::uint64_t{1} << bits) - 1;
+  std::size_t i = 0;
+  for (; i + 8 <= q.size(); i += 8) {
+    std::uint64_t acc = 0;
+    for (int k = 0; k < bits; ++k) acc = (acc << 8) | std::to_integer<std::uint64_t>(*in++);
+    for (std::size_t j = 0; j < 8; ++j) {
+      q[i + j] = static_cast<std::uint8_t>((acc >> (bits * static_cast<int>(7 - j))) & mask);
+    }
+  }
+  const std::size_t rest = q.size() - i;
+  const auto bytes = static_cast<int>((rest * static_cast<std::size_t>(bits) + 7) / 8);
+  std::uint64_t acc = 0;
+  for (int k = 0; k < bytes; ++k) acc = (acc << 8) | std::to_integer<std::uint64_t>(*in++);
+  const int padding = 8 * bytes - static_cast<int>(rest) * bits;
+  for (std::size_t j = 0; j < rest; ++j) {
+    const int shift = padding + bits * static_cast<int>(rest - 1 - j);
+    q[i + j] = static_cast<std::uint8_t>((acc >> shift) & mask);
+  }
 }
 
 // One rank's encoding of a chunk: [fp32 min, fp32 max] per bucket, then the
@@ -60,19 +107,16 @@ class MinMaxReduction final : public Reduction {
       const auto [lo, hi] = config_.bucket == 0 ? whole_ : value_range(part);
       std::memcpy(out.data() + 2 * sizeof(float) * b, &lo, sizeof(float));
       std::memcpy(out.data() + 2 * sizeof(float) * b + sizeof(float), &hi, sizeof(float));
-      if (config_.rounding != MinMaxRounding::stochastic) {
-        round_on_lattice(part, lo, hi, indices_.data() + start);
-      } else {
-        round_between_levels(part, first + start, lo, hi, indices_.data() + start);
-      }
+      quantize(part, first + start, lo, hi, indices_.data() + start);
     }
-    write_indices(out.subspan(2 * sizeof(float) * buckets(in.size())));
+    pack_indices(indices_, config_.bits, out.data() + 2 * sizeof(float) * buckets(in.size()));
     return max_encoded_bytes(in.size());
   }
 
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
     require_chunk_bytes(name_, in.size(), max_encoded_bytes(out.size()), out.size());
-    read_indices(in.subspan(2 * sizeof(float) * buckets(out.size())), out.size());
+    indices_.resize(out.size());
+    unpack_indices(in.data() + 2 * sizeof(float) * buckets(out.size()), config_.bits, indices_);
     const std::size_t size = config_.bucket == 0 ? out.size() : config_.bucket;
     const auto levels = tables_->index.levels();
     for (std::size_t b = 0, start = 0; start < out.size(); ++b, start += size) {
@@ -83,9 +127,10 @@ class MinMaxReduction final : public Reduction {
         throw CommError(name_ + ": bucket range [" + std::to_string(lo) + ", " +
                         std::to_string(hi) + "] is invalid (corrupt message?)");
       }
+      const std::size_t end = std::min(out.size(), start + size);
+      if (decode_evenly_spaced(lo, hi, start, out.subspan(start, end - start))) continue;
       const double range = static_cast<double>(hi) - lo;
       const double delta = range / static_cast<double>(levels.size() - 1);
-      const std::size_t end = std::min(out.size(), start + size);
       for (std::size_t i = start; i < end; ++i) {
         const std::uint8_t k = indices_[i];
         const double value = config_.rounding == MinMaxRounding::shift
@@ -113,6 +158,40 @@ class MinMaxReduction final : public Reduction {
   }
   std::size_t payload_bytes(std::size_t count) const {
     return (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
+  }
+
+  // Evenly spaced levels take the vectorised kernels (in double, as the
+  // scalar paths); learned levels take the scalar paths below.
+  bool evenly_spaced(float lo, float hi) const { return !config_.learned && hi > lo; }
+
+  void quantize(std::span<const float> part, std::size_t first, float lo, float hi,
+                std::uint8_t* out) const {
+    const auto top = static_cast<std::int32_t>(tables_->index.levels().size() - 1);
+    if (!evenly_spaced(lo, hi)) {
+      if (config_.rounding != MinMaxRounding::stochastic) round_on_lattice(part, lo, hi, out);
+      else round_between_levels(part, first, lo, hi, out);
+      return;
+    }
+    const double inverse = static_cast<double>(top) / (static_cast<double>(hi) - lo);
+    if (config_.rounding == MinMaxRounding::stochastic) {
+      kernels::minmax_encode_u8(part.data(), out, part.size(), lo, inverse, top, rng_.key_low(),
+                                rng_.key_high(), first);
+    } else {
+      const double offset = config_.rounding == MinMaxRounding::shift ? 0.5 - shift_ : 0.5 + shift_;
+      kernels::lattice_encode_u8(part.data(), out, part.size(), lo, inverse, offset, top);
+    }
+  }
+
+  // Values of the indices at `first` of one bucket on evenly spaced levels
+  // (the shifted lattice's start at lo + δ·ρ); false where quantize() took
+  // a scalar path.
+  bool decode_evenly_spaced(float lo, float hi, std::size_t first, std::span<float> out) const {
+    if (!evenly_spaced(lo, hi)) return false;
+    const double step = (static_cast<double>(hi) - lo) /
+                        static_cast<double>(tables_->index.levels().size() - 1);
+    const double base = config_.rounding == MinMaxRounding::shift ? lo + step * shift_ : lo;
+    kernels::affine_decode_u8(indices_.data() + first, out.data(), out.size(), base, step);
+    return true;
   }
 
   // Unbiased random rounding of u = (x − min)/(max − min) between the two
@@ -148,26 +227,6 @@ class MinMaxReduction final : public Reduction {
       const double k = nearest ? std::nearbyint(position - shift_) : std::floor(position + shift_ + 0.5);
       out[i] = static_cast<std::uint8_t>(std::clamp(k, 0.0, top));
     }
-  }
-
-  void write_indices(std::span<std::byte> payload) const {
-    if (config_.bits == 8) {
-      std::memcpy(payload.data(), indices_.data(), indices_.size());
-      return;
-    }
-    BitWriter writer(payload);
-    for (std::uint8_t k : indices_) writer.put(k, config_.bits);
-    writer.finish();
-  }
-
-  void read_indices(std::span<const std::byte> payload, std::size_t count) {
-    indices_.resize(count);
-    if (config_.bits == 8) {
-      std::memcpy(indices_.data(), payload.data(), count);
-      return;
-    }
-    BitReader reader(payload, "minmax");
-    for (auto& k : indices_) k = static_cast<std::uint8_t>(reader.get(config_.bits));
   }
 
   std::string name_;
