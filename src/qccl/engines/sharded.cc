@@ -18,6 +18,9 @@
 #include "qccl/engines/archive_bytes.h"
 
 namespace qccl::engines {
+namespace {
+torch::Tensor empty_storage_tensor(std::size_t elements);
+}  // namespace
 
 // One flat vector of a unit's parameters that share codecs: its matrices,
 // or its vectors (biases, normalization), which stay full precision.
@@ -37,16 +40,33 @@ struct ShardedEngine::Group {
   std::int64_t length(std::size_t j) const {
     return std::accumulate(shapes[j].begin(), shapes[j].end(), std::int64_t{1}, std::multiplies<>());
   }
-  // Points the parameters at their parts of `flat` (the whole group).
-  void point_at(const torch::Tensor& flat) {
+  // The whole group while gathered: one tensor whose storage is filled by
+  // each gather and emptied at each release, in place, so that the views
+  // of it that a block's autograd graph saved in forward see the weights
+  // gathered again for its backward.
+  torch::Tensor flat;
+
+  // Gives `flat` fresh memory (before a gather writes into it).
+  void allocate() {
+    auto fresh = torch::empty({static_cast<std::int64_t>(elements)});
+    auto* from = fresh.storage().unsafeGetStorageImpl();
+    auto* to = flat.storage().unsafeGetStorageImpl();
+    to->set_data_ptr_noswap(from->set_data_ptr(at::DataPtr(nullptr, from->device())));
+    to->set_nbytes(elements * sizeof(float));
+    from->set_nbytes(0);
+  }
+  // Points the parameters at their parts of `flat`.
+  void point_at_flat() {
     for (std::size_t j = 0; j < parameters.size(); ++j) {
       parameters[j].set_data(
           flat.narrow(0, static_cast<std::int64_t>(offsets[j]), length(j)).view(shapes[j]));
     }
   }
-  // Frees the parameters' data (they become empty until the next gather).
+  // Frees the parameters' data (they become empty until the next gather)
+  // and `flat`'s memory.
   void free_data() {
     for (auto& p : parameters) p.set_data(torch::empty({0}));
+    flat.storage().unsafeGetStorageImpl()->reset();
   }
   // The parameters' gradients (zero where undefined) as one flat vector.
   torch::Tensor flat_gradient(const std::vector<torch::Tensor>& gradients) const {
@@ -63,18 +83,13 @@ struct ShardedEngine::Group {
 struct ShardedEngine::Unit {
   std::string name;
   std::vector<std::size_t> groups;
-  Work gather;                               // the latest gather submitted
-  // What that gather fills: one flat tensor per group of the unit.
-  std::shared_ptr<std::vector<torch::Tensor>> gathered;
-  std::vector<torch::Tensor> installed;  // the flat tensors the parameters now view
+  Work gather;  // the latest gather submitted
 };
 
-// The oracle in progress: the forward functions of its blocks (kept for
-// their recomputation), every exchange it submitted, and its times.
+// The oracle in progress: every exchange it submitted, and its times.
 struct ShardedEngine::StepState {
   std::uint64_t codec_step = 0;
   std::size_t next_block = 0, backward_blocks = 0;
-  std::vector<BlockForward> forwards;
   std::vector<Work> exchanges;
   double waiting = 0;
   std::size_t gathered_now = 0;
@@ -114,29 +129,48 @@ std::string levels_for_size(const std::string& spec, std::size_t elements, std::
 
 float* floats(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
+// A tensor of `elements` floats whose storage holds no memory yet.
+torch::Tensor empty_storage_tensor(std::size_t elements) {
+  auto t = torch::empty({static_cast<std::int64_t>(elements)});
+  t.storage().unsafeGetStorageImpl()->reset();
+  return t;
+}
+
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// A block's forward without its graph, and its backward by recomputation:
-// forward keeps only the block's input; backward hands the engine the
-// input and the output's gradient, and returns the input's gradient.
+// A block as one node of the model's graph. Forward runs the block with
+// autograd on a detached copy of its input, keeping the block's own graph
+// (its activations, and views of its gathered weights, whose memory the
+// engine then frees); backward hands the engine that graph and the output's
+// gradient, and returns the input's gradient, once the engine has gathered
+// the weights into the same memory again.
 struct BlockFunction : torch::autograd::Function<BlockFunction> {
   static torch::Tensor forward(torch::autograd::AutogradContext* context,
                                const torch::Tensor& input, ShardedEngine* engine,
                                std::int64_t block, const BlockForward* run) {
-    context->save_for_backward({input});
+    torch::Tensor inner_input, inner_output;
+    {
+      torch::AutoGradMode enable(true);
+      inner_input = input.detach().requires_grad_(true);
+      inner_output = (*run)(inner_input);
+    }
+    context->saved_data["input"] = inner_input;
+    context->saved_data["output"] = inner_output;
     context->saved_data["engine"] = reinterpret_cast<std::int64_t>(engine);
     context->saved_data["block"] = block;
-    return (*run)(input);  // autograd records nothing inside a Function's forward
+    return inner_output.detach();
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* context,
                                                  torch::autograd::variable_list grad_outputs) {
     auto* engine = reinterpret_cast<ShardedEngine*>(context->saved_data["engine"].toInt());
     const auto block = static_cast<std::size_t>(context->saved_data["block"].toInt());
-    const auto input = context->get_saved_variables()[0];
-    return {engine->backward_block(block, input, grad_outputs[0]), torch::Tensor(),
+    auto input = context->saved_data["input"].toTensor();
+    auto output = context->saved_data["output"].toTensor();
+    context->saved_data.clear();  // the block's graph goes with its backward
+    return {engine->backward_block(block, input, output, grad_outputs[0]), torch::Tensor(),
             torch::Tensor(), torch::Tensor()};
   }
 };
@@ -214,6 +248,7 @@ void ShardedEngine::build_groups(std::vector<ShardedUnit> units) {
       group->gradients = make_codec(group->gradients_spec, CodecSettings{options_.seed, 2 * id + 1});
       group->weights->check_supported(CodecOperation::allgather);
       group->gradients->check_supported(CodecOperation::reduce_scatter_mean);
+      group->flat = empty_storage_tensor(group->elements);
       group->shards = group->gradients->reduce_scatter_blocks(group->elements, n);
       for (const auto& r : group->shards) group->counts.push_back(r.count);
       const auto& mine = group->shards[static_cast<std::size_t>(comm_.rank())];
@@ -279,27 +314,32 @@ void ShardedEngine::broadcast_from_root(std::vector<torch::Tensor> buffers) {
 // Queues the unit's gather on the weights stream: each group's shards
 // encoded by their owners with the weights codec at this oracle's codec
 // step (so a second gather in the same oracle gives the same bits), and
-// decoded on every rank into one flat tensor per group.
+// decoded on every rank into the group's flat tensor, given fresh memory
+// here.
 void ShardedEngine::submit_gather(std::size_t unit) {
   auto& state = *state_;
-  auto result = std::make_shared<std::vector<torch::Tensor>>();
-  auto operation = [this, unit, result, &state](Communicator& comm) {
+  std::vector<float*> outputs;
+  for (const std::size_t g : units_[unit].groups) {
+    groups_[g]->allocate();
+    outputs.push_back(floats(groups_[g]->flat));
+    state.gathered_now += groups_[g]->elements;
+  }
+  peak_gathered_ = std::max(peak_gathered_, state.gathered_now);
+  auto operation = [this, unit, outputs, &state](Communicator& comm) {
     const auto start = Clock::now();
     const double coded = state.weights_phases.encode + state.weights_phases.decode;
-    for (const std::size_t g : units_[unit].groups) {
-      auto& group = *groups_[g];
-      auto out = torch::empty({static_cast<std::int64_t>(group.elements)});
+    const auto& groups = units_[unit].groups;
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+      auto& group = *groups_[groups[i]];
       group.weights->set_step(state.codec_step);
       CollectiveOptions options = options_.collective;
       options.phases = &state.weights_phases;
       group.weights->allgatherv(comm, std::span<const float>(floats(group.shard), group.shard.numel()),
-                                group.counts, std::span(floats(out), group.elements), options);
-      result->push_back(out);
+                                group.counts, std::span(outputs[i], group.elements), options);
     }
     state.weights_seconds += seconds_since(start) -
                              (state.weights_phases.encode + state.weights_phases.decode - coded);
   };
-  units_[unit].gathered = result;
   units_[unit].gather = weights_stream_->submit("gather " + units_[unit].name, operation);
   state.exchanges.push_back(units_[unit].gather);
 }
@@ -310,18 +350,14 @@ void ShardedEngine::install(std::size_t unit) {
   const auto start = Clock::now();
   u.gather.wait(options_.timeout);
   state.waiting += seconds_since(start);
-  u.installed = std::move(*u.gathered);
-  u.gathered.reset();
   torch::NoGradGuard no_grad;
   std::uint64_t checksum = kChecksumSeed;
-  for (std::size_t i = 0; i < u.groups.size(); ++i) {
-    auto& group = *groups_[u.groups[i]];
-    const auto& flat = u.installed[i];
-    checksum = checksum64(std::span(reinterpret_cast<const std::byte*>(floats(flat)),
+  for (const std::size_t g : u.groups) {
+    auto& group = *groups_[g];
+    checksum = checksum64(std::span(reinterpret_cast<const std::byte*>(floats(group.flat)),
                                     group.elements * sizeof(float)),
                           checksum);
-    state.gathered_now += group.elements;
-    group.point_at(flat);
+    group.point_at_flat();
   }
   auto& first = state.forward_checksums[unit];
   if (!first) {
@@ -333,17 +369,24 @@ void ShardedEngine::install(std::size_t unit) {
                 "; the weights codec '" + options_.weights_codec +
                 "' must encode the same shard at the same step identically");
   }
-  peak_gathered_ = std::max(peak_gathered_, state.gathered_now);
 }
 
-
+// Frees the unit's gathered weights (a gather in flight for it is waited
+// for first: it writes into that memory).
 void ShardedEngine::release(std::size_t unit) {
   auto& u = units_[unit];
-  for (const std::size_t g : u.groups) groups_[g]->free_data();
-  if (state_ != nullptr) {
-    for (const auto& flat : u.installed) state_->gathered_now -= static_cast<std::size_t>(flat.numel());
+  if (u.gather.valid() && !u.gather.completed()) {
+    try {
+      u.gather.wait(options_.timeout);
+    } catch (...) {  // its failure reaches the caller through the oracle's exchanges
+    }
   }
-  u.installed.clear();
+  for (const std::size_t g : u.groups) {
+    if (state_ != nullptr && groups_[g]->flat.storage().nbytes() > 0) {
+      state_->gathered_now -= groups_[g]->elements;
+    }
+    groups_[g]->free_data();
+  }
 }
 
 // ---- One oracle ---------------------------------------------------------------
@@ -361,7 +404,6 @@ void ShardedEngine::compute_gradients(const std::function<torch::Tensor()>& loss
   abandon_step();
   state_ = std::make_unique<StepState>();
   state_->codec_step = step_++;
-  state_->forwards.resize(units_.size() - 1);
   state_->forward_checksums.resize(units_.size());
   for (auto& g : groups_) g->shard.mutable_grad().zero_();
   const auto start = Clock::now();
@@ -419,31 +461,26 @@ torch::Tensor ShardedEngine::run(std::size_t block, const torch::Tensor& input,
   const std::size_t unit = block + 1;
   install(unit);
   if (unit + 1 < units_.size()) submit_gather(unit + 1);  // prefetch
-  state_->forwards[block] = forward;
-  auto output = BlockFunction::apply(input, this, static_cast<std::int64_t>(block),
-                                     &state_->forwards[block]);
+  auto output = BlockFunction::apply(input, this, static_cast<std::int64_t>(block), &forward);
   release(unit);
   if (unit + 1 == units_.size()) submit_gather(unit);  // backward starts with this block
   return output;
 }
 
 torch::Tensor ShardedEngine::backward_block(std::size_t block, const torch::Tensor& input,
+                                            const torch::Tensor& output,
                                             const torch::Tensor& grad_output) {
   const std::size_t unit = block + 1;
   ++state_->backward_blocks;
   install(unit);
   if (block > 0) submit_gather(unit - 1);  // prefetch the block backward reaches next
-  std::vector<torch::Tensor> inputs{input.detach().requires_grad_(true)};
+  std::vector<torch::Tensor> inputs{input};
   for (const std::size_t g : units_[unit].groups) {
     for (const auto& p : groups_[g]->parameters) inputs.push_back(p);
   }
-  torch::autograd::variable_list gradients;
-  {
-    torch::AutoGradMode enable(true);
-    const auto output = state_->forwards[block](inputs[0]);
-    gradients = torch::autograd::grad({output}, inputs, {grad_output}, /*retain_graph=*/false,
-                                      /*create_graph=*/false, /*allow_unused=*/true);
-  }
+  const auto gradients = torch::autograd::grad({output}, inputs, {grad_output},
+                                               /*retain_graph=*/false, /*create_graph=*/false,
+                                               /*allow_unused=*/true);
   scatter_unit(unit, std::vector<torch::Tensor>(gradients.begin() + 1, gradients.end()));
   release(unit);
   return gradients[0];
@@ -522,7 +559,6 @@ void ShardedEngine::abandon_step() noexcept {
       for (auto& p : groups_[g]->parameters) p.mutable_grad() = torch::Tensor();
     }
     release(u);
-    units_[u].gathered.reset();
   }
   state_.reset();
 }
@@ -539,10 +575,10 @@ void ShardedEngine::gather_model() {
   }
   const auto exact = make_codec("fp32");
   for (auto& g : groups_) {
-    auto flat = torch::empty({static_cast<std::int64_t>(g->elements)});
+    g->allocate();
     exact->allgatherv(comm_, std::span<const float>(floats(g->shard), g->shard.numel()), g->counts,
-                      std::span(floats(flat), g->elements), options_.collective);
-    g->point_at(flat);
+                      std::span(floats(g->flat), g->elements), options_.collective);
+    g->point_at_flat();
   }
   model_gathered_ = 1;
 }

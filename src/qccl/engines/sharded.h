@@ -3,12 +3,13 @@
 // whole weights exist only around the block that uses them:
 //
 //   forward, block l: wait for its gathered weights, start gathering block
-//     l+1 (prefetch), run the block without keeping its graph or its
-//     weights (only its input is kept);
-//   backward, block l: wait for its weights gathered again, start gathering
-//     block l−1, recompute the block from its input with autograd,
-//     back-propagate through it, and start reduce-scattering its gradients
-//     so that each rank gets the mean of its own shard; free the weights.
+//     l+1 (prefetch), run the block with autograd, then free the weights'
+//     memory (the block's graph keeps its activations and views of that
+//     memory);
+//   backward, block l: gather its weights into the same memory again, start
+//     gathering block l−1, back-propagate through the block's graph, free
+//     the weights, and start reduce-scattering the block's gradients so
+//     that each rank gets the mean of its own shard.
 //
 // The model's parameters outside its blocks (embeddings, final norm) form
 // unit 0, gathered for the whole oracle (FSDP's root unit); a model without
@@ -116,10 +117,12 @@ class ShardedEngine final : public Engine, public BlockRunner {
   // BlockRunner: the model's forward calls it for block 0, 1, ... in order.
   torch::Tensor run(std::size_t block, const torch::Tensor& input,
                     const BlockForward& forward) override;
-  // Block `block`'s backward (BlockFunction's): recompute, back-propagate,
-  // start the reduce-scatter; returns the gradient of the block's input.
+  // Block `block`'s backward (BlockFunction's): gather its weights into the
+  // memory its graph saved views of, back-propagate `grad_output` from
+  // `output` to `input` and the weights, start the reduce-scatter; returns
+  // the gradient of `input`.
   torch::Tensor backward_block(std::size_t block, const torch::Tensor& input,
-                               const torch::Tensor& grad_output);
+                               const torch::Tensor& output, const torch::Tensor& grad_output);
 
   // checksum64 of every weight this rank computed with in the last oracle
   // (every gather's decoded values, in order): equal on every rank.
