@@ -116,8 +116,9 @@ std::string json_text(const QsdpReport& report) {
 std::string svg_text(const QsdpReport& report) {
   const std::string scale = std::to_string(report.ranks) + " ranks, " +
                             std::to_string(report.steps) + " steps";
-  PlotPanel perplexity{"final test perplexity, " + scale, "variant", "perplexity", false, false, {}};
-  PlotPanel step{"time per step, " + scale, "variant", "ms per step", false, false, {}};
+  const std::string x_label = "variant (its number in the legend)";
+  PlotPanel perplexity{"final test perplexity, " + scale, x_label, "perplexity", false, false, {}};
+  PlotPanel step{"time per step, " + scale, x_label, "ms per step", false, false, {}};
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
     const auto& r = report.rows[i];
     const double x = static_cast<double>(i + 1);
