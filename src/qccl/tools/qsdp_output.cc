@@ -90,15 +90,16 @@ nlohmann::json row_json(const QsdpRow& r) {
 
 std::string json_text(const QsdpReport& report) {
   const auto& c = report.train;
-  const std::size_t parameters = report.rows.empty() ? 0 : report.rows.front().summary.parameters;
+  const engines::TrainSummary none;
+  const auto& first = report.rows.empty() ? none : report.rows.front().summary;
   nlohmann::json json = {{"experiment", "qsdp"},
                          {"model", c.model},
-                         {"data", "fortunes"},
+                         {"data", first.data},
                          {"ranks", report.ranks},
                          {"hidden", c.hidden},
                          {"layers", c.layers},
                          {"sequence_length", c.sequence_length},
-                         {"parameters", parameters},
+                         {"parameters", first.parameters},
                          {"batch_per_rank", c.batch},
                          {"optimizer", c.optimizer},
                          {"lr", c.lr},

@@ -24,11 +24,13 @@ std::string kib(const std::optional<double>& bytes) {
 
 void print_settings(std::ostream& out, const QsdpReport& report) {
   const auto& c = report.train;
-  const std::size_t parameters = report.rows.empty() ? 0 : report.rows.front().summary.parameters;
-  out << "qsdp: " << c.model << " on fortunes, sharded engine, " << report.ranks << " ranks, "
-      << "hidden " << c.hidden << ", " << c.layers << " layers, sequence " << c.sequence_length
-      << ", " << parameters << " parameters, batch " << c.batch << " per rank, " << report.steps
-      << " steps, " << c.optimizer << " lr " << c.lr << ", seed " << c.seed << "\n"
+  const engines::TrainSummary none;
+  const auto& first = report.rows.empty() ? none : report.rows.front().summary;
+  out << "qsdp: " << c.model << " on " << first.data << ", " << first.engine << " engine, "
+      << report.ranks << " ranks, hidden " << c.hidden << ", layers " << c.layers << ", sequence "
+      << c.sequence_length << ", " << first.parameters << " parameters, batch " << c.batch
+      << " per rank, " << report.steps << " steps, " << c.optimizer << " lr " << c.lr << ", seed "
+      << c.seed << "\n"
       << "machine: " << report.cpu << "\n\n";
 }
 
