@@ -160,7 +160,8 @@ std::vector<std::string> lines_of(const fs::path& path) {
 }
 
 TEST(QsdpExperiment, WritesConsistentRowsAndIsReproducible) {
-  const fs::path root = fs::temp_directory_path() / ("qccl-qsdp-experiment-" + std::to_string(::getpid()));
+  const fs::path root =
+      fs::temp_directory_path() / ("qccl-qsdp-experiment-" + std::to_string(::getpid()));
   fs::remove_all(root);
   const auto json = run(tiny((root / "a").string()));
 
@@ -216,21 +217,24 @@ TEST(QsdpExperiment, WritesConsistentRowsAndIsReproducible) {
 }
 
 TEST(QsdpExperiment, RanksWithOtherVariantsFailTogetherBeforeTraining) {
-  const std::string message = test::expect_throw_on_every_rank<MismatchError>(2, [](Communicator& comm) {
+  const auto body = [](Communicator& comm) {
     auto config = tiny("");
     config.variants = comm.rank() == 0 ? std::vector<std::string>{"fp32"}
                                        : std::vector<std::string>{"W8G8"};
     run_qsdp_experiment(comm, config);
-  });
+  };
+  const std::string message = test::expect_throw_on_every_rank<MismatchError>(2, body);
   EXPECT_NE(message.find("--variants"), std::string::npos) << message;
 }
 
 TEST(QsdpExperiment, RefusesAnOutputThatCannotBeWritten) {
-  const fs::path file = fs::temp_directory_path() / ("qccl-qsdp-file-" + std::to_string(::getpid()));
+  const fs::path file =
+      fs::temp_directory_path() / ("qccl-qsdp-file-" + std::to_string(::getpid()));
   write_file_atomically(file.string(), "not a directory");
-  const std::string message = test::expect_throw_on_every_rank<InvalidArgument>(2, [&](Communicator& comm) {
+  const auto body = [&](Communicator& comm) {
     run_qsdp_experiment(comm, tiny((file / "out").string()));
-  });
+  };
+  const std::string message = test::expect_throw_on_every_rank<InvalidArgument>(2, body);
   EXPECT_NE(message.find("choose another --output"), std::string::npos) << message;
   fs::remove(file);
 }

@@ -114,7 +114,8 @@ std::uint64_t refit_of(const QsdpExperimentConfig& config) {
 void validate(const QsdpExperimentConfig& config) {
   if (config.steps == 0) throw InvalidArgument("--steps must be at least 1");
   if (config.train.model != "gpt") {
-    throw InvalidArgument("the qsdp experiment trains --model gpt, not '" + config.train.model + "'");
+    throw InvalidArgument("the qsdp experiment trains --model gpt, not '" + config.train.model +
+                          "'");
   }
   // Names, codecs and every training setting, as each variant will run.
   for (const auto& variant : select_qsdp_variants(config.variants, refit_of(config))) {

@@ -137,7 +137,8 @@ std::vector<std::string> qsdp_output_files(const std::string& directory) {
   return {(dir / "qsdp.csv").string(), (dir / "qsdp.json").string(), (dir / "qsdp.svg").string()};
 }
 
-std::vector<std::string> write_qsdp_outputs(const QsdpReport& report, const std::string& directory) {
+std::vector<std::string> write_qsdp_outputs(const QsdpReport& report,
+                                            const std::string& directory) {
   const auto files = qsdp_output_files(directory);
   write_file_atomically(files[0], csv_text(report));
   write_file_atomically(files[1], json_text(report));

@@ -14,6 +14,7 @@ namespace qccl::tools {
 std::vector<std::string> qsdp_output_files(const std::string& directory);
 
 // Writes the three files (each replaced atomically); returns their paths.
-std::vector<std::string> write_qsdp_outputs(const QsdpReport& report, const std::string& directory);
+std::vector<std::string> write_qsdp_outputs(const QsdpReport& report,
+                                            const std::string& directory);
 
 }  // namespace qccl::tools

@@ -83,7 +83,8 @@ std::vector<QsdpVariant> select_qsdp_variants(const std::vector<std::string>& na
 }
 
 std::uint64_t default_qsdp_refit(std::size_t steps) {
-  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(static_cast<double>(steps) / 8.0)));
+  const auto eighth = std::llround(static_cast<double>(steps) / 8.0);
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(eighth));
 }
 
 }  // namespace qccl::tools
