@@ -182,6 +182,9 @@ expect "qgenx-gan under mpirun writes its table and grids" 0 'wrote .*qgenx-gan-
   --output "$simdir/gan" --timeout 60000
 [ -f "$simdir/gan/cache/frechet-classifier-cnn-e1x3-b64-lr0.05-s1.bin" ] ||
   { echo "FAIL: qgenx-gan cached its classifier"; failures=$((failures + 1)); }
+expect "experiment help lists qsdp" 0 'qsdp' -- "$qccl" experiment --help
+expect "qsdp: an unknown variant names the valid ones" 2 "unknown variant 'W3G3'; valid: baseline, fp32, W8G8, W8G8-nobucket, W6G4" -- \
+  "$qccl" experiment qsdp --ranks 2 --variants fp32,W3G3 --steps 1
 rm -rf "$simdir"
 
 # Training: usage errors, a short in-process run with its log, a comparison

@@ -18,6 +18,7 @@
 #include "qccl/tools/intsgd_experiment.h"
 #include "qccl/tools/model_report.h"
 #include "qccl/tools/qgenx_experiment.h"
+#include "qccl/tools/qsdp_command.h"
 #include "qccl/tools/suite_data.h"
 #include "qccl/tools/suite_report.h"
 #include "qccl/tools/simulate.h"
@@ -254,7 +255,8 @@ int run_rates_command(RatesCommand& command, int argc, char** argv) {
                       });
 }
 
-void add_experiment(CLI::App& app, ExperimentCommand& command, GanCommand& gan) {
+void add_experiment(CLI::App& app, ExperimentCommand& command, GanCommand& gan,
+                    QsdpCommand& qsdp) {
   auto* experiment = app.add_subcommand("experiment", "reproduce the papers' experiments");
   experiment->require_subcommand(1);
   auto* sub = experiment->add_subcommand(
@@ -288,6 +290,7 @@ void add_experiment(CLI::App& app, ExperimentCommand& command, GanCommand& gan) 
   sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
   add_rates_experiment(*experiment, command.rates);
   add_gan_experiment(*experiment, gan);
+  add_qsdp_experiment(*experiment, qsdp);
 }
 
 int run_experiment_command(ExperimentCommand& command, int argc, char** argv) {
@@ -508,7 +511,8 @@ int run_cli(int argc, char** argv) {
   add_simulate(app, simulate_command);
   ExperimentCommand experiment_command;
   GanCommand gan_command;
-  add_experiment(app, experiment_command, gan_command);
+  QsdpCommand qsdp_command;
+  add_experiment(app, experiment_command, gan_command, qsdp_command);
   TrainCommand train_command;
   add_train(app, train_command);
   TrainCommand plan_command;
@@ -546,6 +550,9 @@ int run_cli(int argc, char** argv) {
   if (app.got_subcommand("experiment")) {
     if (app.get_subcommand("experiment")->got_subcommand("qgenx-gan")) {
       return run_gan_command(gan_command, argc, argv);
+    }
+    if (app.get_subcommand("experiment")->got_subcommand("qsdp")) {
+      return run_qsdp_command(qsdp_command, argc, argv);
     }
     return run_experiment_command(experiment_command, argc, argv);
   }

@@ -1,0 +1,78 @@
+#include "qccl/tools/qsdp_command.h"
+
+#include <iostream>
+#include <sstream>
+
+#include "qccl/common/errors.h"
+#include "qccl/tools/exit_codes.h"
+#include "qccl/tools/qsdp_report.h"
+#include "qccl/tools/ranks.h"
+
+namespace qccl::tools {
+
+std::vector<std::string> split_variant_list(const std::string& text) {
+  std::vector<std::string> names;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    const auto first = item.find_first_not_of(" \t");
+    if (first == std::string::npos) continue;
+    names.push_back(item.substr(first, item.find_last_not_of(" \t") - first + 1));
+  }
+  return names;
+}
+
+CLI::App* add_qsdp_experiment(CLI::App& experiment, QsdpCommand& command) {
+  auto* sub = experiment.add_subcommand(
+      "qsdp",
+      "QSDP §6, Tables 1 and 3: a small GPT trained by the sharded engine once per variant "
+      "(weights and gradients codecs), with perplexity, ms/step and speedup against fp32");
+  auto& c = command.config;
+  auto& t = c.train;
+  std::string names;
+  for (const auto& name : qsdp_variant_names()) names += (names.empty() ? "" : ",") + name;
+  sub->add_option("--variants", command.variants,
+                  "comma-separated, case-insensitive (default all: " + names + ")");
+  sub->add_option("--steps", c.steps,
+                  "training steps per variant (default " + std::to_string(kQsdpDefaultSteps) + ")");
+  sub->add_option("--refit", c.refit,
+                  "learned variants: fit the levels at steps R, 2R, 4R, ... (default: steps/8)");
+  sub->add_option("--hidden", t.hidden, "gpt width (default 128)");
+  sub->add_option("--layers", t.layers, "gpt transformer blocks (default 2)");
+  sub->add_option("--sequence-length", t.sequence_length, "characters per sample (default 64)");
+  sub->add_option("--batch", t.batch, "samples per rank per step (default 16)");
+  sub->add_option("--optimizer", t.optimizer, "adam (default), adamw or sgd");
+  sub->add_option("--lr", t.lr, "learning rate of every variant (default 0.003)");
+  sub->add_option("--seed", t.seed, "seed of initialisation, data order and codecs (default 1)");
+  sub->add_option("--threads", t.threads, "libtorch threads per rank (default 1)");
+  sub->add_option("--data-dir", t.data_dir, "fortunes directory (default Debian's)");
+  sub->add_option("--output", c.output, "directory for qsdp.{csv,json,svg}");
+  sub->add_flag("--quiet", command.quiet, "no progress bar or per-variant lines");
+  sub->add_option("--algo", command.algorithm, "ring (default) or halving-doubling");
+  add_ranks_option(*sub, command.ranks);
+  sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
+  return sub;
+}
+
+int run_qsdp_command(QsdpCommand& command, int argc, char** argv) {
+  auto& c = command.config;
+  try {
+    c.variants = split_variant_list(command.variants);
+    if (!command.variants.empty() && c.variants.empty()) {
+      throw InvalidArgument("--variants names no variant; give names such as baseline,fp32,W8G8");
+    }
+    c.train.algorithm = parse_algorithm(command.algorithm);
+    c.train.progress = !command.quiet;
+    if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
+    validate(c);
+  } catch (const InvalidArgument& e) {
+    std::cerr << "qccl: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  return run_on_ranks(command.ranks, Timeout(command.timeout_ms), argc, argv,
+                      [&](Communicator& comm) {
+                        const auto report = run_qsdp_experiment(comm, c);
+                        if (comm.rank() == 0) print_qsdp_report(std::cout, report);
+                      });
+}
+
+}  // namespace qccl::tools
