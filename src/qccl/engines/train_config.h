@@ -158,9 +158,10 @@ struct TrainSummary {
   // unset for algorithm native, whose traffic MPI does not expose.
   std::optional<double> sent_bytes_per_step;
   double compression_ratio = 0;       // fp32 bytes / payload bytes
-  // The largest peak resident memory of any rank's process (getrusage's
-  // ru_maxrss) at the end of the run; ranks that are threads of one
-  // process share it.
+  // The largest peak resident memory of any rank's process over the
+  // training steps (Linux's VmHWM, reset when each epoch's steps begin, so
+  // evaluation's larger batches do not mask it); ranks that are threads of
+  // one process share it.
   std::uint64_t peak_rss_bytes = 0;
   std::vector<EpochResult> epochs;
   std::vector<float> final_parameters;  // with return_parameters

@@ -17,13 +17,13 @@
 #include <iostream>
 #include <sstream>
 
-#include <sys/resource.h>
 
 #include "qccl/codecs/codec_registry.h"
 #include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
 #include "qccl/common/page_faults.h"
+#include "qccl/common/resident_memory.h"
 #include "qccl/data/epoch_order.h"
 #include "qccl/engines/blas_threads.h"
 #include "qccl/engines/checkpoint.h"
@@ -58,13 +58,11 @@ std::uint64_t parameters_checksum(const std::vector<torch::Tensor>& parameters) 
   return h;
 }
 
-// The largest peak resident set of any rank's process, in bytes (a
-// collective: every rank gets it).
-std::uint64_t largest_peak_rss(Communicator& comm) {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
+// The largest of the ranks' `peak`s, in bytes (a collective: every rank
+// gets it).
+std::uint64_t largest_peak_rss(Communicator& comm, std::uint64_t peak) {
   std::vector<double> peaks(static_cast<std::size_t>(comm.size()), 0.0);
-  peaks[static_cast<std::size_t>(comm.rank())] = static_cast<double>(usage.ru_maxrss) * 1024.0;
+  peaks[static_cast<std::size_t>(comm.rank())] = static_cast<double>(peak);
   sum_over_ranks(comm, peaks, "peak memory");
   return static_cast<std::uint64_t>(*std::max_element(peaks.begin(), peaks.end()));
 }
@@ -215,6 +213,9 @@ class TrainingRun {
   Clock::time_point start_;
   std::vector<StepSplit> splits_;
   double training_seconds_ = 0, sent_bytes_ = 0;
+  // The process's peak resident memory over the training steps, evaluation
+  // excluded: reset when each epoch's steps begin, read after each step.
+  std::uint64_t steps_peak_rss_ = 0;
 };
 
 TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
@@ -326,6 +327,7 @@ void TrainingRun::run() {
     const auto epoch_start = Clock::now();
     const auto order = data::epoch_permutation(task_->train_size(), config_.seed,
                                                static_cast<std::uint64_t>(epoch));
+    reset_peak_resident();
     for (auto s = at_.step_in_epoch; s < static_cast<std::int64_t>(steps_per_epoch_); ++s) {
       if (config_.stop_after_steps > 0 && summary_.steps >= config_.stop_after_steps) {
         if (!config_.checkpoint_dir.empty()) save();
@@ -385,6 +387,7 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
     if (scheduler_->ready_to_plan()) plan_buckets();
   }
   const auto sent = engine_->bytes_sent() - sent_before;
+  steps_peak_rss_ = std::max(steps_peak_rss_, peak_resident_bytes());
   sent_bytes_ += static_cast<double>(sent);
   if (!skipped && std::isfinite(loss_value)) {
     at_.epoch_loss_sum += loss_value;
@@ -533,7 +536,7 @@ TrainSummary TrainingRun::result() {
                                       flat.data_ptr<float>() + flat.numel());
     }
   }
-  summary.peak_rss_bytes = largest_peak_rss(comm_);
+  summary.peak_rss_bytes = largest_peak_rss(comm_, steps_peak_rss_);
   auto line = summary_json(summary);
   line["event"] = "summary";
   log_->write(line);
