@@ -182,6 +182,11 @@ expect "qgenx-gan under mpirun writes its table and grids" 0 'wrote .*qgenx-gan-
   --output "$simdir/gan" --timeout 60000
 [ -f "$simdir/gan/cache/frechet-classifier-cnn-e1x3-b64-lr0.05-s1.bin" ] ||
   { echo "FAIL: qgenx-gan cached its classifier"; failures=$((failures + 1)); }
+expect "train: the sharded engine refuses a codec that needs optimizer feedback" 2 \
+  "--engine sharded gives codecs no optimizer feedback" -- \
+  "$qccl" train --engine sharded --model gpt --codec intsgd --ranks 2 --quiet
+expect "train: weights codec without the sharded engine" 2 "--weights-codec applies to --engine sharded only" -- \
+  "$qccl" train --model gpt --weights-codec minmax --ranks 2 --quiet
 expect "experiment help lists qsdp" 0 'qsdp' -- "$qccl" experiment --help
 expect "qsdp: an unknown variant names the valid ones" 2 "unknown variant 'W3G3'; valid: baseline, fp32, W8G8, W8G8-nobucket, W6G4" -- \
   "$qccl" experiment qsdp --ranks 2 --variants fp32,W3G3 --steps 1

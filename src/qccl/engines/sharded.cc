@@ -70,13 +70,13 @@ struct ShardedEngine::Group {
   }
   // The parameters' gradients (zero where undefined) as one flat vector.
   torch::Tensor flat_gradient(const std::vector<torch::Tensor>& gradients) const {
-    auto flat = torch::empty({static_cast<std::int64_t>(elements)});
+    auto out = torch::empty({static_cast<std::int64_t>(elements)});
     for (std::size_t j = 0; j < gradients.size(); ++j) {
-      auto part = flat.narrow(0, static_cast<std::int64_t>(offsets[j]), length(j));
+      auto part = out.narrow(0, static_cast<std::int64_t>(offsets[j]), length(j));
       if (gradients[j].defined()) part.copy_(gradients[j].reshape({-1}));
       else part.zero_();
     }
-    return flat;
+    return out;
   }
 };
 
@@ -95,8 +95,8 @@ struct ShardedEngine::StepState {
   std::size_t gathered_now = 0;
   std::uint64_t checksum = kChecksumSeed;
   // Per unit, the checksum of its forward gather: its backward gather must
-  // bring the same bits (the same codec step), or the recomputation would
-  // differentiate other weights than forward used.
+  // bring the same bits (the same codec step), or backward would
+  // differentiate at other weights than forward ran with.
   std::vector<std::optional<std::uint64_t>> forward_checksums;
   // Written by the streams' threads, read after their work is waited for.
   PhaseTimes weights_phases, gradients_phases;

@@ -90,8 +90,8 @@ void print_qsdp_report(std::ostream& out, const QsdpReport& report) {
          "ms/step: the training thread's step, the sum of the medians over the steps of its "
          "parts (data, compute,\nwait, optim); vs fp32 and vs base: their ms/step over this "
          "one's. sent/step: bytes rank 0 sent per step.\npeak RSS: the largest of any rank's "
-         "process; it never decreases, so with several variants in one\nprocess a variant's "
-         "figure includes the variants before it (run one variant per invocation to compare).\n";
+         "process over the training steps; memory an earlier variant freed but the\nprocess "
+         "kept still counts (run one variant per invocation to compare memory).\n";
   for (const auto& file : report.files) out << "wrote " << file << "\n";
 }
 
