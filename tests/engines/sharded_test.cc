@@ -80,6 +80,26 @@ std::vector<float> one_process(const TrainConfig& config, int ranks, std::size_t
   return flat;
 }
 
+// One rank's task (initialised from `config.seed`) and a sharded engine
+// over its model with `config`'s codecs, running the model's blocks.
+struct ShardedRank {
+  std::unique_ptr<Task> task;
+  std::unique_ptr<ShardedEngine> engine;
+  ShardedRank(Communicator& comm, const TrainConfig& config,
+              std::size_t learned_levels_min = ShardedOptions{}.learned_levels_min)
+      : task(make_task(config)) {
+    task->initialize(config.seed);
+    ShardedOptions options;
+    options.weights_codec = config.weights_codec;
+    options.gradients_codec = config.codec;
+    options.learned_levels_min = learned_levels_min;
+    engine = std::make_unique<ShardedEngine>(comm, sharded_units(task->model(), task->blocks()),
+                                             options);
+    task->set_block_runner(engine.get());
+  }
+  ~ShardedRank() { task->set_block_runner(nullptr); }
+};
+
 class RankCounts : public ::testing::TestWithParam<int> {};
 
 TEST_P(RankCounts, Fp32ShardedIsDataParallelAndOneProcess) {
@@ -122,13 +142,9 @@ TEST(Sharded, QuantizedWeightsAreBitwiseTheSameOnEveryRank) {
   std::vector<std::vector<std::uint64_t>> checksums(ranks);
   std::vector<std::size_t> peaks(ranks), totals(ranks);
   run_world(ranks, [&](Communicator& comm) {
-    auto task = make_task(config);
-    task->initialize(config.seed);
-    ShardedOptions options;
-    options.weights_codec = config.weights_codec;
-    options.gradients_codec = config.codec;
-    ShardedEngine engine(comm, sharded_units(task->model(), task->blocks()), options);
-    task->set_block_runner(&engine);
+    ShardedRank rank(comm, config);
+    auto& task = rank.task;
+    auto& engine = *rank.engine;
     torch::optim::SGD sgd(engine.optimizer_parameters(), torch::optim::SGDOptions(0.1));
     const std::vector<std::uint32_t> samples{static_cast<std::uint32_t>(comm.rank()), 11, 23};
     const auto batch = task->batch(samples, false);
@@ -141,7 +157,6 @@ TEST(Sharded, QuantizedWeightsAreBitwiseTheSameOnEveryRank) {
     }
     peaks[static_cast<std::size_t>(comm.rank())] = engine.peak_gathered_elements();
     totals[static_cast<std::size_t>(comm.rank())] = engine.elements();
-    task->set_block_runner(nullptr);
   });
   for (int r = 1; r < ranks; ++r) EXPECT_EQ(checksums[0], checksums[static_cast<std::size_t>(r)]);
   EXPECT_NE(checksums[0][0], checksums[0][1]);
@@ -155,13 +170,9 @@ TEST(Sharded, QuantizedWeightsAreBitwiseTheSameOnEveryRank) {
 TEST(Sharded, LearnedLevelsOnlyForLargeGroupsAndVectorsStayFullPrecision) {
   auto config = small_gpt("minmax:bits=4,levels=learned", "minmax:bits=6,levels=learned");
   run_world(2, [&](Communicator& comm) {
-    auto task = make_task(config);
-    task->initialize(1);
-    ShardedOptions options;
-    options.weights_codec = config.weights_codec;
-    options.gradients_codec = config.codec;
-    options.learned_levels_min = 10000;  // blocks' matrices: 16 354 elements; unit 0's fewer
-    ShardedEngine engine(comm, sharded_units(task->model(), task->blocks()), options);
+    // Blocks' matrices: 16 354 elements; unit 0's fewer.
+    ShardedRank rank(comm, config, 10000);
+    const auto& engine = *rank.engine;
     std::size_t learned = 0, uniform = 0, full = 0;
     for (std::size_t g = 0; g < engine.bucket_count(); ++g) {
       const auto name = engine.describe_group(g);
@@ -217,13 +228,9 @@ TEST(Sharded, NonFiniteGradientsFailEveryRankAndTheNextOracleWorks) {
   std::mutex mutex;
   std::vector<std::string> messages;
   run_world(2, [&](Communicator& comm) {
-    auto task = make_task(config);
-    task->initialize(1);
-    ShardedOptions options;
-    options.weights_codec = config.weights_codec;
-    options.gradients_codec = config.codec;
-    ShardedEngine engine(comm, sharded_units(task->model(), task->blocks()), options);
-    task->set_block_runner(&engine);
+    ShardedRank rank(comm, config);
+    auto& task = rank.task;
+    auto& engine = *rank.engine;
     const std::vector<std::uint32_t> samples{1, 2};
     const auto batch = task->batch(samples, false);
     OracleResult result;
@@ -245,7 +252,6 @@ TEST(Sharded, NonFiniteGradientsFailEveryRankAndTheNextOracleWorks) {
     for (const auto& p : engine.optimizer_parameters()) {
       EXPECT_TRUE(torch::isfinite(p.grad()).all().item<bool>());
     }
-    task->set_block_runner(nullptr);
   });
   ASSERT_EQ(messages.size(), 2u);
   for (const auto& m : messages) {

@@ -2,8 +2,6 @@
 // "name:key=value,key=value", or a wrapper around another spec,
 // "name(inner spec)" with its own parameters after it, e.g. "fp16",
 // "global-qsgd:bits=8,norm=2", "ef(global-qsgd:bits=4)".
-// Not an installed header, but exported from libqccl_core.so: the sharded
-// engine reads specs.
 #pragma once
 
 #include <cstdint>
@@ -13,9 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "qccl/common/export.h"
-
-QCCL_API_BEGIN
 namespace qccl {
 
 struct CodecSpec {
@@ -53,4 +48,3 @@ class CodecParams {
 };
 
 }  // namespace qccl
-QCCL_API_END

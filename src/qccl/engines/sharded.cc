@@ -10,7 +10,6 @@
 #include <unordered_set>
 
 #include "qccl/codecs/codec_registry.h"
-#include "qccl/codecs/codec_spec.h"
 #include "qccl/collectives/broadcast.h"
 #include "qccl/collectives/fingerprint.h"
 #include "qccl/common/checksum.h"
@@ -110,21 +109,23 @@ constexpr std::string_view kMatrices = "matrices", kVectors = "biases and norms"
 std::string_view group_kind(const torch::Tensor& p) { return p.dim() >= 2 ? kMatrices : kVectors; }
 
 // `spec` with learned levels replaced by uniform ones (QSDP §5.2 learns
-// levels only for layers over 10^5 parameters); wrappers are left alone.
+// levels only for layers over 10^5 parameters); wrappers ("ef(...)") are
+// left alone. A spec is "name:key=value,key=value".
 std::string levels_for_size(const std::string& spec, std::size_t elements, std::size_t minimum) {
-  const CodecSpec parsed = parse_codec_spec(spec);
-  if (!parsed.inner.empty() || elements >= minimum) return spec;
-  bool changed = false;
-  std::string text = parsed.name;
-  for (std::size_t i = 0; i < parsed.params.size(); ++i) {
-    auto [key, value] = parsed.params[i];
-    if (key == "levels" && (value == "learned" || value == "qada")) {
-      value = "uniform";
-      changed = true;
-    }
-    text += (i == 0 ? ":" : ",") + key + "=" + value;
+  const auto colon = spec.find(':');
+  if (elements >= minimum || colon == std::string::npos || spec.find('(') != std::string::npos) {
+    return spec;
   }
-  return changed ? text : spec;
+  std::string text = spec.substr(0, colon + 1);
+  std::size_t start = colon + 1;
+  while (start <= spec.size()) {
+    const auto end = std::min(spec.find(',', start), spec.size());
+    const std::string item = spec.substr(start, end - start);
+    const bool learned = item == "levels=learned" || item == "levels=qada";
+    text += (start == colon + 1 ? "" : ",") + (learned ? std::string("levels=uniform") : item);
+    start = end + 1;
+  }
+  return text;
 }
 
 float* floats(const torch::Tensor& t) { return t.data_ptr<float>(); }
