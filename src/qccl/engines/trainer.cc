@@ -17,7 +17,6 @@
 #include <iostream>
 #include <sstream>
 
-
 #include "qccl/codecs/codec_registry.h"
 #include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
