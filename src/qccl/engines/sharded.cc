@@ -13,6 +13,7 @@
 #include "qccl/collectives/broadcast.h"
 #include "qccl/collectives/fingerprint.h"
 #include "qccl/common/checksum.h"
+#include "qccl/common/duration.h"
 #include "qccl/common/errors.h"
 #include "qccl/engines/archive_bytes.h"
 
@@ -33,7 +34,6 @@ struct ShardedEngine::Group {
   std::vector<Range> shards;         // every rank's, in rank order
   std::vector<std::size_t> counts;   // their lengths
   torch::Tensor shard;               // this rank's fp32 values: what the optimizer updates
-  std::string weights_spec, gradients_spec;
   std::unique_ptr<Codec> weights, gradients;
 
   std::int64_t length(std::size_t j) const {
@@ -85,6 +85,26 @@ struct ShardedEngine::Unit {
   Work gather;  // the latest gather submitted
 };
 
+namespace {
+
+// One stream's encode and decode times, and the rest of its exchanges'
+// time (transfers and waits for them), summed over an oracle.
+struct StreamTimes {
+  PhaseTimes phases;
+  double communicate = 0;
+  // Runs `exchange(&phases)` (which adds its encoding and decoding to
+  // them) and adds the rest of its time to `communicate`.
+  template <typename Exchange>
+  void time(Exchange&& exchange) {
+    const auto start = Clock::now();
+    const double coded = phases.encode + phases.decode;
+    exchange(&phases);
+    communicate += seconds_since(start) - (phases.encode + phases.decode - coded);
+  }
+};
+
+}  // namespace
+
 // The oracle in progress: every exchange it submitted, and its times.
 struct ShardedEngine::StepState {
   std::uint64_t codec_step = 0;
@@ -98,8 +118,7 @@ struct ShardedEngine::StepState {
   // differentiate at other weights than forward ran with.
   std::vector<std::optional<std::uint64_t>> forward_checksums;
   // Written by the streams' threads, read after their work is waited for.
-  PhaseTimes weights_phases, gradients_phases;
-  double weights_seconds = 0, gradients_seconds = 0;
+  StreamTimes weights, gradients;
 };
 
 namespace {
@@ -137,10 +156,6 @@ torch::Tensor empty_storage_tensor(std::size_t elements) {
   return t;
 }
 
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // A block as one node of the model's graph. Forward runs the block with
 // autograd on a detached copy of its input, keeping the block's own graph
@@ -240,13 +255,14 @@ void ShardedEngine::build_groups(std::vector<ShardedUnit> units) {
       }
       if (group->elements == 0) continue;
       const bool quantized = kind == kMatrices;
-      group->weights_spec = levels_for_size(quantized ? options_.weights_codec : "fp32",
-                                            group->elements, options_.learned_levels_min);
-      group->gradients_spec = levels_for_size(quantized ? options_.gradients_codec : "fp32",
-                                              group->elements, options_.learned_levels_min);
+      const auto spec_for = [&](const std::string& spec) {
+        return levels_for_size(quantized ? spec : "fp32", group->elements,
+                               options_.learned_levels_min);
+      };
       const std::uint64_t id = groups_.size();
-      group->weights = make_codec(group->weights_spec, CodecSettings{options_.seed, 2 * id});
-      group->gradients = make_codec(group->gradients_spec, CodecSettings{options_.seed, 2 * id + 1});
+      group->weights = make_codec(spec_for(options_.weights_codec), CodecSettings{options_.seed, 2 * id});
+      group->gradients =
+          make_codec(spec_for(options_.gradients_codec), CodecSettings{options_.seed, 2 * id + 1});
       group->weights->check_supported(CodecOperation::allgather);
       group->gradients->check_supported(CodecOperation::reduce_scatter_mean);
       group->flat = empty_storage_tensor(group->elements);
@@ -327,19 +343,17 @@ void ShardedEngine::submit_gather(std::size_t unit) {
   }
   peak_gathered_ = std::max(peak_gathered_, state.gathered_now);
   auto operation = [this, unit, outputs, &state](Communicator& comm) {
-    const auto start = Clock::now();
-    const double coded = state.weights_phases.encode + state.weights_phases.decode;
-    const auto& groups = units_[unit].groups;
-    for (std::size_t i = 0; i < groups.size(); ++i) {
-      auto& group = *groups_[groups[i]];
-      group.weights->set_step(state.codec_step);
-      CollectiveOptions options = options_.collective;
-      options.phases = &state.weights_phases;
-      group.weights->allgatherv(comm, std::span<const float>(floats(group.shard), group.shard.numel()),
-                                group.counts, std::span(outputs[i], group.elements), options);
-    }
-    state.weights_seconds += seconds_since(start) -
-                             (state.weights_phases.encode + state.weights_phases.decode - coded);
+    state.weights.time([&](PhaseTimes* phases) {
+      const auto& groups = units_[unit].groups;
+      for (std::size_t i = 0; i < groups.size(); ++i) {
+        auto& group = *groups_[groups[i]];
+        group.weights->set_step(state.codec_step);
+        CollectiveOptions options = options_.collective;
+        options.phases = phases;
+        group.weights->allgatherv(comm, std::span<const float>(floats(group.shard), group.shard.numel()),
+                                  group.counts, std::span(outputs[i], group.elements), options);
+      }
+    });
   };
   units_[unit].gather = weights_stream_->submit("gather " + units_[unit].name, operation);
   state.exchanges.push_back(units_[unit].gather);
@@ -406,7 +420,6 @@ void ShardedEngine::compute_gradients(const std::function<torch::Tensor()>& loss
   state_ = std::make_unique<StepState>();
   state_->codec_step = step_++;
   state_->forward_checksums.resize(units_.size());
-  for (auto& g : groups_) g->shard.mutable_grad().zero_();
   const auto start = Clock::now();
   try {
     submit_gather(0);
@@ -508,23 +521,20 @@ void ShardedEngine::submit_reduce_scatter(std::size_t group, torch::Tensor flat_
   float* mean = floats(groups_[group]->shard.mutable_grad());
   auto operation = [this, group, flat = std::move(flat_gradient), mean, &state,
                     step](Communicator& comm) {
-    const auto start = Clock::now();
-    const double coded = state.gradients_phases.encode + state.gradients_phases.decode;
     auto& g = *groups_[group];
     g.gradients->set_step(step);
     CollectiveOptions options = options_.collective;
-    options.phases = &state.gradients_phases;
     try {
-      g.gradients->reduce_scatter_mean(
-          comm, std::span<const float>(floats(flat), g.elements),
-          std::span(mean, static_cast<std::size_t>(g.shard.numel())),
-          options);
+      state.gradients.time([&](PhaseTimes* phases) {
+        options.phases = phases;
+        g.gradients->reduce_scatter_mean(comm, std::span<const float>(floats(flat), g.elements),
+                                         std::span(mean, static_cast<std::size_t>(g.shard.numel())),
+                                         options);
+      });
     } catch (const NonFiniteError& e) {
       throw NonFiniteError("sharded engine, step " + std::to_string(step) + ", gradients of " +
                            g.name + ": " + e.what());
     }
-    state.gradients_seconds += seconds_since(start) -
-                               (state.gradients_phases.encode + state.gradients_phases.decode - coded);
   };
   state.exchanges.push_back(gradients_stream_->submit("reduce-scatter " + groups_[group]->name, operation));
 }
@@ -541,9 +551,9 @@ void ShardedEngine::finish_exchanges(OracleResult& result) {
     }
   }
   result.waiting += state.waiting + seconds_since(start);
-  result.encode += state.weights_phases.encode + state.gradients_phases.encode;
-  result.decode += state.weights_phases.decode + state.gradients_phases.decode;
-  result.communicate += state.weights_seconds + state.gradients_seconds;
+  result.encode += state.weights.phases.encode + state.gradients.phases.encode;
+  result.decode += state.weights.phases.decode + state.gradients.phases.decode;
+  result.communicate += state.weights.communicate + state.gradients.communicate;
   if (first) std::rethrow_exception(first);
 }
 
