@@ -128,18 +128,17 @@ class MinMaxReduction final : public Reduction {
                         std::to_string(hi) + "] is invalid (corrupt message?)");
       }
       const std::size_t end = std::min(out.size(), start + size);
-      if (decode_evenly_spaced(lo, hi, start, out.subspan(start, end - start))) continue;
       const double range = static_cast<double>(hi) - lo;
-      const double delta = range / static_cast<double>(levels.size() - 1);
-      for (std::size_t i = start; i < end; ++i) {
-        const std::uint8_t k = indices_[i];
-        const double value = config_.rounding == MinMaxRounding::shift
-                                 ? (delta == 0 ? lo : lo + delta * (k + shift_))
-                                 : config_.rounding == MinMaxRounding::dither
-                                       ? lo + delta * k
-                                       : lo + range * levels[k];
-        out[i] = saturate_to_fp32(value);
+      if (config_.learned || range == 0) {  // lo + range·level (constant buckets: lo)
+        for (std::size_t i = start; i < end; ++i) {
+          out[i] = saturate_to_fp32(lo + range * levels[indices_[i]]);
+        }
+        continue;
       }
+      // Evenly spaced: lo + δ·k, the shifted lattice's from lo + δ·ρ.
+      const double step = range / static_cast<double>(levels.size() - 1);
+      const double base = config_.rounding == MinMaxRounding::shift ? lo + step * shift_ : lo;
+      kernels::affine_decode_u8(indices_.data() + start, out.data() + start, end - start, base, step);
     }
   }
   void decode_contribution(std::span<const std::byte> in, std::size_t first,
@@ -160,53 +159,10 @@ class MinMaxReduction final : public Reduction {
     return (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
   }
 
-  // Evenly spaced levels take the vectorised kernels (in double, as the
-  // scalar paths); learned levels take the scalar paths below.
-  bool evenly_spaced(float lo, float hi) const { return !config_.learned && hi > lo; }
-
-  void quantize(std::span<const float> part, std::size_t first, float lo, float hi,
-                std::uint8_t* out) const {
-    const auto top = static_cast<std::int32_t>(tables_->index.levels().size() - 1);
-    if (!evenly_spaced(lo, hi)) {
-      if (config_.rounding != MinMaxRounding::stochastic) round_on_lattice(part, lo, hi, out);
-      else round_between_levels(part, first, lo, hi, out);
-      return;
-    }
-    const double inverse = static_cast<double>(top) / (static_cast<double>(hi) - lo);
-    if (config_.rounding == MinMaxRounding::stochastic) {
-      kernels::minmax_encode_u8(part.data(), out, part.size(), lo, inverse, top, rng_.key_low(),
-                                rng_.key_high(), first);
-    } else {
-      const double offset = config_.rounding == MinMaxRounding::shift ? 0.5 - shift_ : 0.5 + shift_;
-      kernels::lattice_encode_u8(part.data(), out, part.size(), lo, inverse, offset, top);
-    }
-  }
-
-  // Values of the indices at `first` of one bucket on evenly spaced levels
-  // (the shifted lattice's start at lo + δ·ρ); false where quantize() took
-  // a scalar path.
-  bool decode_evenly_spaced(float lo, float hi, std::size_t first, std::span<float> out) const {
-    if (!evenly_spaced(lo, hi)) return false;
-    const double step = (static_cast<double>(hi) - lo) /
-                        static_cast<double>(tables_->index.levels().size() - 1);
-    const double base = config_.rounding == MinMaxRounding::shift ? lo + step * shift_ : lo;
-    kernels::affine_decode_u8(indices_.data() + first, out.data(), out.size(), base, step);
-    return true;
-  }
-
-  // Unbiased random rounding of u = (x − min)/(max − min) between the two
-  // levels around it (LevelIndex::round).
-  void round_between_levels(std::span<const float> part, std::size_t first, float lo, float hi,
-                            std::uint8_t* out) const {
-    const double range = static_cast<double>(hi) - lo;
-    const double scale = range > 0 ? 1.0 / range : 0.0;
-    for (std::size_t i = 0; i < part.size(); ++i) {
-      const double u = std::clamp((static_cast<double>(part[i]) - lo) * scale, 0.0, 1.0);
-      out[i] = static_cast<std::uint8_t>(tables_->index.round(u, rng_.bits64(first + i) >> 11));
-    }
-  }
-
-  // The evenly spaced lattices, with the shared draw ρ ~ U[−½, ½):
+  // A bucket's level indices. A constant bucket (and only that: lo is the
+  // bucket's minimum) is all index 0. Evenly spaced levels take the
+  // vectorised kernels, in double; with the shared draw ρ ~ U[−½, ½):
+  // - stochastic: up from ⌊(x − min)/δ⌋ with probability its fraction;
   // - Q^w_δ (Definition 1, nearest rounding): k = nearest((x − min)/δ − ρ),
   //   the value min + δ·(k + ρ); the lattice's ends lie within δ/2 of min
   //   and max, so k stays in 0..2^bits − 1 (clamped against a tie at
@@ -214,18 +170,32 @@ class MinMaxReduction final : public Reduction {
   // - the dither on the fixed grid: k = ⌊(x − min)/δ + ρ + ½⌋, the value
   //   min + δ·k, in 0..2^bits − 1 since (x − min)/δ <= 2^bits − 1 and
   //   ρ + ½ < 1.
-  void round_on_lattice(std::span<const float> part, float lo, float hi, std::uint8_t* out) const {
-    const double top = static_cast<double>(tables_->index.levels().size() - 1);
-    const double delta = (static_cast<double>(hi) - lo) / top;
-    if (delta == 0) {
+  // Learned levels (stochastic rounding only) take the scalar
+  // LevelIndex::round: unbiased random rounding of u = (x − min)/(max − min)
+  // between the two levels around it.
+  void quantize(std::span<const float> part, std::size_t first, float lo, float hi,
+                std::uint8_t* out) const {
+    if (hi <= lo) {
       std::fill(out, out + part.size(), std::uint8_t{0});
       return;
     }
-    const bool nearest = config_.rounding == MinMaxRounding::shift;
-    for (std::size_t i = 0; i < part.size(); ++i) {
-      const double position = (static_cast<double>(part[i]) - lo) / delta;
-      const double k = nearest ? std::nearbyint(position - shift_) : std::floor(position + shift_ + 0.5);
-      out[i] = static_cast<std::uint8_t>(std::clamp(k, 0.0, top));
+    const double range = static_cast<double>(hi) - lo;
+    if (config_.learned) {
+      const double scale = 1.0 / range;
+      for (std::size_t i = 0; i < part.size(); ++i) {
+        const double u = std::clamp((static_cast<double>(part[i]) - lo) * scale, 0.0, 1.0);
+        out[i] = static_cast<std::uint8_t>(tables_->index.round(u, rng_.bits64(first + i) >> 11));
+      }
+      return;
+    }
+    const auto top = static_cast<std::int32_t>(tables_->index.levels().size() - 1);
+    const double inverse = static_cast<double>(top) / range;
+    if (config_.rounding == MinMaxRounding::stochastic) {
+      kernels::minmax_encode_u8(part.data(), out, part.size(), lo, inverse, top, rng_.key_low(),
+                                rng_.key_high(), first);
+    } else {
+      const double offset = config_.rounding == MinMaxRounding::shift ? 0.5 - shift_ : 0.5 + shift_;
+      kernels::lattice_encode_u8(part.data(), out, part.size(), lo, inverse, offset, top);
     }
   }
 
