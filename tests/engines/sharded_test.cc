@@ -13,10 +13,10 @@
 #include <mutex>
 
 #include "qccl/common/errors.h"
-#include "qccl/data/epoch_order.h"
 #include "qccl/engines/sharded.h"
 #include "qccl/engines/tasks.h"
 #include "qccl/engines/train_config.h"
+#include "engines/one_process.h"
 #include "engines/train_helpers.h"
 #include "support/world.h"
 
@@ -46,38 +46,6 @@ TrainConfig small_gpt(const std::string& gradients, const std::string& weights) 
   c.progress = false;
   c.return_parameters = true;
   return c;
-}
-
-double worst_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double worst = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    worst = std::max(worst, std::abs(double{a[i]} - double{b[i]}));
-  }
-  return worst;
-}
-
-// SGD of one process on the ranks' batches concatenated, from the same
-// initialisation and samples.
-std::vector<float> one_process(const TrainConfig& config, int ranks, std::size_t shift = 0) {
-  auto single = config;
-  single.batch = config.batch * static_cast<std::size_t>(ranks);
-  auto task = make_task(single);
-  task->initialize(single.seed);
-  std::vector<torch::Tensor> params = task->model().parameters();
-  torch::optim::SGD sgd(params, torch::optim::SGDOptions(single.lr).momentum(single.momentum));
-  const auto order = data::epoch_permutation(task->train_size(), single.seed, 0);
-  for (std::size_t s = 0; s < single.max_steps_per_epoch; ++s) {
-    sgd.zero_grad();
-    task->loss(task->batch(std::span(order).subspan(shift + s * single.batch, single.batch), false)).backward();
-    sgd.step();
-  }
-  std::vector<float> flat;
-  for (const auto& p : params) {
-    const auto v = p.detach().contiguous().view(-1);
-    flat.insert(flat.end(), v.data_ptr<float>(), v.data_ptr<float>() + v.numel());
-  }
-  return flat;
 }
 
 // One rank's task (initialised from `config.seed`) and a sharded engine
@@ -116,7 +84,9 @@ TEST_P(RankCounts, Fp32ShardedIsDataParallelAndOneProcess) {
                               sharded[static_cast<std::size_t>(r)].final_parameters));
   }
   EXPECT_LT(worst_difference(sharded[0].final_parameters, data_parallel[0].final_parameters), 1e-5);
-  const double against_one = worst_difference(sharded[0].final_parameters, one_process(config, ranks));
+  const auto steps = config.max_steps_per_epoch;
+  const double against_one =
+      worst_difference(sharded[0].final_parameters, one_process_sgd(config, ranks, steps));
   if (ranks == 1) {
     // Nothing to sum: recomputing each block gives bitwise the gradients
     // of one ordinary backward pass.
@@ -126,7 +96,8 @@ TEST_P(RankCounts, Fp32ShardedIsDataParallelAndOneProcess) {
     EXPECT_GT(against_one, 0.0) << "suspiciously exact: did the sharded engine run at all?";
   }
   // Batches shifted by one sample: far beyond that tolerance.
-  EXPECT_GT(worst_difference(sharded[0].final_parameters, one_process(config, ranks, 1)), 1e-3);
+  EXPECT_GT(worst_difference(sharded[0].final_parameters, one_process_sgd(config, ranks, steps, 1)),
+            1e-3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, RankCounts, ::testing::Values(1, 2, 3, 4, 7));
@@ -267,11 +238,7 @@ TEST(Sharded, MisuseIsRefusedAndTheWholeModelIsExact) {
   run_world(2, [&](Communicator& comm) {
     auto task = make_task(config);
     task->initialize(1);
-    std::vector<float> initial;
-    for (const auto& p : task->model().parameters()) {
-      const auto v = p.detach().contiguous().view(-1);
-      initial.insert(initial.end(), v.data_ptr<float>(), v.data_ptr<float>() + v.numel());
-    }
+    const auto initial = flat_parameters(task->model());
     ShardedOptions options;
     options.weights_codec = config.weights_codec;
     ShardedEngine engine(comm, sharded_units(task->model(), task->blocks()), options);
@@ -282,12 +249,7 @@ TEST(Sharded, MisuseIsRefusedAndTheWholeModelIsExact) {
     engine.gather_model();
     engine.gather_model();
     engine.release_model();
-    std::vector<float> gathered;
-    for (const auto& p : task->model().parameters()) {
-      const auto v = p.detach().contiguous().view(-1);
-      gathered.insert(gathered.end(), v.data_ptr<float>(), v.data_ptr<float>() + v.numel());
-    }
-    EXPECT_TRUE(bitwise_equal(initial, gathered));  // exact, not the 2-bit weights
+    EXPECT_TRUE(bitwise_equal(initial, flat_parameters(task->model())));  // exact, not the 2-bit weights
     EXPECT_TRUE(std::isfinite(task->loss(batch).item<double>()));
     OracleResult result;
     EXPECT_THROW(engine.compute_gradients([&] { return task->loss(batch); }, result),
