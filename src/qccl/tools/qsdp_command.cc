@@ -55,7 +55,7 @@ CLI::App* add_qsdp_experiment(CLI::App& experiment, QsdpCommand& command) {
 
 int run_qsdp_command(QsdpCommand& command, int argc, char** argv) {
   auto& c = command.config;
-  try {
+  const int settings = exit_code_of([&] {
     c.variants = split_variant_list(command.variants);
     if (!command.variants.empty() && c.variants.empty()) {
       throw InvalidArgument("--variants names no variant; give names such as baseline,fp32,W8G8");
@@ -64,10 +64,8 @@ int run_qsdp_command(QsdpCommand& command, int argc, char** argv) {
     c.train.progress = !command.quiet;
     if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
     validate(c);
-  } catch (const InvalidArgument& e) {
-    std::cerr << "qccl: " << e.what() << "\n";
-    return kExitUsage;
-  }
+  });
+  if (settings != kExitOk) return settings;
   return run_on_ranks(command.ranks, Timeout(command.timeout_ms), argc, argv,
                       [&](Communicator& comm) {
                         const auto report = run_qsdp_experiment(comm, c);
