@@ -82,6 +82,13 @@ struct ShardedEngine::Group {
 struct ShardedEngine::Unit {
   std::string name;
   std::vector<std::size_t> groups;
+  // checksum64_lanes of the latest gather's weights, group after group:
+  // written by the gather on the weights stream, read once it is waited for.
+  std::uint64_t gathered_checksum = 0;
+  bool held = false;  // gathered or being gathered: from submit_gather() to release()
+  // A block's biases and norms: in unit 0's group of vectors, gathered for
+  // the whole oracle; the block's backward sets their gradients.
+  std::vector<torch::Tensor> vectors;
   Work gather;  // the latest gather submitted
 };
 
@@ -229,55 +236,75 @@ ShardedEngine::ShardedEngine(Communicator& comm, std::vector<ShardedUnit> units,
 // gather_model() put the exact values there.
 ShardedEngine::~ShardedEngine() { abandon_step(); }
 
-// Each unit's parameters split into its matrices and its vectors; each
-// group's shards are the gradients codec's reduce-scatter blocks, which the
-// weights' allgather uses too.
+// The groups (QSDP §5: matrices quantized, "biases and normalization
+// layers" in full precision): unit 0's matrices; the biases and norms of
+// every unit together, gathered with unit 0 for the whole oracle (a fraction
+// of a percent of a model's parameters, so one exchange for all of them
+// instead of a small one per block and pass, each costing a collective's
+// latency); then each block's matrices. Each group's shards are the
+// gradients codec's reduce-scatter blocks, which the weights' allgather
+// uses too.
 void ShardedEngine::build_groups(std::vector<ShardedUnit> units) {
   if (units.empty()) throw InvalidArgument("sharded engine: no units; unit 0 holds what is outside the blocks");
-  const int n = comm_.size();
-  for (auto& given : units) {
-    Unit unit;
-    unit.name = given.name;
-    for (const auto kind : {kMatrices, kVectors}) {
-      auto group = std::make_unique<Group>();
-      group->name = given.name + ": " + std::string(kind);
-      group->unit = units_.size();
-      for (const auto& [name, p] : given.parameters) {
-        if (p.scalar_type() != torch::kFloat || !p.is_contiguous() || !p.device().is_cpu()) {
-          throw InvalidArgument("sharded engine: parameter '" + name +
-                                "' must be a contiguous fp32 CPU tensor");
-        }
-        if (group_kind(p) != kind) continue;
-        group->parameters.push_back(p);
-        group->shapes.push_back(p.sizes().vec());
-        group->offsets.push_back(group->elements);
-        group->elements += static_cast<std::size_t>(p.numel());
+  std::vector<NamedTensor> vectors;
+  for (const auto& given : units) {
+    for (const auto& [name, p] : given.parameters) {
+      if (p.scalar_type() != torch::kFloat || !p.is_contiguous() || !p.device().is_cpu()) {
+        throw InvalidArgument("sharded engine: parameter '" + name +
+                              "' must be a contiguous fp32 CPU tensor");
       }
-      if (group->elements == 0) continue;
-      const bool quantized = kind == kMatrices;
-      const auto spec_for = [&](const std::string& spec) {
-        return levels_for_size(quantized ? spec : "fp32", group->elements,
-                               options_.learned_levels_min);
-      };
-      const std::uint64_t id = groups_.size();
-      group->weights = make_codec(spec_for(options_.weights_codec), CodecSettings{options_.seed, 2 * id});
-      group->gradients =
-          make_codec(spec_for(options_.gradients_codec), CodecSettings{options_.seed, 2 * id + 1});
-      group->weights->check_supported(CodecOperation::allgather);
-      group->gradients->check_supported(CodecOperation::reduce_scatter_mean);
-      group->flat = empty_storage_tensor(group->elements);
-      group->shards = group->gradients->reduce_scatter_blocks(group->elements, n);
-      for (const auto& r : group->shards) group->counts.push_back(r.count);
-      const auto& mine = group->shards[static_cast<std::size_t>(comm_.rank())];
-      group->shard = torch::zeros({static_cast<std::int64_t>(mine.count)});
-      group->shard.mutable_grad() = torch::zeros_like(group->shard);
-      elements_ += group->elements;
-      unit.groups.push_back(groups_.size());
-      groups_.push_back(std::move(group));
+      if (group_kind(p) == kVectors) vectors.emplace_back(name, p);
+    }
+  }
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    Unit unit;
+    unit.name = units[u].name;
+    std::vector<NamedTensor> matrices;
+    for (const auto& named : units[u].parameters) {
+      if (group_kind(named.second) == kMatrices) matrices.push_back(named);
+      else if (u > 0) unit.vectors.push_back(named.second);
     }
     units_.push_back(std::move(unit));
+    add_group(u, units[u].name + ": " + std::string(kMatrices), matrices);
+    if (u == 0) add_group(0, "every unit's " + std::string(kVectors), vectors);
   }
   if (elements_ == 0) throw InvalidArgument("sharded engine: the model has no parameters");
+}
+
+// A group of unit `unit` holding `parameters` (none: no group), with its
+// codecs: the options' for matrices, fp32 for vectors.
+void ShardedEngine::add_group(std::size_t unit, std::string name,
+                              const std::vector<NamedTensor>& parameters) {
+  auto group = std::make_unique<Group>();
+  group->name = std::move(name);
+  group->unit = unit;
+  for (const auto& named : parameters) {
+    const auto& p = named.second;
+    group->parameters.push_back(p);
+    group->shapes.push_back(p.sizes().vec());
+    group->offsets.push_back(group->elements);
+    group->elements += static_cast<std::size_t>(p.numel());
+  }
+  if (group->elements == 0) return;
+  const bool quantized = group_kind(parameters.front().second) == kMatrices;
+  const auto spec_for = [&](const std::string& spec) {
+    return levels_for_size(quantized ? spec : "fp32", group->elements, options_.learned_levels_min);
+  };
+  const std::uint64_t id = groups_.size();
+  group->weights = make_codec(spec_for(options_.weights_codec), CodecSettings{options_.seed, 2 * id});
+  group->gradients =
+      make_codec(spec_for(options_.gradients_codec), CodecSettings{options_.seed, 2 * id + 1});
+  group->weights->check_supported(CodecOperation::allgather);
+  group->gradients->check_supported(CodecOperation::reduce_scatter_mean);
+  group->flat = empty_storage_tensor(group->elements);
+  group->shards = group->gradients->reduce_scatter_blocks(group->elements, comm_.size());
+  for (const auto& r : group->shards) group->counts.push_back(r.count);
+  const auto& mine = group->shards[static_cast<std::size_t>(comm_.rank())];
+  group->shard = torch::zeros({static_cast<std::int64_t>(mine.count)});
+  group->shard.mutable_grad() = torch::zeros_like(group->shard);
+  elements_ += group->elements;
+  units_[unit].groups.push_back(groups_.size());
+  groups_.push_back(std::move(group));
 }
 
 // Every rank must shard the same groups with the same codecs: one checked
@@ -332,9 +359,11 @@ void ShardedEngine::broadcast_from_root(std::vector<torch::Tensor> buffers) {
 // encoded by their owners with the weights codec at this oracle's codec
 // step (so a second gather in the same oracle gives the same bits), and
 // decoded on every rank into the group's flat tensor, given fresh memory
-// here.
+// here. The stream's thread also checksums what it gathered, off the
+// training thread's path.
 void ShardedEngine::submit_gather(std::size_t unit) {
   auto& state = *state_;
+  units_[unit].held = true;
   std::vector<float*> outputs;
   for (const std::size_t g : units_[unit].groups) {
     groups_[g]->allocate();
@@ -354,6 +383,12 @@ void ShardedEngine::submit_gather(std::size_t unit) {
                                   group.counts, std::span(outputs[i], group.elements), options);
       }
     });
+    std::uint64_t checksum = kChecksumSeed;
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const auto& group = *groups_[units_[unit].groups[i]];
+      checksum = checksum64_lanes(std::as_bytes(std::span(outputs[i], group.elements)), checksum);
+    }
+    units_[unit].gathered_checksum = checksum;
   };
   units_[unit].gather = weights_stream_->submit("gather " + units_[unit].name, operation);
   state.exchanges.push_back(units_[unit].gather);
@@ -366,14 +401,8 @@ void ShardedEngine::install(std::size_t unit) {
   u.gather.wait(options_.timeout);
   state.waiting += seconds_since(start);
   torch::NoGradGuard no_grad;
-  std::uint64_t checksum = kChecksumSeed;
-  for (const std::size_t g : u.groups) {
-    auto& group = *groups_[g];
-    checksum = checksum64(std::span(reinterpret_cast<const std::byte*>(floats(group.flat)),
-                                    group.elements * sizeof(float)),
-                          checksum);
-    group.point_at_flat();
-  }
+  for (const std::size_t g : u.groups) groups_[g]->point_at_flat();
+  const std::uint64_t checksum = u.gathered_checksum;
   auto& first = state.forward_checksums[unit];
   if (!first) {
     first = checksum;
@@ -402,14 +431,16 @@ void ShardedEngine::release(std::size_t unit) {
     }
     groups_[g]->free_data();
   }
+  u.held = false;
 }
 
 // ---- One oracle ---------------------------------------------------------------
 
-// Unit 0 is gathered for the whole oracle, block 0's gather queued behind
-// it; the model's forward then runs the blocks through run() and its
-// backward through backward_block(); unit 0's gradients, complete only when
-// backward returns, are reduce-scattered last.
+// Unit 0 (with every unit's vectors) is gathered for the whole oracle,
+// block 0's gather queued behind it; the model's forward then runs the
+// blocks through run() and its backward through backward_block(); unit 0's
+// gradients, complete only when backward returns, are reduce-scattered
+// last.
 void ShardedEngine::compute_gradients(const std::function<torch::Tensor()>& loss,
                                       OracleResult& result) {
   if (model_gathered_ > 0) {
@@ -473,11 +504,18 @@ torch::Tensor ShardedEngine::run(std::size_t block, const torch::Tensor& input,
   }
   ++state_->next_block;
   const std::size_t unit = block + 1;
+  const bool last = unit + 1 == units_.size();
   install(unit);
-  if (unit + 1 < units_.size()) submit_gather(unit + 1);  // prefetch
+  if (!last) submit_gather(unit + 1);  // prefetch
   auto output = BlockFunction::apply(input, this, static_cast<std::int64_t>(block), &forward);
-  release(unit);
-  if (unit + 1 == units_.size()) submit_gather(unit);  // backward starts with this block
+  // The last block's weights stay for its backward, which comes next (as
+  // FSDP keeps them): one gather less per oracle. The block backward
+  // reaches after it is gathered meanwhile, during the loss.
+  if (!last) {
+    release(unit);
+  } else if (unit > 1) {
+    submit_gather(unit - 1);
+  }
   return output;
 }
 
@@ -487,15 +525,26 @@ torch::Tensor ShardedEngine::backward_block(std::size_t block, const torch::Tens
   const std::size_t unit = block + 1;
   ++state_->backward_blocks;
   install(unit);
-  if (block > 0) submit_gather(unit - 1);  // prefetch the block backward reaches next
+  // Prefetch the block backward reaches next (the last block's forward
+  // prefetched the one before it).
+  if (block > 0 && !units_[unit - 1].held) submit_gather(unit - 1);
+  // The input, the block's matrices (this unit's groups), then its vectors.
   std::vector<torch::Tensor> inputs{input};
   for (const std::size_t g : units_[unit].groups) {
     for (const auto& p : groups_[g]->parameters) inputs.push_back(p);
   }
+  const auto matrices_end = static_cast<std::ptrdiff_t>(inputs.size());
+  auto& vectors = units_[unit].vectors;
+  inputs.insert(inputs.end(), vectors.begin(), vectors.end());
   const auto gradients = torch::autograd::grad({output}, inputs, {grad_output},
                                                /*retain_graph=*/false, /*create_graph=*/false,
                                                /*allow_unused=*/true);
-  scatter_unit(unit, std::vector<torch::Tensor>(gradients.begin() + 1, gradients.end()));
+  scatter_unit(unit,
+               std::vector<torch::Tensor>(gradients.begin() + 1, gradients.begin() + matrices_end));
+  // Reduce-scattered with unit 0's groups once backward is done.
+  for (std::size_t j = 0; j < vectors.size(); ++j) {
+    vectors[j].mutable_grad() = gradients[static_cast<std::size_t>(matrices_end) + j];
+  }
   release(unit);
   return gradients[0];
 }
@@ -643,7 +692,7 @@ double ShardedEngine::payload_bytes() const {
   const auto rank = static_cast<std::size_t>(comm_.rank());
   double bytes = 0;
   for (const auto& g : groups_) {
-    const double gathers = g->unit == 0 ? 1 : 2;
+    const double gathers = g->unit == 0 || g->unit + 1 == units_.size() ? 1 : 2;
     bytes += gathers * static_cast<double>(g->weights->wire_bytes(g->counts[rank]));
     bytes += static_cast<double>(g->gradients->wire_bytes(g->elements));
   }

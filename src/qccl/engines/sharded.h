@@ -5,15 +5,16 @@
 //   forward, block l: wait for its gathered weights, start gathering block
 //     l+1 (prefetch), run the block with autograd, then free the weights'
 //     memory (the block's graph keeps its activations and views of that
-//     memory);
+//     memory); the last block keeps its weights for its backward, which
+//     comes next, and starts gathering the block before it;
 //   backward, block l: gather its weights into the same memory again, start
 //     gathering block l−1, back-propagate through the block's graph, free
 //     the weights, and start reduce-scattering the block's gradients so
 //     that each rank gets the mean of its own shard.
 //
 // The model's parameters outside its blocks (embeddings, final norm) form
-// unit 0, gathered for the whole oracle (FSDP's root unit); a model without
-// blocks is unit 0 alone. The optimizer updates only this rank's shards.
+// unit 0, gathered for the whole oracle (FSDP's root unit) together with
+// every block's biases and norms; a model without blocks is unit 0 alone. The optimizer updates only this rank's shards.
 //
 // Quantized weights (§4.1, §5.1): the weights codec (minmax:rounding=shift,
 // Definition 1's random-shift lattice, by default) encodes each shard once
@@ -28,8 +29,10 @@
 // 10^5 parameters"); smaller groups get uniform levels. Weights and
 // gradients have codecs, and learned levels, of their own.
 //
-// Each unit's parameters form up to two flat groups (matrices; vectors),
-// sharded by the gradients codec's reduce-scatter blocks (its granularity,
+// Each unit's matrices form one flat group, and every unit's vectors one
+// more (in unit 0: a fraction of a percent of a model, so one exchange
+// instead of a small one per block and pass), each group sharded by the
+// gradients codec's reduce-scatter blocks (its granularity,
 // e.g. minmax's bucket, is kept), so any size and any rank count work.
 // Gathers run on a stream of their own ("weights"), reduce-scatters on
 // another ("gradients"), both beside the training thread.
@@ -102,7 +105,8 @@ class ShardedEngine final : public Engine, public BlockRunner {
   std::size_t bucket_count() const override { return groups_.size(); }
   std::size_t elements() const override { return elements_; }
   // This rank's encoded shards per oracle: every gather (two per block, one
-  // for unit 0) and its gradient (the gradients codec's size of the whole
+  // for unit 0 and for the last block, kept from its forward to its
+  // backward) and its gradient (the gradients codec's size of the whole
   // vector, which a reduce-scatter sends about (n − 1)/n of).
   double payload_bytes() const override;
   std::uint64_t bytes_sent() const override;
@@ -141,6 +145,7 @@ class ShardedEngine final : public Engine, public BlockRunner {
   struct StepState;
 
   void build_groups(std::vector<ShardedUnit> units);
+  void add_group(std::size_t unit, std::string name, const std::vector<NamedTensor>& parameters);
   void check_layout_agrees();
   // Rank 0's values of every group to every rank; this rank keeps its shard.
   void take_shards_from_root();
