@@ -136,6 +136,40 @@ TEST(Sharded, QuantizedWeightsAreBitwiseTheSameOnEveryRank) {
   EXPECT_LT(peaks[0], totals[0]);
 }
 
+// One oracle's bytes in closed form (fp32 both ways: in all, every shard of
+// a gathered group is sent n − 1 times, and so is every block of a
+// reduce-scattered one): every group's gradients once; unit 0's groups (its
+// matrices and every unit's vectors) and the last block's matrices gathered
+// once; the other blocks' twice, for forward and again for backward.
+TEST(Sharded, AnOracleGathersUnitZeroAndTheLastBlockOnceAndTheOtherBlocksTwice) {
+  const int ranks = 3;
+  const auto config = small_gpt("fp32", "fp32");
+  std::vector<std::uint64_t> sent(ranks);
+  std::uint64_t exchanged_elements = 0;
+  run_world(ranks, [&](Communicator& comm) {
+    ShardedRank rank(comm, config);
+    auto& engine = *rank.engine;
+    const std::vector<std::uint32_t> samples{static_cast<std::uint32_t>(comm.rank()), 5};
+    const auto batch = rank.task->batch(samples, false);
+    const std::uint64_t before = engine.bytes_sent();
+    OracleResult result;
+    engine.compute_gradients([&] { return rank.task->loss(batch); }, result);
+    sent[static_cast<std::size_t>(comm.rank())] = engine.bytes_sent() - before;
+    if (comm.rank() != 0) return;
+    for (std::size_t g = 0; g < engine.bucket_count(); ++g) {
+      const auto name = engine.describe_group(g);  // "NAME, E elements"
+      const auto comma = name.rfind(", ");
+      const std::uint64_t elements = std::stoull(name.substr(comma + 2));
+      const bool twice = name.starts_with("blocks.") && !name.starts_with("blocks.2:");
+      exchanged_elements += (twice ? 2 : 1) * elements + elements;  // gathers, reduce-scatter
+    }
+  });
+  ASSERT_EQ(config.layers, 3);
+  std::uint64_t total = 0;
+  for (const auto bytes : sent) total += bytes;
+  EXPECT_EQ(total, static_cast<std::uint64_t>(ranks - 1) * sizeof(float) * exchanged_elements);
+}
+
 // Learned levels (QSDP §5.2) only for groups of at least the threshold;
 // biases and norms, every unit's in one group, stay fp32 both ways.
 TEST(Sharded, LearnedLevelsOnlyForLargeGroupsAndVectorsStayFullPrecision) {
