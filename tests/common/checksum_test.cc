@@ -17,7 +17,9 @@ using Checksum = std::uint64_t (*)(std::span<const std::byte>, std::uint64_t);
 
 class Checksums : public ::testing::TestWithParam<Checksum> {
  protected:
-  std::uint64_t of(const std::vector<std::byte>& bytes) const { return GetParam()(bytes, kChecksumSeed); }
+  std::uint64_t of(const std::vector<std::byte>& bytes) const {
+    return GetParam()(bytes, kChecksumSeed);
+  }
   std::uint64_t of(std::span<const std::byte> bytes, std::uint64_t seed) const {
     return GetParam()(bytes, seed);
   }
