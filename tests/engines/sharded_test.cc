@@ -11,6 +11,7 @@
 #include <cmath>
 #include <filesystem>
 #include <mutex>
+#include <sstream>
 
 #include "qccl/common/errors.h"
 #include "qccl/engines/sharded.h"
@@ -224,6 +225,39 @@ TEST(Sharded, ResumeIsExact) {
     EXPECT_TRUE(bitwise_equal(whole[r].final_parameters, resumed[r].final_parameters)) << "rank " << r;
   }
   fs::remove_all(dir);
+}
+
+// A checkpoint of another layout (here one block fewer: unit 0's matrices
+// agree, every unit's vectors do not) is refused with the group named, and
+// leaves every shard as it was, the groups read before the mismatch too.
+TEST(Sharded, ACheckpointOfAnotherLayoutIsRefusedAndChangesNothing) {
+  const auto written = small_gpt("fp32", "fp32");
+  auto other = written;
+  other.layers = 2;
+  other.seed = 2;
+  run_world(2, [&](Communicator& comm) {
+    std::stringstream bytes;
+    {
+      ShardedRank rank(comm, written);
+      torch::serialize::OutputArchive archive;
+      rank.engine->save(archive);
+      archive.save_to(bytes);
+    }
+    ShardedRank rank(comm, other);
+    std::vector<torch::Tensor> before;
+    for (const auto& shard : rank.engine->optimizer_parameters()) before.push_back(shard.clone());
+    torch::serialize::InputArchive archive;
+    archive.load_from(bytes);
+    try {
+      rank.engine->load(archive);
+      ADD_FAILURE() << "a checkpoint of three blocks loaded into two";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("biases and norms"), std::string::npos) << e.what();
+    }
+    const auto after = rank.engine->optimizer_parameters();
+    ASSERT_EQ(after.size(), before.size());
+    for (std::size_t g = 0; g < after.size(); ++g) EXPECT_TRUE(torch::equal(after[g], before[g])) << g;
+  });
 }
 
 // NaN in one rank's loss fails the oracle on every rank, naming the step and

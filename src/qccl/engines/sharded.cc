@@ -659,24 +659,30 @@ void ShardedEngine::save(torch::serialize::OutputArchive& archive) const {
   }
 }
 
+// Every group's shard is read and checked before any is installed, so a
+// checkpoint of another layout leaves the engine as it was.
 void ShardedEngine::load(torch::serialize::InputArchive& archive) {
   torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> shards(groups_.size()), weights(groups_.size()),
+      gradients(groups_.size());
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    const auto& group = *groups_[g];
+    const auto key = "sharded." + std::to_string(g);
+    archive.read(key + ".shard", shards[g]);
+    if (shards[g].numel() != group.shard.numel()) {
+      throw InvalidArgument("checkpoint: the shard of " + group.name + " holds " +
+                            std::to_string(shards[g].numel()) + " values where this rank owns " +
+                            std::to_string(group.shard.numel()) +
+                            "; resume with the model, rank count and qccl version that wrote it");
+    }
+    archive.read(key + ".weights", weights[g]);
+    archive.read(key + ".gradients", gradients[g]);
+  }
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     auto& group = *groups_[g];
-    const auto key = "sharded." + std::to_string(g);
-    torch::Tensor shard, weights, gradients;
-    archive.read(key + ".shard", shard);
-    if (shard.numel() != group.shard.numel()) {
-      throw InvalidArgument("checkpoint: the shard of " + group.name + " holds " +
-                            std::to_string(shard.numel()) + " values where this rank owns " +
-                            std::to_string(group.shard.numel()) +
-                            "; resume with the model and rank count that wrote it");
-    }
-    group.shard.copy_(shard);
-    archive.read(key + ".weights", weights);
-    archive.read(key + ".gradients", gradients);
-    group.weights->load_state(bytes_of(weights));
-    group.gradients->load_state(bytes_of(gradients));
+    group.shard.copy_(shards[g]);
+    group.weights->load_state(bytes_of(weights[g]));
+    group.gradients->load_state(bytes_of(gradients[g]));
   }
 }
 
