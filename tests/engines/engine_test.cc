@@ -95,16 +95,7 @@ void expect_resume_is_exact(const std::string& codec, const std::string& optimiz
   config.epochs = 2;
   config.max_steps_per_epoch = 5;
   const auto whole = train_on(2, config);
-
-  const auto dir = scratch_dir("resume");
-  config.checkpoint_dir = dir.string();
-  config.checkpoint_every = 2;
-  config.stop_after_steps = stop_after;
-  train_on(2, config);
-  ASSERT_TRUE(fs::exists(dir / "latest.json"));
-  config.stop_after_steps = 0;
-  config.resume = true;
-  const auto resumed = train_on(2, config);
+  const auto resumed = interrupted_and_resumed(2, config, stop_after);
   EXPECT_EQ(resumed[0].steps, 10 - stop_after);
   EXPECT_TRUE(bitwise_equal(whole[0].final_parameters, resumed[0].final_parameters))
       << codec << " with " << optimizer << " resumed after " << stop_after << " steps";

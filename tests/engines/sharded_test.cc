@@ -9,7 +9,6 @@
 #include <torch/torch.h>
 
 #include <cmath>
-#include <filesystem>
 #include <mutex>
 #include <sstream>
 
@@ -24,7 +23,6 @@
 namespace qccl::engines {
 namespace {
 
-namespace fs = std::filesystem;
 using test::run_world;
 using namespace test_support;
 
@@ -212,19 +210,11 @@ TEST(Sharded, ResumeIsExact) {
   config.lr = 0.003;
   config.epochs = 2;
   const auto whole = train_on(3, config);
-  const auto dir = scratch_dir("resume");
-  config.checkpoint_dir = dir.string();
-  config.checkpoint_every = 2;
-  config.stop_after_steps = 5;
-  train_on(3, config);
-  config.stop_after_steps = 0;
-  config.resume = true;
-  const auto resumed = train_on(3, config);
+  const auto resumed = interrupted_and_resumed(3, config, 5);
   EXPECT_EQ(resumed[0].steps, 3u);
   for (std::size_t r = 0; r < 3; ++r) {
     EXPECT_TRUE(bitwise_equal(whole[r].final_parameters, resumed[r].final_parameters)) << "rank " << r;
   }
-  fs::remove_all(dir);
 }
 
 // A checkpoint of another layout (here one block fewer: unit 0's matrices

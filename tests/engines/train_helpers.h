@@ -53,6 +53,24 @@ inline std::vector<TrainSummary> train_on(int ranks, const TrainConfig& config) 
   return out;
 }
 
+// Runs `config` on `ranks` ranks stopped after `stop_after` steps, with a
+// checkpoint every 2 steps in a fresh scratch directory, then resumed from
+// that directory to the end; returns the resumed run's summaries.
+inline std::vector<TrainSummary> interrupted_and_resumed(int ranks, TrainConfig config,
+                                                         std::size_t stop_after) {
+  const auto dir = scratch_dir("resume");
+  config.checkpoint_dir = dir.string();
+  config.checkpoint_every = 2;
+  config.stop_after_steps = stop_after;
+  train_on(ranks, config);
+  EXPECT_TRUE(fs::exists(dir / "latest.json")) << "the interrupted run left no checkpoint";
+  config.stop_after_steps = 0;
+  config.resume = true;
+  auto resumed = train_on(ranks, config);
+  fs::remove_all(dir);
+  return resumed;
+}
+
 // Runs `config` on `ranks` ranks expecting E on every rank; returns rank 0's message.
 template <typename E>
 std::string train_fails_on_every_rank(int ranks, const TrainConfig& config) {

@@ -426,9 +426,7 @@ void ShardedEngine::release(std::size_t unit) {
     }
   }
   for (const std::size_t g : u.groups) {
-    if (state_ != nullptr && groups_[g]->flat.storage().nbytes() > 0) {
-      state_->gathered_now -= groups_[g]->elements;
-    }
+    if (state_ != nullptr && u.held) state_->gathered_now -= groups_[g]->elements;
     groups_[g]->free_data();
   }
   u.held = false;
