@@ -1,6 +1,6 @@
-// The file and replica checksum, and its four-lane form for data in memory:
-// each a function of the bytes alone, and any single damaged byte (or a
-// changed length) changes it.
+// The file and replica checksum, and its eight-lane form for data in memory
+// (both of its implementations): each a function of the bytes alone, and
+// any single damaged byte (or a changed length) changes it.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "qccl/common/checksum.h"
+#include "qccl/common/checksum_lanes.h"
 
 namespace qccl {
 namespace {
@@ -32,8 +33,8 @@ std::vector<std::byte> counting_bytes(std::size_t n) {
 }
 
 TEST_P(Checksums, EveryFlippedBitChangesIt) {
-  // Whole 32-byte blocks, whole words after them and a partial one.
-  const auto bytes = counting_bytes(107);
+  // Two whole 64-byte blocks, whole words after them and a partial one.
+  const auto bytes = counting_bytes(171);
   const auto original = of(bytes);
   EXPECT_EQ(of(bytes), original) << "not a function of the bytes alone";
   std::set<std::uint64_t> seen{original};
@@ -48,7 +49,7 @@ TEST_P(Checksums, EveryFlippedBitChangesIt) {
 }
 
 TEST_P(Checksums, LengthAndOrderMatter) {
-  const auto bytes = counting_bytes(64);
+  const auto bytes = counting_bytes(128);
   auto longer = bytes;
   longer.push_back(std::byte{0});
   EXPECT_NE(of(bytes), of(longer));
@@ -56,15 +57,35 @@ TEST_P(Checksums, LengthAndOrderMatter) {
   auto swapped = bytes;
   std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
   EXPECT_NE(of(bytes), of(swapped)) << "two words of one lane's block were swapped";
+  auto halves_swapped = bytes;
+  std::swap_ranges(halves_swapped.begin(), halves_swapped.begin() + 32, halves_swapped.begin() + 32);
+  EXPECT_NE(of(bytes), of(halves_swapped)) << "the halves of a 64-byte block were swapped";
   auto blocks_swapped = bytes;
-  std::swap_ranges(blocks_swapped.begin(), blocks_swapped.begin() + 32, blocks_swapped.begin() + 32);
-  EXPECT_NE(of(bytes), of(blocks_swapped)) << "two 32-byte blocks were swapped";
+  std::swap_ranges(blocks_swapped.begin(), blocks_swapped.begin() + 64, blocks_swapped.begin() + 64);
+  EXPECT_NE(of(bytes), of(blocks_swapped)) << "two 64-byte blocks were swapped";
   // Chaining through a seed sees the buffers in order.
   const std::span<const std::byte> a(bytes.data(), 40), b(bytes.data() + 40, 24);
   EXPECT_NE(of(b, of(a, kChecksumSeed)), of(a, of(b, kChecksumSeed)));
 }
 
-INSTANTIATE_TEST_SUITE_P(FileAndLanes, Checksums, ::testing::Values(&checksum64, &checksum64_lanes));
+INSTANTIATE_TEST_SUITE_P(FileAndLanes, Checksums,
+                         ::testing::Values(&checksum64, &checksum64_lanes, &checksum_lanes::portable));
+
+// The AVX-512 lanes give the portable lanes' value for every length (whole
+// blocks, words after them, a partial word), seed and alignment.
+TEST(ChecksumLanes, BothImplementationsGiveTheSameValue) {
+  if (!checksum_lanes::avx512_available()) GTEST_SKIP() << "this CPU has no AVX-512 F and DQ";
+  const auto bytes = counting_bytes(400);
+  for (std::size_t offset : {0, 1, 8}) {
+    for (std::size_t n = 0; n + offset <= 300; ++n) {
+      for (std::uint64_t seed : {kChecksumSeed, std::uint64_t{0}, ~std::uint64_t{0}}) {
+        const std::span<const std::byte> part(bytes.data() + offset, n);
+        ASSERT_EQ(checksum_lanes::avx512(part, seed), checksum_lanes::portable(part, seed))
+            << n << " bytes at offset " << offset;
+      }
+    }
+  }
+}
 
 // Checkpoint manifests hold checksum64's values: they must not change.
 TEST(Checksum64, ValuesStayTheSame) {

@@ -21,9 +21,11 @@ inline constexpr std::uint64_t kChecksumSeed = 0x51cc'1c4e'cc5a'0001ULL;
 // to checksum several buffers as one stream of buffers).
 std::uint64_t checksum64(std::span<const std::byte> bytes, std::uint64_t seed = kChecksumSeed);
 
-// The same guarantees as checksum64, faster (four multiply chains side by
-// side instead of one dependent chain), with other values: for comparing data in memory (gathered weights across ranks
-// and passes), never for files, whose checksums stay checksum64's.
+// The same guarantees as checksum64, faster (eight multiply chains side by
+// side, in one AVX-512 register where the CPU has it, instead of one
+// dependent chain), with other values, the same on every CPU: for comparing
+// data in memory (gathered weights across ranks and passes), never for
+// files, whose checksums stay checksum64's.
 std::uint64_t checksum64_lanes(std::span<const std::byte> bytes,
                                std::uint64_t seed = kChecksumSeed);
 
