@@ -36,14 +36,10 @@ std::pair<float, float> value_range(std::span<const float> v) {
   return {range.lo, range.hi};
 }
 
-// Level indices of `bits` bits each, most significant bit first and the
-// last byte zero padded: BitWriter's format, eight indices (`bits` whole
-// bytes) at a time.
+// Level indices of `bits` bits each (below 8), most significant bit first
+// and the last byte zero padded: BitWriter's format, eight indices (`bits`
+// whole bytes) at a time.
 void pack_indices(std::span<const std::uint8_t> q, int bits, std::byte* out) {
-  if (bits == 8) {
-    std::memcpy(out, q.data(), q.size());
-    return;
-  }
   std::size_t i = 0;
   for (; i + 8 <= q.size(); i += 8) {
     std::uint64_t acc = 0;
@@ -59,10 +55,6 @@ void pack_indices(std::span<const std::uint8_t> q, int bits, std::byte* out) {
 
 // pack_indices' inverse; `in` holds (count·bits + 7)/8 bytes.
 void unpack_indices(const std::byte* in, int bits, std::span<std::uint8_t> q) {
-  if (bits == 8) {
-    std::memcpy(q.data(), in, q.size());
-    return;
-  }
   const std::uint64_t mask = (std::uint64_t{1} << bits) - 1;
   std::size_t i = 0;
   for (; i + 8 <= q.size(); i += 8) {
@@ -99,24 +91,36 @@ class MinMaxReduction final : public Reduction {
     return 2 * sizeof(float) * buckets(count) + payload_bytes(count);
   }
 
+  // 8-bit indices are the payload's bytes themselves: quantized into the
+  // message and decoded from it, without a copy.
   std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
-    indices_.resize(in.size());
+    auto* payload = out.data() + 2 * sizeof(float) * buckets(in.size());
+    std::uint8_t* indices = reinterpret_cast<std::uint8_t*>(payload);
+    if (config_.bits != 8) {
+      indices_.resize(in.size());
+      indices = indices_.data();
+    }
     const std::size_t size = config_.bucket == 0 ? in.size() : config_.bucket;
     for (std::size_t b = 0, start = 0; start < in.size(); ++b, start += size) {
       const auto part = in.subspan(start, std::min(size, in.size() - start));
       const auto [lo, hi] = config_.bucket == 0 ? whole_ : value_range(part);
       std::memcpy(out.data() + 2 * sizeof(float) * b, &lo, sizeof(float));
       std::memcpy(out.data() + 2 * sizeof(float) * b + sizeof(float), &hi, sizeof(float));
-      quantize(part, first + start, lo, hi, indices_.data() + start);
+      quantize(part, first + start, lo, hi, indices + start);
     }
-    pack_indices(indices_, config_.bits, out.data() + 2 * sizeof(float) * buckets(in.size()));
+    if (config_.bits != 8) pack_indices(indices_, config_.bits, payload);
     return max_encoded_bytes(in.size());
   }
 
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
     require_chunk_bytes(name_, in.size(), max_encoded_bytes(out.size()), out.size());
-    indices_.resize(out.size());
-    unpack_indices(in.data() + 2 * sizeof(float) * buckets(out.size()), config_.bits, indices_);
+    const auto* payload = in.data() + 2 * sizeof(float) * buckets(out.size());
+    const std::uint8_t* indices = reinterpret_cast<const std::uint8_t*>(payload);
+    if (config_.bits != 8) {
+      indices_.resize(out.size());
+      unpack_indices(payload, config_.bits, indices_);
+      indices = indices_.data();
+    }
     const std::size_t size = config_.bucket == 0 ? out.size() : config_.bucket;
     const auto levels = tables_->index.levels();
     for (std::size_t b = 0, start = 0; start < out.size(); ++b, start += size) {
@@ -131,14 +135,14 @@ class MinMaxReduction final : public Reduction {
       const double range = static_cast<double>(hi) - lo;
       if (config_.learned || range == 0) {  // lo + range·level (constant buckets: lo)
         for (std::size_t i = start; i < end; ++i) {
-          out[i] = saturate_to_fp32(lo + range * levels[indices_[i]]);
+          out[i] = saturate_to_fp32(lo + range * levels[indices[i]]);
         }
         continue;
       }
       // Evenly spaced: lo + δ·k, the shifted lattice's from lo + δ·ρ.
       const double step = range / static_cast<double>(levels.size() - 1);
       const double base = config_.rounding == MinMaxRounding::shift ? lo + step * shift_ : lo;
-      kernels::affine_decode_u8(indices_.data() + start, out.data() + start, end - start, base, step);
+      kernels::affine_decode_u8(indices + start, out.data() + start, end - start, base, step);
     }
   }
   void decode_contribution(std::span<const std::byte> in, std::size_t first,
