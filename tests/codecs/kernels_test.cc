@@ -1,15 +1,24 @@
 // The vectorised kernels (whichever instruction set this CPU selects) against
-// plain scalar reference code of the same definition, bit for bit.
+// plain scalar reference code of the same definition, bit for bit; and every
+// kernel's output pinned, so that the suite run on an emulated CPU of each
+// instruction set (tests/codecs/kernels_isa_test.sh) shows all versions
+// give the same bits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "../support/patterns.h"
+#include "qccl/common/checksum.h"
 #include "qccl/common/counter_rng.h"
 #include "qccl/codecs/exp_dither.h"
 #include "qccl/codecs/kernels.h"
@@ -340,6 +349,169 @@ TEST(KernelsTest, NormsDetectNonFiniteValuesAndMatchReferences) {
             << n << " " << at;
       }
     }
+  }
+}
+
+// The version GCC's dispatch runs here: the first of x86-64-v4 (AVX-512),
+// x86-64-v3 (AVX2, FMA, F16C) and baseline x86-64 this CPU supports.
+std::string kernels_level() {
+  if (__builtin_cpu_supports("x86-64-v4")) return "x86-64-v4";
+  if (__builtin_cpu_supports("x86-64-v3")) return "x86-64-v3";
+  return "x86-64";
+}
+
+// kernels_isa_test.sh names the level its emulated CPU must select.
+TEST(KernelsTest, RunTheInstructionSetExpected) {
+  const char* expected = std::getenv("QCCL_EXPECT_KERNELS");
+  if (expected == nullptr) GTEST_SKIP() << "runs the " << kernels_level() << " kernels";
+  EXPECT_EQ(kernels_level(), expected);
+}
+
+template <typename T>
+std::string digest(const std::vector<T>& v) {
+  return checksum_text(checksum64(std::as_bytes(std::span(v))));
+}
+
+// Every kernel on the same inputs, its outputs as checksums. 4099 elements
+// cover whole vectors, 256-element blocks and a tail; 2^21 + 5 floats of
+// output (over 8 MiB) take the streamed stores.
+std::map<std::string, std::string> kernel_digests() {
+  std::map<std::string, std::string> d;
+  for (const std::size_t n : {std::size_t{4099}, (std::size_t{1} << 21) + 5}) {
+    const std::string at = "/" + std::to_string(n);
+    const auto x = data_of(n);
+    std::vector<float> out(n);
+    std::vector<std::int8_t> q(n), q2(n);
+    kernels::linear_encode_i8(x.data(), q.data(), n, 90.0f, 127, 0x1234, 0x5678, 17);
+    d["linear_encode_i8" + at] = digest(q);
+    kernels::linear_decode_i8(q.data(), out.data(), n, 0.01f);
+    d["linear_decode_i8" + at] = digest(out);
+    kernels::linear_encode_i8(x.data(), q2.data(), n, 6.0f, 7, 0x9abc, 0xdef0, 3);
+    std::vector<std::uint8_t> packed((n + 1) / 2);
+    kernels::pack_i4(q2.data(), packed.data(), n);
+    d["pack_i4" + at] = digest(packed);
+    kernels::linear_decode_i4(packed.data(), out.data(), n, 0.25f);
+    d["linear_decode_i4" + at] = digest(out);
+    std::vector<std::int8_t> avg(n);
+    kernels::average_i8(q.data(), q2.data(), avg.data(), n, 3, 5, 0x1111, 0x2222, 9);
+    d["average_i8" + at] = digest(avg);
+    auto acc = q2;
+    EXPECT_TRUE(kernels::add_i8_checked(acc.data(), q2.data(), n, 127));
+    d["add_i8_checked" + at] = digest(acc);
+    for (const bool random : {false, true}) {
+      const std::string kind = random ? "/random" : "/nearest";
+      const auto r8 = kernels::int_round_i8(x.data(), q.data(), n, 200.0f, 127, random, 7, 8, 5);
+      d["int_round_i8" + kind + at] = digest(q) + "," + std::to_string(r8.clipped) + "," +
+                                      std::to_string(r8.largest);
+      std::vector<std::int32_t> q32(n);
+      const auto r32 = kernels::int_round_i32(x.data(), q32.data(), n, 5e5f, 1 << 20, random, 7, 8, 5);
+      d["int_round_i32" + kind + at] = digest(q32) + "," + std::to_string(r32.clipped) + "," +
+                                       std::to_string(r32.largest);
+      const auto largest = kernels::int_decode_i32(q32.data(), out.data(), n, 1e-5f);
+      d["int_decode_i32" + kind + at] = digest(out) + "," + std::to_string(largest);
+    }
+    const auto largest8 = kernels::int_decode_i8(q.data(), out.data(), n, 0.5f);
+    d["int_decode_i8" + at] = digest(out) + "," + std::to_string(largest8);
+    std::vector<std::uint8_t> code(n), code2(n);
+    const int c = 4, s = exp_dither::levels(c);
+    kernels::exp_encode(x.data(), code.data(), n, 1.0f, c, s, 0x3333, 0x4444, 11);
+    d["exp_encode" + at] = digest(code);
+    kernels::exp_decode(code.data(), out.data(), n, c, 0.75f);
+    d["exp_decode" + at] = digest(out);
+    kernels::exp_encode(x.data(), code2.data(), n, 1.0f, c, s, 0x5555, 0x6666, 11);
+    d["exp_reduce" + at] = std::to_string(kernels::exp_reduce(code.data(), code2.data(), n, 1, 2, 3)) +
+                           "," + digest(code);
+    const auto range = kernels::value_range(x.data(), n);
+    d["value_range" + at] = digest(std::vector<float>{range.lo, range.hi});
+    std::vector<std::uint8_t> u8(n);
+    kernels::minmax_encode_u8(x.data(), u8.data(), n, range.lo, 255.0 / (range.hi - range.lo), 255,
+                              0x7777, 0x8888, 13);
+    d["minmax_encode_u8" + at] = digest(u8);
+    kernels::lattice_encode_u8(x.data(), u8.data(), n, range.lo, 15.0 / (range.hi - range.lo), 0.3, 15);
+    d["lattice_encode_u8" + at] = digest(u8);
+    kernels::affine_decode_u8(u8.data(), out.data(), n, range.lo, (range.hi - range.lo) / 15.0);
+    d["affine_decode_u8" + at] = digest(out);
+    std::vector<_Float16> h(n), h2(n);
+    kernels::fp16_encode(x.data(), h.data(), n, 3.0f);
+    d["fp16_encode" + at] = digest(h);
+    kernels::fp16_decode(h.data(), out.data(), n);
+    d["fp16_decode" + at] = digest(out);
+    kernels::fp16_encode(x.data(), h2.data(), n, -0.5f);
+    kernels::fp16_add(h.data(), h2.data(), n);
+    d["fp16_add" + at] = digest(h);
+    d["max_abs_bits" + at] = std::to_string(kernels::max_abs_bits(x.data(), n));
+    const auto both = kernels::sum_of_squares_and_max_abs_bits(x.data(), n);
+    d["sum_of_squares" + at] = digest(std::vector<double>{kernels::sum_of_squares(x.data(), n),
+                                                          both.squares});
+  }
+  return d;
+}
+
+// Computed on an AVX-512 CPU; the AVX2 and baseline versions must match.
+// A deliberate change of a kernel's definition changes its line here.
+const std::map<std::string, std::string> kPinnedDigests = {
+    {"add_i8_checked/2097157", "bbf91d93a956d134"},
+    {"add_i8_checked/4099", "756f0a8bfd2c8c70"},
+    {"affine_decode_u8/2097157", "829afc601557632b"},
+    {"affine_decode_u8/4099", "a9d7a96990173c02"},
+    {"average_i8/2097157", "57d45ed8e75b5533"},
+    {"average_i8/4099", "f211c8a428f5dbde"},
+    {"exp_decode/2097157", "cb4c19571757e990"},
+    {"exp_decode/4099", "ca7e16e59995ae8f"},
+    {"exp_encode/2097157", "ec5638e13d795ff4"},
+    {"exp_encode/4099", "c81b904e5b406f3b"},
+    {"exp_reduce/2097157", "1,ec5638e13d795ff4"},
+    {"exp_reduce/4099", "1,c81b904e5b406f3b"},
+    {"fp16_add/2097157", "39b8342795ef733f"},
+    {"fp16_add/4099", "5b2ecb5d433cdf78"},
+    {"fp16_decode/2097157", "f4d6503f8c96cb73"},
+    {"fp16_decode/4099", "2da83a2107c0c0e4"},
+    {"fp16_encode/2097157", "e809d31689be9738"},
+    {"fp16_encode/4099", "77ed3660f50539e0"},
+    {"int_decode_i32/nearest/2097157", "1c5664bc9f891584,499997"},
+    {"int_decode_i32/nearest/4099", "7bbf0ffc0bb3f2cc,498492"},
+    {"int_decode_i32/random/2097157", "6d886ee8c437cd39,499996"},
+    {"int_decode_i32/random/4099", "e2ee706565e2c165,498491"},
+    {"int_decode_i8/2097157", "df881192146a48eb,127"},
+    {"int_decode_i8/4099", "5e00ed1be118cf68,127"},
+    {"int_round_i32/nearest/2097157", "9d472f3c4f19360e,0,499997"},
+    {"int_round_i32/nearest/4099", "09f56d07e7949789,0,498492"},
+    {"int_round_i32/random/2097157", "ee13742861b33532,0,499996"},
+    {"int_round_i32/random/4099", "83f41ba7db9156bf,0,498491"},
+    {"int_round_i8/nearest/2097157", "9b4b61d02404cb6d,85683,127"},
+    {"int_round_i8/nearest/4099", "904ea819e619dac0,173,127"},
+    {"int_round_i8/random/2097157", "913cfc798c37fb93,85683,127"},
+    {"int_round_i8/random/4099", "bcad3f5237b9b19e,173,127"},
+    {"lattice_encode_u8/2097157", "310916516ea3ced7"},
+    {"lattice_encode_u8/4099", "2a595af7a1d93d16"},
+    {"linear_decode_i4/2097157", "ab381f44f083ace8"},
+    {"linear_decode_i4/4099", "8db99669a0d793ca"},
+    {"linear_decode_i8/2097157", "5bae36a9b2b45551"},
+    {"linear_decode_i8/4099", "41902ebcc03a979f"},
+    {"linear_encode_i8/2097157", "47c37f169afc56dd"},
+    {"linear_encode_i8/4099", "cb67da47a1c8b1ea"},
+    {"max_abs_bits/2097157", "1065353103"},
+    {"max_abs_bits/4099", "1065302613"},
+    {"minmax_encode_u8/2097157", "2488af8f2f354a64"},
+    {"minmax_encode_u8/4099", "4738d37bea639585"},
+    {"pack_i4/2097157", "7d3c1f0207eacbb6"},
+    {"pack_i4/4099", "5d9919f16e6e795a"},
+    {"sum_of_squares/2097157", "0a84c763030945ee"},
+    {"sum_of_squares/4099", "53a9c6dff2ad235d"},
+    {"value_range/2097157", "e80e833fa79a794a"},
+    {"value_range/4099", "562030e2e6f4bba8"}
+};
+
+TEST(KernelsTest, GiveTheSameBitsOnEveryInstructionSet) {
+  const auto digests = kernel_digests();
+  if (std::getenv("QCCL_PRINT_KERNEL_DIGESTS") != nullptr) {
+    for (const auto& [name, value] : digests) std::printf("    {\"%s\", \"%s\"},\n", name.c_str(), value.c_str());
+  }
+  EXPECT_EQ(digests.size(), kPinnedDigests.size());
+  for (const auto& [name, value] : digests) {
+    const auto pinned = kPinnedDigests.find(name);
+    ASSERT_NE(pinned, kPinnedDigests.end()) << name << " has no pinned digest";
+    EXPECT_EQ(value, pinned->second) << name << " on " << kernels_level();
   }
 }
 
