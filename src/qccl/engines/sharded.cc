@@ -124,7 +124,8 @@ struct ShardedEngine::StepState {
   // bring the same bits (the same codec step), or backward would
   // differentiate at other weights than forward ran with.
   std::vector<std::optional<std::uint64_t>> forward_checksums;
-  // Written by the streams' threads, read after their work is waited for.
+  // Written by the streams' threads, read after their work is waited for:
+  // the weights stream's and the gradients stream's, whatever they run.
   StreamTimes weights, gradients;
 };
 
@@ -361,8 +362,9 @@ void ShardedEngine::broadcast_from_root(std::vector<torch::Tensor> buffers) {
 // decoded on every rank into the group's flat tensor, given fresh memory
 // here. The stream's thread also checksums what it gathered, off the
 // training thread's path.
-void ShardedEngine::submit_gather(std::size_t unit) {
+void ShardedEngine::submit_gather(std::size_t unit, Stream& stream) {
   auto& state = *state_;
+  StreamTimes& times = &stream == weights_stream_.get() ? state.weights : state.gradients;
   units_[unit].held = true;
   std::vector<float*> outputs;
   for (const std::size_t g : units_[unit].groups) {
@@ -371,8 +373,8 @@ void ShardedEngine::submit_gather(std::size_t unit) {
     state.gathered_now += groups_[g]->elements;
   }
   peak_gathered_ = std::max(peak_gathered_, state.gathered_now);
-  auto operation = [this, unit, outputs, &state](Communicator& comm) {
-    state.weights.time([&](PhaseTimes* phases) {
+  auto operation = [this, unit, outputs, &state, &times](Communicator& comm) {
+    times.time([&](PhaseTimes* phases) {
       const auto& groups = units_[unit].groups;
       for (std::size_t i = 0; i < groups.size(); ++i) {
         auto& group = *groups_[groups[i]];
@@ -390,7 +392,7 @@ void ShardedEngine::submit_gather(std::size_t unit) {
     }
     units_[unit].gathered_checksum = checksum;
   };
-  units_[unit].gather = weights_stream_->submit("gather " + units_[unit].name, operation);
+  units_[unit].gather = stream.submit("gather " + units_[unit].name, operation);
   state.exchanges.push_back(units_[unit].gather);
 }
 
@@ -434,11 +436,19 @@ void ShardedEngine::release(std::size_t unit) {
 
 // ---- One oracle ---------------------------------------------------------------
 
-// Unit 0 (with every unit's vectors) is gathered for the whole oracle,
-// block 0's gather queued behind it; the model's forward then runs the
-// blocks through run() and its backward through backward_block(); unit 0's
-// gradients, complete only when backward returns, are reduce-scattered
-// last.
+// Unit 0 (with every unit's vectors) is gathered for the whole oracle; the
+// model's forward then runs the blocks through run() and its backward
+// through backward_block(); unit 0's gradients, complete only when backward
+// returns, are reduce-scattered last.
+//
+// At both ends of the oracle one stream has nothing to do, and the chain
+// of exchanges there is what the training thread waits for: at the start
+// block 0's gather runs on the gradients stream beside unit 0's, instead
+// of queued behind it; at the end unit 0's reduce-scatters run on the
+// weights stream (its last gather, block 0's, is done once block 0's
+// backward has begun) beside block 0's reduce-scatter. Every rank makes
+// the same choices, so each stream still runs the same calls in the same
+// order on every rank.
 void ShardedEngine::compute_gradients(const std::function<torch::Tensor()>& loss,
                                       OracleResult& result) {
   if (model_gathered_ > 0) {
@@ -452,7 +462,7 @@ void ShardedEngine::compute_gradients(const std::function<torch::Tensor()>& loss
   const auto start = Clock::now();
   try {
     submit_gather(0);
-    if (units_.size() > 1) submit_gather(1);
+    if (units_.size() > 1) submit_gather(1, *gradients_stream_);
     install(0);
     const auto value = loss();
     if (std::isnan(result.loss)) result.loss = value.item<double>();
@@ -475,7 +485,7 @@ void ShardedEngine::compute_gradients(const std::function<torch::Tensor()>& loss
         p.mutable_grad() = torch::Tensor();
       }
     }
-    scatter_unit(0, gradients);
+    scatter_unit(0, gradients, *weights_stream_);
     release(0);
     result.compute += seconds_since(start) - state_->waiting;
     finish_exchanges(result);
@@ -538,7 +548,8 @@ torch::Tensor ShardedEngine::backward_block(std::size_t block, const torch::Tens
                                                /*retain_graph=*/false, /*create_graph=*/false,
                                                /*allow_unused=*/true);
   scatter_unit(unit,
-               std::vector<torch::Tensor>(gradients.begin() + 1, gradients.begin() + matrices_end));
+               std::vector<torch::Tensor>(gradients.begin() + 1, gradients.begin() + matrices_end),
+               *gradients_stream_);
   // Reduce-scattered with unit 0's groups once backward is done.
   for (std::size_t j = 0; j < vectors.size(); ++j) {
     vectors[j].mutable_grad() = gradients[static_cast<std::size_t>(matrices_end) + j];
@@ -547,7 +558,8 @@ torch::Tensor ShardedEngine::backward_block(std::size_t block, const torch::Tens
   return gradients[0];
 }
 
-void ShardedEngine::scatter_unit(std::size_t unit, const std::vector<torch::Tensor>& gradients) {
+void ShardedEngine::scatter_unit(std::size_t unit, const std::vector<torch::Tensor>& gradients,
+                                 Stream& stream) {
   torch::NoGradGuard no_grad;
   std::size_t at = 0;
   for (const std::size_t g : units_[unit].groups) {
@@ -555,24 +567,26 @@ void ShardedEngine::scatter_unit(std::size_t unit, const std::vector<torch::Tens
     const std::vector<torch::Tensor> own(gradients.begin() + static_cast<std::ptrdiff_t>(at),
                                          gradients.begin() + static_cast<std::ptrdiff_t>(at + group.parameters.size()));
     at += group.parameters.size();
-    submit_reduce_scatter(g, group.flat_gradient(own));
+    submit_reduce_scatter(g, group.flat_gradient(own), stream);
   }
 }
 
 // Queues the group's reduce-scatter: rank r gets the mean of its shard's
 // gradients in its shard's .grad. A NonFiniteError (some rank's gradient
 // holds NaN or Inf) comes on every rank before any data moves, named here.
-void ShardedEngine::submit_reduce_scatter(std::size_t group, torch::Tensor flat_gradient) {
+void ShardedEngine::submit_reduce_scatter(std::size_t group, torch::Tensor flat_gradient,
+                                          Stream& stream) {
   auto& state = *state_;
+  StreamTimes& times = &stream == weights_stream_.get() ? state.weights : state.gradients;
   const std::uint64_t step = state.codec_step;
   float* mean = floats(groups_[group]->shard.mutable_grad());
-  auto operation = [this, group, flat = std::move(flat_gradient), mean, &state,
+  auto operation = [this, group, flat = std::move(flat_gradient), mean, &times,
                     step](Communicator& comm) {
     auto& g = *groups_[group];
     g.gradients->set_step(step);
     CollectiveOptions options = options_.collective;
     try {
-      state.gradients.time([&](PhaseTimes* phases) {
+      times.time([&](PhaseTimes* phases) {
         options.phases = phases;
         g.gradients->reduce_scatter_mean(comm, std::span<const float>(floats(flat), g.elements),
                                          std::span(mean, static_cast<std::size_t>(g.shard.numel())),
@@ -583,7 +597,7 @@ void ShardedEngine::submit_reduce_scatter(std::size_t group, torch::Tensor flat_
                            g.name + ": " + e.what());
     }
   };
-  state.exchanges.push_back(gradients_stream_->submit("reduce-scatter " + groups_[group]->name, operation));
+  state.exchanges.push_back(stream.submit("reduce-scatter " + groups_[group]->name, operation));
 }
 
 void ShardedEngine::finish_exchanges(OracleResult& result) {

@@ -35,7 +35,9 @@
 // gradients codec's reduce-scatter blocks (its granularity,
 // e.g. minmax's bucket, is kept), so any size and any rank count work.
 // Gathers run on a stream of their own ("weights"), reduce-scatters on
-// another ("gradients"), both beside the training thread.
+// another ("gradients"), both beside the training thread; at the two ends
+// of an oracle, where one of them is idle, its first gather and its last
+// reduce-scatters take the idle one (compute_gradients).
 #pragma once
 
 #include <torch/torch.h>
@@ -149,14 +151,17 @@ class ShardedEngine final : public Engine, public BlockRunner {
   void check_layout_agrees();
   // Rank 0's values of every group to every rank; this rank keeps its shard.
   void take_shards_from_root();
-  void submit_gather(std::size_t unit);
+  // Queues the unit's gather (on the weights stream unless told otherwise).
+  void submit_gather(std::size_t unit, Stream& stream);
+  void submit_gather(std::size_t unit) { submit_gather(unit, *weights_stream_); }
   // Waits for the unit's gather and points its parameters at the weights.
   void install(std::size_t unit);
   void release(std::size_t unit);
-  void submit_reduce_scatter(std::size_t group, torch::Tensor flat_gradient);
+  void submit_reduce_scatter(std::size_t group, torch::Tensor flat_gradient, Stream& stream);
   // Flattens `gradients` (one per parameter of the unit, in order; undefined
-  // ones are zero) group by group and starts their reduce-scatters.
-  void scatter_unit(std::size_t unit, const std::vector<torch::Tensor>& gradients);
+  // ones are zero) group by group and starts their reduce-scatters on
+  // `stream`.
+  void scatter_unit(std::size_t unit, const std::vector<torch::Tensor>& gradients, Stream& stream);
   // Waits for everything submitted in this oracle; rethrows the first failure.
   void finish_exchanges(OracleResult& result);
   // After a failed oracle: waits for whatever is still in flight (ignoring
