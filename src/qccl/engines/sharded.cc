@@ -127,6 +127,9 @@ struct ShardedEngine::StepState {
   // Written by the streams' threads, read after their work is waited for:
   // the weights stream's and the gradients stream's, whatever they run.
   StreamTimes weights, gradients;
+  StreamTimes& times_of(const Stream& stream, const Stream& weights_stream) {
+    return &stream == &weights_stream ? weights : gradients;
+  }
 };
 
 namespace {
@@ -364,7 +367,7 @@ void ShardedEngine::broadcast_from_root(std::vector<torch::Tensor> buffers) {
 // training thread's path.
 void ShardedEngine::submit_gather(std::size_t unit, Stream& stream) {
   auto& state = *state_;
-  StreamTimes& times = &stream == weights_stream_.get() ? state.weights : state.gradients;
+  StreamTimes& times = state.times_of(stream, *weights_stream_);
   units_[unit].held = true;
   std::vector<float*> outputs;
   for (const std::size_t g : units_[unit].groups) {
@@ -577,7 +580,7 @@ void ShardedEngine::scatter_unit(std::size_t unit, const std::vector<torch::Tens
 void ShardedEngine::submit_reduce_scatter(std::size_t group, torch::Tensor flat_gradient,
                                           Stream& stream) {
   auto& state = *state_;
-  StreamTimes& times = &stream == weights_stream_.get() ? state.weights : state.gradients;
+  StreamTimes& times = state.times_of(stream, *weights_stream_);
   const std::uint64_t step = state.codec_step;
   float* mean = floats(groups_[group]->shard.mutable_grad());
   auto operation = [this, group, flat = std::move(flat_gradient), mean, &times,
