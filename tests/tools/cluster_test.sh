@@ -2,8 +2,8 @@
 # Checks scripts/cluster. Usage: cluster_test.sh CLUSTER QCCL MODE
 #   MODE arguments: argument checking and the "cannot run here" path (any machine);
 #   MODE netns: teardown on success, failure and TERM, refusal of existing
-#     namespaces, and a 2-host run on 100 Mbit/s links whose timings show the
-#     shaping. Needs root and `ip netns`; exits 77 (skipped) with the reason
+#     namespaces, the ranks' CPUs with and without --pin, and a 2-host run on
+#     100 Mbit/s links whose timings show the shaping. Needs root and `ip netns`; exits 77 (skipped) with the reason
 #     otherwise.
 set -u
 cluster=$1
@@ -89,6 +89,39 @@ expect "shapes with the given bucket and queue" 0 'tbf .*burst 16Kb lat 5ms' -- 
 expect "keeps the default bucket and queue" 0 'tbf .*burst 500000b lat 100ms' -- \
   "$cluster" --hosts 2 --rate 1gbit --prefix "$prefix" --subnet 10.78.0 -- \
   sh -c '/usr/sbin/tc qdisc show dev eth0'
+
+# CPUs: unpinned, every rank may run on every CPU this test may (OpenMPI's
+# default binding once put both of 2 hosts' ranks on core 0); with --pin,
+# 2 hosts get disjoint CPUs, and a host beyond the CPUs' count shares
+# host 0's (CPU i mod C).
+affinity() {  # "RANK LIST" per rank, sorted by rank
+  "$cluster" "$@" --prefix "$prefix" --subnet 10.78.0 -- \
+    sh -c 'echo "$OMPI_COMM_WORLD_RANK $(awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status)"' \
+    2>/dev/null | sort -n
+}
+mine=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
+cpu_count=$(nproc)
+lists=$(affinity --hosts 2 | awk '{print $2}' | sort -u)
+[ "$lists" = "$mine" ] && echo "ok: unpinned ranks may use every CPU ($mine)" ||
+  { echo "FAIL: unpinned ranks ran on '$(echo $lists)', not on every CPU ($mine)"; failures=$((failures + 1)); }
+expand() { local part; for part in ${1//,/ }; do
+  if [[ "$part" == *-* ]]; then seq "${part%-*}" "${part#*-}"; else echo "$part"; fi; done; }
+pinned=$(affinity --hosts 2 --pin)
+first=$(expand "$(echo "$pinned" | awk '$1 == 0 {print $2}')")
+second=$(expand "$(echo "$pinned" | awk '$1 == 1 {print $2}')")
+if [ "$cpu_count" -ge 2 ]; then
+  shared=$(comm -12 <(echo "$first" | sort) <(echo "$second" | sort))
+  [ -n "$first" ] && [ -n "$second" ] && [ -z "$shared" ] &&
+    echo "ok: --pin gives 2 hosts CPUs of their own ($(echo $first) / $(echo $second))" ||
+    { echo "FAIL: --pin gave 2 hosts '$(echo $first)' and '$(echo $second)'"; failures=$((failures + 1)); }
+fi
+if [ "$cpu_count" -le 63 ]; then
+  over=$(affinity --hosts $((cpu_count + 1)) --pin)
+  [ "$(echo "$over" | awk -v h="$cpu_count" '$1 == h {print $2}')" = "$(echo "$over" | awk '$1 == 0 {print $2}')" ] &&
+    [ "$(echo "$over" | awk '$1 == 0 {print $2}')" = "$(expand "$mine" | head -1)" ] &&
+    echo "ok: --pin with more hosts than CPUs wraps around" ||
+    { echo "FAIL: --pin with $((cpu_count + 1)) hosts gave: $(echo $over)"; failures=$((failures + 1)); }
+fi
 
 expect "passes on the command's failure" 1 '' -- \
   "$cluster" --hosts 2 --prefix "$prefix" --subnet 10.78.0 -- false
