@@ -28,6 +28,7 @@
 #include "qccl/collectives/ring.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "qccl/collectives/codec_queue.h"
@@ -54,19 +55,162 @@ void finish_segment(CodecQueue& codec, long long segment, std::size_t k) {
   for (std::size_t c = 0; c < k; ++c) codec.finished(static_cast<std::size_t>(segment) * k + c);
 }
 
+// One rank's pass over the ring: the schedule of transfers t = step·K + c,
+// its requests, and what each transfer does on arrival.
+class RingPass {
+ public:
+  RingPass(Communicator& comm, int tag, SlotLayout& layout, std::span<std::byte> work,
+           Reduction* reduction, RingPhases phases, const CollectiveOptions& options,
+           Timeout timeout, std::string_view operation, CodecQueue* codec)
+      : comm_(comm), tag_(tag), layout_(layout), work_(work), reduction_(reduction),
+        timeout_(timeout), operation_(operation), codec_(codec), n_(comm.size()), r_(comm.rank()),
+        k_(layout.chunks_per_segment()),
+        rs_steps_(phases != RingPhases::allgather ? static_cast<std::size_t>(n_ - 1) : 0),
+        transfers_((rs_steps_ + (phases != RingPhases::reduce_scatter ? n_ - 1 : 0)) * k_),
+        right_(static_cast<int>((r_ + 1) % n_)), left_(static_cast<int>((r_ + n_ - 1) % n_)),
+        window_(std::max<std::size_t>(1, static_cast<std::size_t>(options.window))),
+        sends_(transfers_), recvs_(transfers_), last_send_(layout.slot_count(), transfers_) {
+    if (rs_steps_ > 0) staging_ = comm.scratch(Scratch::staging, window_ * layout.max_slot_capacity());
+  }
+
+  // Receives run `window` ahead; each arrival lets transfer t + K go.
+  void run() {
+    if (codec_ != nullptr) {
+      plan_ring_codec(*codec_, n_, r_, k_, rs_steps_ > 0);
+      if (rs_steps_ == 0) finish_segment(*codec_, r_, k_);  // allgather alone: final from the start
+    }
+    std::size_t posted = 0;
+    for (; posted < std::min(window_, transfers_); ++posted) post_recv(posted);
+    for (std::size_t t = 0; t < std::min(k_, transfers_); ++t) send(t);
+    for (std::size_t t = 0; t < transfers_; ++t) {
+      arrive(t);
+      if (posted < transfers_) post_recv(posted++);
+      if (t + k_ < transfers_) send(t + k_);
+      // Final: this rank's segment after the last reduction, any slot the
+      // allgather received.
+      if (codec_ != nullptr) {
+        if (!is_rs(t) || t / k_ + 1 == rs_steps_) codec_->finished(recv_slot(t));
+        codec_->step();  // at least one piece per transfer, even when receives never wait
+      }
+    }
+    if (codec_ != nullptr) codec_->drain();
+    for (auto& s : sends_) {
+      if (s) comm_.wait(*s, timeout_, operation_);
+    }
+  }
+
+ private:
+  bool is_rs(std::size_t t) const { return t / k_ < rs_steps_; }
+  // The step within its phase.
+  long long phase_step(std::size_t t) const {
+    const auto step = static_cast<long long>(t / k_);
+    return is_rs(t) ? step : step - static_cast<long long>(rs_steps_);
+  }
+  std::size_t send_slot(std::size_t t) const {
+    const long long segment = is_rs(t) ? r_ - phase_step(t) - 1 : r_ - phase_step(t);
+    return mod(segment, n_) * k_ + t % k_;
+  }
+  std::size_t recv_slot(std::size_t t) const {
+    const long long segment = is_rs(t) ? r_ - phase_step(t) - 2 : r_ - phase_step(t) - 1;
+    return mod(segment, n_) * k_ + t % k_;
+  }
+  std::span<std::byte> staging_buffer(std::size_t t, std::size_t capacity) const {
+    return staging_.subspan((t % window_) * layout_.max_slot_capacity(), capacity);
+  }
+
+  void send(std::size_t t) {
+    const std::size_t index = send_slot(t);
+    if (codec_ != nullptr) codec_->require_encoded(index);
+    const Slot& slot = layout_.slot(index);
+    sends_[t] = comm_.transport().isend(right_, tag_, work_.subspan(slot.offset, slot.size));
+    last_send_[index] = t;
+  }
+
+  // Reduce-scatter receives land in staging; allgather receives go straight
+  // to their slot, once the send that last read it has finished.
+  void post_recv(std::size_t t) {
+    const std::size_t index = recv_slot(t);
+    const Slot& slot = layout_.slot(index);
+    if (is_rs(t)) {
+      recvs_[t] = comm_.transport().irecv(left_, tag_, staging_buffer(t, slot.capacity));
+      return;
+    }
+    if (last_send_[index] < transfers_ && sends_[last_send_[index]]) {
+      comm_.wait(*sends_[last_send_[index]], timeout_, operation_);
+    }
+    recvs_[t] = comm_.transport().irecv(left_, tag_, work_.subspan(slot.offset, slot.capacity));
+  }
+
+  // Waits for transfer t's receive, then reduces it into its slot
+  // (reduce-scatter) or records its size (allgather).
+  void arrive(std::size_t t) {
+    wait(*recvs_[t]);
+    const std::size_t received = recvs_[t]->bytes();
+    const std::size_t index = recv_slot(t);
+    Slot& slot = layout_.slot(index);
+    check_exact(slot, received, t);
+    if (is_rs(t)) {
+      if (codec_ != nullptr) codec_->require_encoded(index);
+      const ReduceContext context{slot.elements.first, slot.elements.count, static_cast<int>(r_),
+                                  static_cast<int>(t / k_)};
+      reduce_into_slot(*reduction_, slot, staging_buffer(t, received), work_, context, operation_);
+    } else {
+      slot.size = received;
+    }
+    recvs_[t].reset();
+  }
+
+  // Waits for `request`, doing the queue's work while it is pending.
+  void wait(Request& request) {
+    if (codec_ != nullptr) {
+      try {
+        while (!request.test() && codec_->step()) {
+        }
+      } catch (const CommError& e) {
+        throw CommError(std::string(operation_) + ": " + e.what());
+      }
+    }
+    comm_.wait(request, timeout_, operation_);
+  }
+
+  void check_exact(const Slot& slot, std::size_t received, std::size_t t) const {
+    if (layout_.exact_sizes() && received != slot.capacity) {
+      throw CommError(std::string(operation_) + ": rank " + std::to_string(r_) + " received " +
+                      std::to_string(received) + " bytes from rank " + std::to_string(left_) +
+                      " for a chunk of " + std::to_string(slot.capacity) + " bytes (transfer " +
+                      std::to_string(t) + "): the ranks disagree on the data layout");
+    }
+  }
+
+  Communicator& comm_;
+  int tag_;
+  SlotLayout& layout_;
+  std::span<std::byte> work_;
+  Reduction* reduction_;
+  Timeout timeout_;
+  std::string_view operation_;
+  CodecQueue* codec_;
+  long long n_, r_;
+  std::size_t k_, rs_steps_, transfers_;
+  int right_, left_;
+  std::size_t window_;
+  std::span<std::byte> staging_;
+  std::vector<RequestPtr> sends_, recvs_;
+  // The send that last read each slot: an allgather receive must not
+  // overwrite a slot whose reduce-scatter send is still in flight.
+  std::vector<std::size_t> last_send_;
+};
+
 }  // namespace
 
 void run_ring(Communicator& comm, int tag, SlotLayout& layout, std::span<std::byte> work,
               Reduction* reduction, RingPhases phases, const CollectiveOptions& options,
               Timeout timeout, std::string_view operation, CodecQueue* codec) {
-  const long long n = comm.size();
-  const long long r = comm.rank();
   const bool do_rs = phases != RingPhases::allgather;
-  const bool do_ag = phases != RingPhases::reduce_scatter;
-  if (n == 1) {
+  if (comm.size() == 1) {
     if (codec != nullptr) {
-      plan_ring_codec(*codec, n, r, layout.chunks_per_segment(), do_rs);
-      finish_segment(*codec, r, layout.chunks_per_segment());
+      plan_ring_codec(*codec, 1, 0, layout.chunks_per_segment(), do_rs);
+      finish_segment(*codec, 0, layout.chunks_per_segment());
       codec->drain();
     }
     return;
@@ -74,116 +218,7 @@ void run_ring(Communicator& comm, int tag, SlotLayout& layout, std::span<std::by
   if (do_rs && reduction == nullptr) {
     throw InvalidArgument(std::string(operation) + ": reduce-scatter needs a reduction");
   }
-  const std::size_t k = layout.chunks_per_segment();
-  const std::size_t rs_steps = do_rs ? static_cast<std::size_t>(n - 1) : 0;
-  const std::size_t steps = rs_steps + (do_ag ? static_cast<std::size_t>(n - 1) : 0);
-  const std::size_t transfers = steps * k;
-  const int right = static_cast<int>((r + 1) % n);
-  const int left = static_cast<int>((r + n - 1) % n);
-  Transport& transport = comm.transport();
-
-  auto is_rs = [&](std::size_t t) { return t / k < rs_steps; };
-  auto send_segment = [&](std::size_t t) {
-    const auto step = static_cast<long long>(t / k);
-    return is_rs(t) ? mod(r - step - 1, n) : mod(r - (step - static_cast<long long>(rs_steps)), n);
-  };
-  auto recv_segment = [&](std::size_t t) {
-    const auto step = static_cast<long long>(t / k);
-    return is_rs(t) ? mod(r - step - 2, n)
-                    : mod(r - (step - static_cast<long long>(rs_steps)) - 1, n);
-  };
-  auto slot_index = [&](std::size_t segment, std::size_t t) { return segment * k + t % k; };
-
-  const std::size_t window = std::max<std::size_t>(1, static_cast<std::size_t>(options.window));
-  std::span<std::byte> staging;
-  if (do_rs) staging = comm.scratch(Scratch::staging, window * layout.max_slot_capacity());
-  auto staging_buffer = [&](std::size_t t, std::size_t capacity) {
-    return staging.subspan((t % window) * layout.max_slot_capacity(), capacity);
-  };
-
-  std::vector<RequestPtr> sends(transfers);
-  std::vector<RequestPtr> recvs(transfers);
-  // The send that last read each slot: an allgather receive must not
-  // overwrite a slot whose reduce-scatter send is still in flight.
-  std::vector<std::size_t> last_send(layout.slot_count(), transfers);
-
-  auto send = [&](std::size_t t) {
-    const std::size_t index = slot_index(send_segment(t), t);
-    if (codec != nullptr) codec->require_encoded(index);
-    const Slot& slot = layout.slot(index);
-    sends[t] = transport.isend(right, tag, work.subspan(slot.offset, slot.size));
-    last_send[index] = t;
-  };
-  auto post_recv = [&](std::size_t t) {
-    const std::size_t index = slot_index(recv_segment(t), t);
-    const Slot& slot = layout.slot(index);
-    if (is_rs(t)) {
-      recvs[t] = transport.irecv(left, tag, staging_buffer(t, slot.capacity));
-      return;
-    }
-    if (last_send[index] < transfers && sends[last_send[index]]) {
-      comm.wait(*sends[last_send[index]], timeout, operation);
-    }
-    recvs[t] = transport.irecv(left, tag, work.subspan(slot.offset, slot.capacity));
-  };
-  auto check_exact = [&](const Slot& slot, std::size_t received, std::size_t t) {
-    if (layout.exact_sizes() && received != slot.capacity) {
-      throw CommError(std::string(operation) + ": rank " + std::to_string(r) + " received " +
-                      std::to_string(received) + " bytes from rank " + std::to_string(left) +
-                      " for a chunk of " + std::to_string(slot.capacity) + " bytes (transfer " +
-                      std::to_string(t) + "): the ranks disagree on the data layout");
-    }
-  };
-
-  // Waits for `request`, doing the queue's work while it is pending.
-  auto wait = [&](Request& request) {
-    if (codec != nullptr) {
-      try {
-        while (!request.test() && codec->step()) {
-        }
-      } catch (const CommError& e) {
-        throw CommError(std::string(operation) + ": " + e.what());
-      }
-    }
-    comm.wait(request, timeout, operation);
-  };
-  if (codec != nullptr) {
-    plan_ring_codec(*codec, n, r, k, do_rs);
-    if (!do_rs) finish_segment(*codec, r, k);  // allgather alone: final from the start
-  }
-
-  std::size_t posted = 0;
-  for (; posted < std::min(window, transfers); ++posted) post_recv(posted);
-  for (std::size_t t = 0; t < std::min(k, transfers); ++t) send(t);
-
-  for (std::size_t t = 0; t < transfers; ++t) {
-    wait(*recvs[t]);
-    const std::size_t received = recvs[t]->bytes();
-    const std::size_t index = slot_index(recv_segment(t), t);
-    Slot& slot = layout.slot(index);
-    check_exact(slot, received, t);
-    if (is_rs(t)) {
-      if (codec != nullptr) codec->require_encoded(index);
-      const ReduceContext context{slot.elements.first, slot.elements.count,
-                                  static_cast<int>(r), static_cast<int>(t / k)};
-      reduce_into_slot(*reduction, slot, staging_buffer(t, received), work, context, operation);
-    } else {
-      slot.size = received;
-    }
-    recvs[t].reset();
-    if (posted < transfers) post_recv(posted++);
-    if (t + k < transfers) send(t + k);
-    // Final: this rank's segment after the last reduction, any slot the
-    // allgather received.
-    if (codec != nullptr) {
-      if (!is_rs(t) || t / k + 1 == rs_steps) codec->finished(index);
-      codec->step();  // at least one piece per transfer, even when receives never wait
-    }
-  }
-  if (codec != nullptr) codec->drain();
-  for (auto& s : sends) {
-    if (s) comm.wait(*s, timeout, operation);
-  }
+  RingPass(comm, tag, layout, work, reduction, phases, options, timeout, operation, codec).run();
 }
 
 }  // namespace qccl
