@@ -448,7 +448,8 @@ std::map<std::string, std::string> kernel_digests() {
 }
 
 // Computed on an AVX-512 CPU; the AVX2 and baseline versions must match.
-// A deliberate change of a kernel's definition changes its line here.
+// A deliberate change of a kernel's definition changes its line here:
+// QCCL_PRINT_KERNEL_DIGESTS=1 makes the test print the whole table.
 const std::map<std::string, std::string> kPinnedDigests = {
     {"add_i8_checked/2097157", "bbf91d93a956d134"},
     {"add_i8_checked/4099", "756f0a8bfd2c8c70"},

@@ -674,8 +674,8 @@ void ShardedEngine::save(torch::serialize::OutputArchive& archive) const {
   }
 }
 
-// Every group's shard is read and checked before any is installed, so a
-// checkpoint of another layout leaves the engine as it was.
+// Every group's shard is read and its size checked before any is
+// installed, so a checkpoint of another layout leaves the engine as it was.
 void ShardedEngine::load(torch::serialize::InputArchive& archive) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> shards(groups_.size()), weights(groups_.size()),
