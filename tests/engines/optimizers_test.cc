@@ -9,10 +9,12 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <iostream>
 #include <span>
 #include <sstream>
 
 #include "qccl/common/errors.h"
+#include "qccl/engines/adam_kernel.h"
 #include "qccl/engines/optimizers.h"
 
 namespace qccl::engines {
@@ -42,14 +44,20 @@ class CountingAllocator final : public c10::Allocator {
   mutable std::atomic<std::size_t> count_{0};
 };
 
-constexpr std::int64_t kLargest = 1000;
+constexpr std::int64_t kLargest = 3 * 30011;
 
-// Parameters of awkward shapes, the same values in every call.
+// Parameters of awkward shapes, the same values in every call. The largest
+// is split across libtorch's intra-op threads; the second is a transposed
+// view (not contiguous), which the one-pass Adam leaves to libtorch's
+// operations.
 std::vector<torch::Tensor> parameters() {
   std::vector<torch::Tensor> params;
-  for (const auto& shape : std::vector<std::vector<std::int64_t>>{{7, 13}, {kLargest}, {3, 1, 5}, {4}}) {
+  for (const auto& shape : std::vector<std::vector<std::int64_t>>{
+           {7, 13}, {11, 9}, {1000}, {3, kLargest / 3}, {3, 1, 5}, {4}}) {
     const auto n = c10::multiply_integers(shape);
-    params.push_back(torch::cos(torch::arange(n, torch::kFloat) * 0.61f).reshape(shape).requires_grad_());
+    auto values = torch::cos(torch::arange(n, torch::kFloat) * 0.61f).reshape(shape);
+    if (params.size() == 1) values = values.t();
+    params.push_back(values.requires_grad_());
   }
   return params;
 }
@@ -222,6 +230,40 @@ TEST_P(InPlaceOptimizerTest, CheckpointsInterchangeWithLibtorch) {
 
 INSTANTIATE_TEST_SUITE_P(Optimizers, InPlaceOptimizerTest, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
+
+// The one-pass Adam is what the tests above compare with libtorch: the probe
+// found a rounding that reproduces libtorch's kernels here (under each of
+// libtorch's instruction sets, ctest's optimizers_on_aten_* runs these tests
+// with ATEN_CPU_CAPABILITY set), and the contiguous parameters take it.
+TEST(OnePassAdamTest, ReproducesThisLibtorchsRounding) {
+  const auto rounding = one_pass_adam_rounding();
+  ASSERT_TRUE(rounding.has_value())
+      << "no rounding of the one-pass Adam gives this libtorch's bits: the optimizers run "
+         "libtorch's slower operations instead";
+  std::cout << "one-pass Adam: add " << (rounding->fused_add ? "fused" : "rounded twice")
+            << ", addcmul " << (rounding->fused_addcmul ? "fused" : "rounded twice") << "\n";
+  // The probe's choice is no accident: the other roundings give other bits.
+  for (const bool add : {false, true}) {
+    for (const bool addcmul : {false, true}) {
+      const AdamRounding other{add, addcmul};
+      if (other == *rounding) continue;
+      std::vector<float> p1(257), p2(257), m1(257), m2(257), v1(257), v2(257), g(257);
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        g[i] = std::sin(0.37f * static_cast<float>(i)) * 3.1f;
+        p1[i] = p2[i] = std::cos(0.61f * static_cast<float>(i));
+        m1[i] = m2[i] = 0.2f * std::sin(static_cast<float>(i));
+        v1[i] = v2[i] = 0.05f + 0.01f * std::cos(static_cast<float>(i));
+      }
+      AdamCoefficients c;
+      c.beta1 = 0.9f, c.one_minus_beta1 = 0.1f, c.beta2 = 0.999f, c.one_minus_beta2 = 0.001f;
+      c.sqrt_bias_correction2 = 0.1f, c.eps = 1e-8f, c.step_size = -0.01f;
+      adam_update_arrays({p1.data(), g.data(), m1.data(), v1.data(), nullptr, g.size()}, c, *rounding);
+      adam_update_arrays({p2.data(), g.data(), m2.data(), v2.data(), nullptr, g.size()}, c, other);
+      EXPECT_TRUE(m1 != m2 || v1 != v2) << "roundings (" << add << ", " << addcmul
+                                        << ") and the probe's give the same moments";
+    }
+  }
+}
 
 TEST(StepScratchTest, GrowsToTheLargestParameterOnlyOnce) {
   StepScratch scratch;
