@@ -4,6 +4,7 @@
 #include <bit>
 #include <vector>
 
+#include "qccl/collectives/direct_gather.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -15,6 +16,31 @@ void combine(std::span<std::int64_t> into, std::span<const std::int64_t> from, R
   }
 }
 
+// Up to this many ranks every rank sends its values straight to every
+// other rank at once (direct_gather.h) and combines all of them: one round
+// of n − 1 small messages, where recursive doubling takes log2(n) rounds,
+// two more to fold a rank count that is no power of two. Each round is a
+// message's latency, and more where ranks share cores and wait for a time
+// slice. Beyond it the messages a rank posts grow faster than the rounds
+// saved are worth.
+constexpr int kDirectRanks = 16;
+
+void direct_allreduce(Communicator& comm, int tag, std::span<std::int64_t> values, ReduceOp op,
+                      Timeout timeout, std::string_view operation) {
+  const auto n = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> all(n * values.size());
+  const std::vector<std::size_t> counts(n, values.size_bytes());
+  const std::uint64_t sent = allgatherv_bytes_direct(comm, tag, std::as_bytes(values), counts,
+                                                     std::as_writable_bytes(std::span(all)),
+                                                     timeout, operation);
+  const std::span<const std::int64_t> gathered(all);
+  std::copy_n(gathered.begin(), values.size(), values.begin());
+  for (std::size_t q = 1; q < n; ++q) {
+    combine(values, gathered.subspan(q * values.size(), values.size()), op);
+  }
+  comm.count_exchange(sent);
+}
+
 }  // namespace
 
 void small_allreduce(Communicator& comm, int tag, std::span<std::int64_t> values, ReduceOp op,
@@ -24,6 +50,10 @@ void small_allreduce(Communicator& comm, int tag, std::span<std::int64_t> values
   const int r = comm.rank();
   if (n == 1) {
     comm.count_exchange(0);
+    return;
+  }
+  if (n <= kDirectRanks) {
+    direct_allreduce(comm, tag, values, op, timeout, operation);
     return;
   }
   const int p = static_cast<int>(std::bit_floor(static_cast<unsigned>(n)));

@@ -13,11 +13,13 @@
 
 namespace qccl {
 
-// Recursive doubling, any rank count by folding: ranks 2i and 2i+1 below
-// 2(n − p) combine first, the p survivors exchange their partial results in
-// log2(p) rounds, then each odd rank below 2(n − p) sends the result down.
-// MAX and SUM of integers do not depend on the order, so every rank ends
-// with identical values. ReduceOp::min is refused.
+// Up to 16 ranks, one round: every rank sends its values to every other
+// rank and combines all n. Beyond, recursive doubling, any rank count by
+// folding: ranks 2i and 2i+1 below 2(n − p) combine first, the p survivors
+// exchange their partial results in log2(p) rounds, then each odd rank
+// below 2(n − p) sends the result down. MAX and SUM of integers do not
+// depend on the order, so every rank ends with identical values.
+// ReduceOp::min is refused.
 void small_allreduce(Communicator& comm, int tag, std::span<std::int64_t> values, ReduceOp op,
                      Timeout timeout, std::string_view operation);
 
