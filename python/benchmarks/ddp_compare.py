@@ -50,7 +50,8 @@ def planned_runs(args):
         for model in args.models:
             for rate in args.rates:
                 for hook in args.hooks:
-                    yield repeat, model, rate, "PyTorch DDP", hook
+                    if ddp_options.hook_applies(model, hook):
+                        yield repeat, model, rate, "PyTorch DDP", hook
                 for codec in args.train_codecs:
                     yield repeat, model, rate, "qccl train", codec
 

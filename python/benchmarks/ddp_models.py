@@ -53,14 +53,16 @@ class Cnn(nn.Module):
 
 
 class Recommender(nn.Module):
-    """One 16-wide embedding table per field (dense gradients), concatenated
-    into fields·16 → 128 → 64 → 1; the logit of a click."""
+    """One 16-wide embedding table per field (dense gradients, or sparse ones:
+    the rows a batch touched), concatenated into fields·16 → 128 → 64 → 1;
+    the logit of a click."""
 
     DIM = 16
 
-    def __init__(self, fields, values_per_field):
+    def __init__(self, fields, values_per_field, sparse=False):
         super().__init__()
-        self.tables = nn.ModuleList(nn.Embedding(values_per_field, self.DIM) for _ in range(fields))
+        self.tables = nn.ModuleList(nn.Embedding(values_per_field, self.DIM, sparse=sparse)
+                                    for _ in range(fields))
         self.fc1 = nn.Linear(fields * self.DIM, 128)
         self.fc2 = nn.Linear(128, 64)
         self.fc3 = nn.Linear(64, 1)

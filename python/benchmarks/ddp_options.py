@@ -36,9 +36,11 @@ def settings_text(model):
 
 
 def parse_hook(spec):
-    """('none'|'fp16'|'powersgd'|'qccl', parameter) of a --hooks entry:
-    powersgd's parameter is its rank (a whole number >= 1), qccl's the codec spec."""
-    if spec in ("none", "fp16"):
+    """('none'|'fp16'|'sparse'|'powersgd'|'qccl', parameter) of a --hooks entry:
+    powersgd's parameter is its rank (a whole number >= 1), qccl's the codec spec.
+    sparse is DDP without a hook on the recommender with sparse embedding
+    gradients (gloo's sparse allreduce), densified for Adam."""
+    if spec in ("none", "fp16", "sparse"):
         return spec, None
     name, colon, parameter = spec.partition(":")
     if name == "powersgd":
@@ -49,7 +51,13 @@ def parse_hook(spec):
         if not parameter:
             raise UsageError(f"hook '{spec}': qccl needs a codec spec, e.g. qccl:global-qsgd:bits=8")
         return "qccl", parameter
-    raise UsageError(f"unknown hook '{spec}': use none, fp16, powersgd:RANK or qccl:CODEC")
+    raise UsageError(f"unknown hook '{spec}': use none, fp16, sparse, powersgd:RANK or qccl:CODEC")
+
+
+def hook_applies(model, spec):
+    """Whether DDP runs `model` with hook `spec`: sparse needs embedding
+    tables, which only the recommender has."""
+    return parse_hook(spec)[0] != "sparse" or model == "recommender"
 
 
 def _parser():
@@ -59,7 +67,8 @@ def _parser():
     p.add_argument("--models", default="cnn recommender", help="cnn and/or recommender")
     p.add_argument("--rates", default="100mbit 1gbit", help="link rates of scripts/cluster")
     p.add_argument("--hooks", default=DEFAULT_HOOKS,
-                   help="none, fp16, powersgd:RANK, qccl:CODEC (default: %(default)s)")
+                   help="none, fp16, sparse (recommender), powersgd:RANK, qccl:CODEC "
+                        "(default: %(default)s)")
     p.add_argument("--train-codecs", default=None,
                    help="codecs of the `qccl train` runs (default: fp32 and the qccl: hooks' codecs)")
     p.add_argument("--hosts", default="4", help="emulated hosts, one rank each (2..64)")

@@ -29,7 +29,8 @@ EVAL_BATCH = 500  # test samples per forward pass, as the qccl trainer
 def parse_arguments(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", choices=ddp_options.MODELS, required=True)
-    p.add_argument("--hook", required=True, help="none, fp16, powersgd:RANK or qccl:CODEC")
+    p.add_argument("--hook", required=True,
+                   help="none, fp16, sparse (recommender), powersgd:RANK or qccl:CODEC")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max-steps", type=int, default=0, help="steps per epoch at most; 0: all")
     p.add_argument("--warmup-steps", type=int, default=5)
@@ -45,7 +46,9 @@ def parse_arguments(argv):
 class Task:
     """A model with its data: train batches by index, test sums by shard."""
 
-    def __init__(self, model, data_dir):
+    def __init__(self, model, data_dir, sparse_tables=False):
+        if sparse_tables and model != "recommender":
+            raise ValueError(f"sparse embedding gradients: the {model} has no embedding tables")
         if model == "cnn":
             self.net = Cnn()
             self.train_set = ddp_data.FashionMnist(data_dir, test=False)
@@ -53,7 +56,7 @@ class Task:
             self.train_size, self.test_size = len(self.train_set), len(self.test_set)
         else:
             o = ddp_options
-            self.net = Recommender(o.FIELDS, o.VALUES_PER_FIELD)
+            self.net = Recommender(o.FIELDS, o.VALUES_PER_FIELD, sparse=sparse_tables)
             self.clicks = ddp_data.click_data(o.FIELDS, o.VALUES_PER_FIELD, o.CLICK_SAMPLES,
                                               o.CLICK_TEST_SAMPLES, ddp_options.SEED)
             self.train_size, self.test_size = o.CLICK_SAMPLES, o.CLICK_TEST_SAMPLES
@@ -74,6 +77,15 @@ def make_optimizer(model, parameters):
     if s["optimizer"] == "sgd":
         return torch.optim.SGD(parameters, lr=s["lr"], momentum=s["momentum"])
     return torch.optim.Adam(parameters, lr=s["lr"])
+
+
+def densify_sparse_gradients(net):
+    """The tables' averaged sparse gradients as dense ones, for Adam (which
+    refuses sparse gradients), as `qccl train` hands its dense optimizers a
+    dense gradient of the rows it exchanged."""
+    for parameter in net.parameters():
+        if parameter.grad is not None and parameter.grad.is_sparse:
+            parameter.grad = parameter.grad.to_dense()
 
 
 def wire_tx_bytes(ifname):
@@ -104,7 +116,8 @@ def evaluate(task, ddp_model, rank, size):
 def train(args, rank, size):
     """Rank 0's measurements of the whole run."""
     torch.manual_seed(args.seed)
-    task = Task(args.model, args.data_dir)
+    sparse = ddp_options.parse_hook(args.hook)[0] == "sparse"
+    task = Task(args.model, args.data_dir, sparse_tables=sparse)
     ddp_model = DistributedDataParallel(task.net)
     optimizer = make_optimizer(args.model, ddp_model.parameters())
     hook = RegisteredHook(ddp_model, args.hook, None, args.warmup_steps, args.seed, optimizer)
@@ -123,8 +136,12 @@ def train(args, rank, size):
             start = time.perf_counter()
             first = s * size * batch + rank * batch
             x, y = task.batch(order[first:first + batch], test=False)
-            optimizer.zero_grad()
+            # Sparse gradients must arrive fresh each step (DDP refuses one
+            # accumulated into a dense tensor), hence set_to_none.
+            optimizer.zero_grad(set_to_none=sparse)
             task.net.loss(ddp_model(x), y).backward()
+            if sparse:
+                densify_sparse_gradients(task.net)
             optimizer.step()
             step_seconds.append(time.perf_counter() - start)
             if timed and tx_before is not None:

@@ -17,12 +17,15 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "python", "benchmarks"))
 
 import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 import ddp_compare  # noqa: E402
 import ddp_data  # noqa: E402
+import ddp_models  # noqa: E402
 import ddp_options  # noqa: E402
 import ddp_report  # noqa: E402
 import ddp_runs  # noqa: E402
+import ddp_worker  # noqa: E402
 from ddp_options import UsageError, parse_arguments, parse_hook  # noqa: E402
 
 
@@ -39,6 +42,7 @@ class Options(unittest.TestCase):
     def test_hooks_parse_to_their_kind_and_parameter(self):
         self.assertEqual(parse_hook("none"), ("none", None))
         self.assertEqual(parse_hook("fp16"), ("fp16", None))
+        self.assertEqual(parse_hook("sparse"), ("sparse", None))
         self.assertEqual(parse_hook("powersgd:2"), ("powersgd", 2))
         self.assertEqual(parse_hook("qccl:global-qsgd:bits=8"), ("qccl", "global-qsgd:bits=8"))
 
@@ -76,6 +80,28 @@ class Options(unittest.TestCase):
         self.assertEqual(runs, [(1, "PyTorch DDP", "none"), (1, "qccl train", "fp32"),
                                 (1, "qccl train", "fp16"), (2, "PyTorch DDP", "none"),
                                 (2, "qccl train", "fp32"), (2, "qccl train", "fp16")])
+
+    def test_the_sparse_hook_runs_on_the_recommender_only(self):
+        a = parse_arguments(["--models", "cnn recommender", "--rates", "1gbit",
+                             "--hooks", "none sparse", "--no-qccl-train"], ROOT)
+        runs = [(model, method) for _, model, _, _, method in ddp_compare.planned_runs(a)]
+        self.assertEqual(runs, [("cnn", "none"), ("recommender", "none"),
+                                ("recommender", "sparse")])
+
+    def test_the_sparse_recommender_gives_the_dense_ones_gradients_as_rows(self):
+        torch.manual_seed(3)
+        dense = ddp_models.Recommender(3, 50)
+        sparse = ddp_models.Recommender(3, 50, sparse=True)
+        sparse.load_state_dict(dense.state_dict())
+        features = torch.randint(0, 50, (8, 3))
+        target = torch.rand(8).round()
+        for net in (dense, sparse):
+            net.loss(net(features), target).backward()
+        self.assertTrue(sparse.tables[0].weight.grad.is_sparse)
+        ddp_worker.densify_sparse_gradients(sparse)
+        for a, b in zip(dense.parameters(), sparse.parameters()):
+            self.assertFalse(b.grad.is_sparse)
+            self.assertTrue(torch.equal(a.grad, b.grad))
 
     def test_bad_options_exit_2_before_any_run(self):
         with tempfile.TemporaryDirectory() as directory:
