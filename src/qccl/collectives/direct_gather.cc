@@ -23,7 +23,8 @@ std::uint64_t exchange_parts(Communicator& comm, int tag, std::span<const std::b
   std::vector<RequestPtr> sends;
   sends.reserve(static_cast<std::size_t>(n));
   for (int q = 0; q < n; ++q) {
-    if (q != me) receives[static_cast<std::size_t>(q)] = transport.irecv(q, tag, parts[static_cast<std::size_t>(q)]);
+    const auto at = static_cast<std::size_t>(q);
+    if (q != me) receives[at] = transport.irecv(q, tag, parts[at]);
   }
   std::uint64_t sent = 0;
   for (int k = 1; k < n; ++k) {  // from the next rank on: not every rank to rank 0 first
