@@ -13,7 +13,6 @@
 #include "qccl/codecs/levels.h"
 #include "qccl/codecs/linear_dither.h"
 #include "qccl/collectives/allgather.h"
-#include "qccl/collectives/direct_gather.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -169,10 +168,6 @@ class GlobalQsgdCodec final : public Codec {
   // codes are each rank's own 7-level ones (`reduction` makes them), summed
   // exactly: unbiased, not the dense path's bits.
   //
-  // Both gathers are direct (direct_gather.h): each rank sends its count,
-  // then its entries, straight to every other rank, one round each, where
-  // the ring would take n − 1 rounds for the entries.
-  //
   // Given a support (allreduce_mean_sparse) and no `own` to fill, the time
   // follows the non-zeros: only the support is encoded and cleared, and the
   // sums go into accumulators that stay zero between steps, read and reset
@@ -187,8 +182,8 @@ class GlobalQsgdCodec final : public Codec {
     // Every rank's count, on the step's tag: every rank takes the same branch.
     const auto n = static_cast<std::size_t>(comm.size());
     SparseBuffers& b = sparse_buffers_;
-    const Timeout timeout = comm.timeout(options.timeout);
-    const auto counts = allgather_counts_direct(comm, tag, b.index.size(), timeout);
+    const auto counts =
+        allgather_counts_body(comm, tag, b.index.size(), comm.timeout(options.timeout));
     std::size_t total = 0;
     for (std::size_t c : counts) total += c;
     if (total * kEntryBytes >= 2 * wire_bytes(d)) return false;
@@ -200,7 +195,7 @@ class GlobalQsgdCodec final : public Codec {
     std::vector<std::size_t> byte_counts(n);
     for (std::size_t r = 0; r < n; ++r) byte_counts[r] = counts[r] * kEntryBytes;
     b.all.resize(total * kEntryBytes);
-    allgatherv_bytes_direct(comm, tag, b.mine, byte_counts, b.all, timeout, "sparse allgather");
+    allgatherv_bytes_body(comm, tag, b.mine, byte_counts, b.all, options);
 
     PhaseScope timed(options.phases, &PhaseTimes::decode);
     if (on_support) {

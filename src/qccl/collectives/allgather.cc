@@ -5,6 +5,7 @@
 
 #include "qccl/collectives/codec_queue.h"
 #include "qccl/collectives/codec_steps.h"
+#include "qccl/collectives/direct_gather.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/collectives/native.h"
 #include "qccl/collectives/ring.h"
@@ -17,6 +18,11 @@ namespace qccl {
 void allgatherv_bytes_body(Communicator& comm, int tag, std::span<const std::byte> input,
                            std::span<const std::size_t> byte_counts, std::span<std::byte> output,
                            const CollectiveOptions& options) {
+  const Timeout timeout = comm.timeout(options.timeout);
+  if (comm.size() <= kDirectGatherRanks) {
+    allgatherv_bytes_direct(comm, tag, input, byte_counts, output, timeout, "allgather");
+    return;
+  }
   check_allgather_arguments(input.size(), output.size(), byte_counts, comm.size(), comm.rank());
   const auto me = static_cast<std::size_t>(comm.rank());
   const std::size_t largest = *std::max_element(byte_counts.begin(), byte_counts.end());
@@ -28,8 +34,8 @@ void allgatherv_bytes_body(Communicator& comm, int tag, std::span<const std::byt
     std::memmove(destination, input.data(), input.size());
   }
   if (!output.empty()) {
-    run_ring(comm, tag, layout, output, nullptr, RingPhases::allgather, options,
-             comm.timeout(options.timeout), "ring allgather");
+    run_ring(comm, tag, layout, output, nullptr, RingPhases::allgather, options, timeout,
+             "ring allgather");
   }
 }
 

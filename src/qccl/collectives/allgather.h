@@ -26,19 +26,21 @@ void allgatherv(Communicator& comm, std::span<const float> input,
                 std::span<const std::size_t> counts, std::span<float> output,
                 const CollectiveOptions& options = {});
 
-// The same for raw bytes (encoded data whose size differs per rank), on the
-// ring.
+// The same for raw bytes (encoded data whose size differs per rank): up to
+// 16 ranks in one round, each rank's bytes sent straight to every other
+// rank; beyond, on the ring.
 void allgatherv_bytes(Communicator& comm, std::span<const std::byte> input,
                       std::span<const std::size_t> byte_counts, std::span<std::byte> output,
                       const CollectiveOptions& options = {});
 
-// The ring allgather of raw bytes inside a checked call.
+// The allgather of raw bytes inside a checked call (one direct round up to
+// 16 ranks, else the ring).
 void allgatherv_bytes_body(Communicator& comm, int tag, std::span<const std::byte> input,
                            std::span<const std::size_t> byte_counts, std::span<std::byte> output,
                            const CollectiveOptions& options);
 
-// Every rank's `count` (one small allreduce), for allgatherv when the ranks do
-// not know each other's lengths in advance.
+// Every rank's `count` (one small allreduce: one round up to 16 ranks), for
+// allgatherv when the ranks do not know each other's lengths in advance.
 std::vector<std::size_t> allgather_counts(Communicator& comm, std::size_t count,
                                           const CollectiveOptions& options = {});
 // The same inside a checked call, on its tag (point to point, so a cancelled

@@ -49,19 +49,6 @@ std::uint64_t exchange_parts(Communicator& comm, int tag, std::span<const std::b
 
 }  // namespace
 
-std::vector<std::size_t> allgather_counts_direct(Communicator& comm, int tag, std::size_t count,
-                                                 Timeout timeout) {
-  const auto n = static_cast<std::size_t>(comm.size());
-  std::vector<std::uint64_t> table(n, 0);
-  table[static_cast<std::size_t>(comm.rank())] = count;
-  std::vector<std::span<std::byte>> parts;
-  for (auto& entry : table) parts.push_back(std::as_writable_bytes(std::span(&entry, 1)));
-  const std::uint64_t mine = count;
-  comm.count_exchange(exchange_parts(comm, tag, std::as_bytes(std::span(&mine, 1)), parts, timeout,
-                                     "allgather counts"));
-  return {table.begin(), table.end()};
-}
-
 std::uint64_t allgatherv_bytes_direct(Communicator& comm, int tag, std::span<const std::byte> input,
                                       std::span<const std::size_t> byte_counts,
                                       std::span<std::byte> output, Timeout timeout,

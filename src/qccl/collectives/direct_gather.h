@@ -1,30 +1,30 @@
-// Allgathers of a few bytes per rank in one round: every rank sends its part
-// straight to every other rank, all at once, inside a checked call (on its
-// tag; waits bounded through Communicator::wait, so a cancelled stream stops
-// them).
+// Allgathers in one round: every rank sends its part straight to every
+// other rank, all at once, inside a checked call (on its tag; waits bounded
+// through Communicator::wait, so a cancelled stream stops them).
 //
-// For the small gathers of a sparse step. The ring allgather takes n − 1
-// rounds and a recursive-doubling allreduce log2(n), each a message's
-// latency; when ranks share cores, each such round can also wait for a
-// scheduler time slice. Here every part is one message from its owner: one
-// round, and each rank sends its part n − 1 times, which is what the ring's
-// slowest link carries as well when the parts differ in size (in every
-// round some rank forwards the largest).
+// The ring allgather takes n − 1 rounds and a recursive-doubling allreduce
+// log2(n), each a message's latency; when ranks share cores, each such
+// round can also wait for a scheduler time slice. Here every part is one
+// message from its owner: one round, and each rank sends its part n − 1
+// times, which is what the ring's slowest link carries as well when the
+// parts differ in size (in every round some rank forwards the largest).
+// Up to kDirectGatherRanks ranks the byte allgather (allgatherv_bytes_body)
+// and the small integer allreduce (small_allreduce: the call check, the
+// counts) take this round; beyond, the messages a rank posts grow faster
+// than the rounds saved are worth, and they keep the ring and recursive
+// doubling.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
-#include <vector>
 
 #include "qccl/collectives/communicator.h"
 
 namespace qccl {
 
-// Every rank's `count`, in rank order.
-std::vector<std::size_t> allgather_counts_direct(Communicator& comm, int tag, std::size_t count,
-                                                 Timeout timeout);
+inline constexpr int kDirectGatherRanks = 16;
 
 // Rank r's `input` (byte_counts[r] bytes; every rank passes the same
 // counts) into `output` at the sum of the counts before r, for every r;

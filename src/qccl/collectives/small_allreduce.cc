@@ -16,15 +16,10 @@ void combine(std::span<std::int64_t> into, std::span<const std::int64_t> from, R
   }
 }
 
-// Up to this many ranks every rank sends its values straight to every
-// other rank at once (direct_gather.h) and combines all of them: one round
-// of n − 1 small messages, where recursive doubling takes log2(n) rounds,
-// two more to fold a rank count that is no power of two. Each round is a
-// message's latency, and more where ranks share cores and wait for a time
-// slice. Beyond it the messages a rank posts grow faster than the rounds
-// saved are worth.
-constexpr int kDirectRanks = 16;
-
+// Up to kDirectGatherRanks ranks every rank sends its values straight to
+// every other rank at once (direct_gather.h) and combines all of them: one
+// round of n − 1 small messages, where recursive doubling takes log2(n)
+// rounds, two more to fold a rank count that is no power of two.
 void direct_allreduce(Communicator& comm, int tag, std::span<std::int64_t> values, ReduceOp op,
                       Timeout timeout, std::string_view operation) {
   const auto n = static_cast<std::size_t>(comm.size());
@@ -52,7 +47,7 @@ void small_allreduce(Communicator& comm, int tag, std::span<std::int64_t> values
     comm.count_exchange(0);
     return;
   }
-  if (n <= kDirectRanks) {
+  if (n <= kDirectGatherRanks) {
     direct_allreduce(comm, tag, values, op, timeout, operation);
     return;
   }

@@ -1,6 +1,8 @@
-// The one-round gathers of sparse steps: every rank ends with every rank's
-// count and bytes, in rank order, whatever the sizes (empty parts too), and
-// a part of another size than the counts say is an error, not a hang.
+// The allgather of raw bytes and of counts, on both algorithms (one direct
+// round up to 16 ranks, the ring and recursive doubling beyond): every rank
+// ends with every rank's count and bytes, in rank order, whatever the sizes
+// (empty parts too), and a part of another size than the counts say is an
+// error, not a hang.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "../support/world.h"
+#include "qccl/collectives/allgather.h"
 #include "qccl/collectives/direct_gather.h"
 #include "qccl/collectives/fingerprint.h"
 #include "qccl/common/errors.h"
@@ -31,12 +34,12 @@ void check_gather(Communicator& comm, int scale) {
   for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = part_byte(comm.rank(), i);
   std::vector<std::size_t> counts;
   std::vector<std::byte> all;
-  comm.run(Fingerprint("direct gather test"), kTestTimeout, [&](int tag) {
-    counts = allgather_counts_direct(comm, tag, mine.size(), kTestTimeout);
+  comm.run(Fingerprint("allgather bytes test"), kTestTimeout, [&](int tag) {
+    counts = allgather_counts_body(comm, tag, mine.size(), kTestTimeout);
     std::size_t total = 0;
     for (std::size_t c : counts) total += c;
     all.assign(total, std::byte{0xEE});
-    allgatherv_bytes_direct(comm, tag, mine, counts, all, kTestTimeout, "direct gather test");
+    allgatherv_bytes_body(comm, tag, mine, counts, all, CollectiveOptions{});
   });
   ASSERT_EQ(counts.size(), static_cast<std::size_t>(n));
   std::size_t at = 0;
@@ -48,9 +51,9 @@ void check_gather(Communicator& comm, int scale) {
   }
 }
 
-class DirectGatherTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
+class AllgatherBytesTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
 
-TEST_P(DirectGatherTest, GivesEveryRankEveryPartInRankOrder) {
+TEST_P(AllgatherBytesTest, GivesEveryRankEveryPartInRankOrder) {
   const auto [ranks, scale] = GetParam();
   run_world(ranks, [&, scale = scale](Communicator& comm) {
     check_gather(comm, scale);
@@ -58,15 +61,15 @@ TEST_P(DirectGatherTest, GivesEveryRankEveryPartInRankOrder) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(RanksSizes, DirectGatherTest,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 7),
+INSTANTIATE_TEST_SUITE_P(RanksSizes, AllgatherBytesTest,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 7, 17),
                                             ::testing::Values(1, 13, 40000)),
                          [](const auto& info) {
                            return "n" + std::to_string(std::get<0>(info.param)) + "_scale" +
                                   std::to_string(std::get<1>(info.param));
                          });
 
-TEST(DirectGatherTest, APartOfAnotherSizeThanItsCountIsAnError) {
+TEST(AllgatherBytesTest, APartOfAnotherSizeThanItsCountIsAnError) {
   std::atomic<int> raised{0};
   std::string message;
   run_world(2, [&](Communicator& comm) {
