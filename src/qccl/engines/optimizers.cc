@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "qccl/common/errors.h"
 #include "qccl/engines/adam_kernel.h"
@@ -58,6 +59,13 @@ State& adam_state(StateMap& states, const torch::Tensor& p, const Options& optio
   return static_cast<State&>(*found->second);
 }
 
+// 1 − β₁ᵗ and 1 − β₂ᵗ at the state's step, in double as libtorch has them.
+template <class State, class Options>
+std::pair<double, double> bias_corrections(const State& state, const Options& options) {
+  const auto [beta1, beta2] = options.betas();
+  return {1 - std::pow(beta1, state.step()), 1 - std::pow(beta2, state.step())};
+}
+
 // One parameter's Adam update (Kingma & Ba, Algorithm 1) as libtorch's
 // tensor operations, in its order:
 //   m ← β₁m + (1−β₁)g,  v ← β₂v + (1−β₂)g²  (v̂ = max(v̂, v) with AMSGrad),
@@ -68,8 +76,7 @@ template <class State, class Options>
 void adam_operations(torch::Tensor& p, const torch::Tensor& gradient, State& state,
                      const Options& options, StepScratch& scratch) {
   const auto [beta1, beta2] = options.betas();
-  const double bias_correction1 = 1 - std::pow(beta1, state.step());
-  const double bias_correction2 = 1 - std::pow(beta2, state.step());
+  const auto [bias_correction1, bias_correction2] = bias_corrections(state, options);
   auto& exp_avg = state.exp_avg();
   auto& exp_avg_sq = state.exp_avg_sq();
   exp_avg.mul_(beta1).add_(gradient, 1 - beta1);
@@ -92,8 +99,7 @@ template <class State, class Options>
 AdamCoefficients adam_coefficients(const State& state, const Options& options, double l2_decay,
                                    double decoupled_factor) {
   const auto [beta1, beta2] = options.betas();
-  const double bias_correction1 = 1 - std::pow(beta1, state.step());
-  const double bias_correction2 = 1 - std::pow(beta2, state.step());
+  const auto [bias_correction1, bias_correction2] = bias_corrections(state, options);
   AdamCoefficients c;
   c.beta1 = static_cast<float>(beta1);
   c.one_minus_beta1 = static_cast<float>(1 - beta1);
