@@ -162,7 +162,12 @@ assert report["ranks"] == 2 and report["link_rate_bps"] == 1e8, report
 assert all(r["wrong"] == 0 for r in rows.values()), rows
 assert native["median_us"] > 60000, f"native took {native['median_us']} us: links not shaped?"
 assert ring["median_us"] < native["median_us"], (ring, native)
-assert 0.3 < ring["wire_fraction"] <= 1.05, ring
+# The links' token bucket (scripts/cluster: 4 ms at the rate) lets an
+# iteration that starts with it full finish up to 4 ms before its wire time
+# (a 1 MiB 8-bit ring: 21 ms), so the wire fraction may exceed 1 by that
+# much; 5% more for timing.
+wire_s = ring["sent_bytes_per_rank"] * 8 / report["link_rate_bps"]
+assert 0.3 < ring["wire_fraction"] <= 1.05 * wire_s / (wire_s - 0.004), ring
 print(f"native {native['median_us']:.0f} us, global-qsgd ring {ring['median_us']:.0f} us, "
       f"wire {ring['wire_fraction']:.2f}")
 PY
