@@ -22,8 +22,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
 // Each step: p = fl(x + e_old), own = Q(p) — bitwise what the inner codec
 // contributes and returns for p at that step — and the residual the codec
 // keeps is bitwise fl(p − own). Over T steps the own

@@ -157,6 +157,30 @@ TEST(KernelsTest, DecodeAddAndPackMatchTheirDefinitions) {
   }
 }
 
+// The fused decode-and-add is the decode followed by one fp32 addition per
+// element, bit for bit: sums that overflow, saturated decodings (a step
+// whose top levels exceed fp32) and signed zeros included.
+TEST(KernelsTest, AffineDecodeAddIsTheDecodeThenAnAddition) {
+  for (std::size_t n : kLengths) {
+    std::vector<std::uint8_t> q(n);
+    std::vector<float> sum(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      q[i] = static_cast<std::uint8_t>((i * 37) % 256);
+      sum[i] = i % 7 == 0 ? 3.3e38f : i % 7 == 1 ? -0.0f : static_cast<float>(i % 11) - 5.5f;
+    }
+    for (const double step : {0.001, 1.5e36}) {
+      std::vector<float> decoded(n);
+      kernels::affine_decode_u8(q.data(), decoded.data(), n, -0.25, step);
+      auto fused = sum;
+      kernels::affine_decode_add_u8(q.data(), fused.data(), n, -0.25, step);
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(test::same_bits(fused[i], sum[i] + decoded[i]))
+            << "n " << n << ", step " << step << ", element " << i;
+      }
+    }
+  }
+}
+
 // Decoded outputs of 8 MiB and more are streamed past the cache after an
 // alignment head, in blocks: every element, at any alignment of the output
 // and either parity of the head (4-bit levels share bytes), must still be
@@ -431,6 +455,9 @@ std::map<std::string, std::string> kernel_digests() {
     d["lattice_encode_u8" + at] = digest(u8);
     kernels::affine_decode_u8(u8.data(), out.data(), n, range.lo, (range.hi - range.lo) / 15.0);
     d["affine_decode_u8" + at] = digest(out);
+    auto added = x;
+    kernels::affine_decode_add_u8(u8.data(), added.data(), n, range.lo, (range.hi - range.lo) / 15.0);
+    d["affine_decode_add_u8" + at] = digest(added);
     std::vector<_Float16> h(n), h2(n);
     kernels::fp16_encode(x.data(), h.data(), n, 3.0f);
     d["fp16_encode" + at] = digest(h);
@@ -453,6 +480,8 @@ std::map<std::string, std::string> kernel_digests() {
 const std::map<std::string, std::string> kPinnedDigests = {
     {"add_i8_checked/2097157", "bbf91d93a956d134"},
     {"add_i8_checked/4099", "756f0a8bfd2c8c70"},
+    {"affine_decode_add_u8/2097157", "69011204e82786f4"},
+    {"affine_decode_add_u8/4099", "affbe5ff2edd9a3d"},
     {"affine_decode_u8/2097157", "829afc601557632b"},
     {"affine_decode_u8/4099", "a9d7a96990173c02"},
     {"average_i8/2097157", "57d45ed8e75b5533"},

@@ -28,8 +28,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
 // Noise with exact zeros of both signs, which vote +1.
 float vote_input(int rank, std::size_t i) {
   if ((i + static_cast<std::size_t>(rank)) % 11 == 0) return 0.0f;

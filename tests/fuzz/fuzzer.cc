@@ -92,6 +92,8 @@ void Fuzzer::exercise(ReductionTarget& t, std::size_t first, std::size_t count,
     const auto incoming = place(in_buffer, incoming_bytes, chunk_offset(t), 0);
     call("decode", [&] { r.decode(incoming, first, out); });
     call("decode_contribution", [&] { r.decode_contribution(incoming, first, out); });
+    std::vector<float> scratch(count);
+    call("decode_add", [&] { r.decode_add(incoming, first, out, scratch); });
     const Bytes valid = encode(t, first, count);
     const std::size_t capacity = r.max_encoded_bytes(count);
     const ReduceContext context{first, count, t.setup.rank,

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -35,6 +36,9 @@ inline float noise(int rank, std::size_t i) {
   x ^= x >> 29;
   return static_cast<float>(static_cast<double>(x >> 11) / 9007199254740992.0 * 2.0 - 1.0);
 }
+
+// Whether two floats are the same bits (NaNs and signed zeros included).
+inline bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 template <typename F>
 std::vector<float> make_vector(std::size_t n, F&& f) {

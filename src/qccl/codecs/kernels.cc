@@ -441,6 +441,14 @@ void affine_decode_u8(const std::uint8_t* q, float* out, std::size_t n, double b
 }
 
 QCCL_MULTIVERSION
+void affine_decode_add_u8(const std::uint8_t* q, float* out, std::size_t n, double base,
+                          double step) {
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i] += saturate(static_cast<float>(base + step * static_cast<double>(q[i])));
+  }
+}
+
+QCCL_MULTIVERSION
 void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,
                 std::int32_t s, std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first) {
   const std::int32_t deepest = s - 1;

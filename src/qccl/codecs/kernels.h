@@ -109,6 +109,10 @@ void lattice_encode_u8(const float* x, std::uint8_t* q, std::size_t n, double lo
 // out[i] = fp32(base + step·q[i]), saturated at ±FLT_MAX. All three compute
 // in double.
 void affine_decode_u8(const std::uint8_t* q, float* out, std::size_t n, double base, double step);
+// out[i] += fp32(base + step·q[i]) (saturated as above): affine_decode_u8
+// and an fp32 addition, with the same bits.
+void affine_decode_add_u8(const std::uint8_t* q, float* out, std::size_t n, double base,
+                          double step);
 
 // fp16 (round to nearest even): h[i] = fp16(x[i] · factor), out[i] = float(h[i]),
 // acc[i] = fp16(float(acc[i]) + float(in[i])).

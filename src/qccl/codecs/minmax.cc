@@ -113,6 +113,32 @@ class MinMaxReduction final : public Reduction {
   }
 
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
+    decode_buckets<false>(in, out);
+  }
+  // The reduce-scatter and allreduce add every rank's decoding: fused here.
+  void decode_add(std::span<const std::byte> in, std::size_t, std::span<float> out,
+                  std::span<float>) override {
+    decode_buckets<true>(in, out);
+  }
+  void decode_contribution(std::span<const std::byte> in, std::size_t first,
+                           std::span<float> out) override {
+    decode(in, first, out);
+  }
+  std::size_t reduce(std::span<const std::byte>, std::span<std::byte>, std::size_t,
+                     const ReduceContext&) override {
+    throw InvalidArgument(name_ + " has no in-transit reduction: its ranks' bucket ranges "
+                          "differ, so it aggregates by allgather");
+  }
+
+ private:
+  std::size_t buckets(std::size_t count) const {
+    return config_.bucket == 0 ? 1 : (count + config_.bucket - 1) / config_.bucket;
+  }
+
+  // Each bucket's values lo + range·level of its indices (on the shifted
+  // lattice from lo + δ·ρ), written to `out` or, with kAdd, added to it.
+  template <bool kAdd>
+  void decode_buckets(std::span<const std::byte> in, std::span<float> out) {
     require_chunk_bytes(name_, in.size(), max_encoded_bytes(out.size()), out.size());
     const auto* payload = in.data() + 2 * sizeof(float) * buckets(out.size());
     const std::uint8_t* indices = reinterpret_cast<const std::uint8_t*>(payload);
@@ -135,29 +161,20 @@ class MinMaxReduction final : public Reduction {
       const double range = static_cast<double>(hi) - lo;
       if (config_.learned || range == 0) {  // lo + range·level (constant buckets: lo)
         for (std::size_t i = start; i < end; ++i) {
-          out[i] = saturate_to_fp32(lo + range * levels[indices[i]]);
+          const float value = saturate_to_fp32(lo + range * levels[indices[i]]);
+          out[i] = kAdd ? out[i] + value : value;
         }
         continue;
       }
       // Evenly spaced: lo + δ·k, the shifted lattice's from lo + δ·ρ.
       const double step = range / static_cast<double>(levels.size() - 1);
       const double base = config_.rounding == MinMaxRounding::shift ? lo + step * shift_ : lo;
-      kernels::affine_decode_u8(indices + start, out.data() + start, end - start, base, step);
+      if constexpr (kAdd) {
+        kernels::affine_decode_add_u8(indices + start, out.data() + start, end - start, base, step);
+      } else {
+        kernels::affine_decode_u8(indices + start, out.data() + start, end - start, base, step);
+      }
     }
-  }
-  void decode_contribution(std::span<const std::byte> in, std::size_t first,
-                           std::span<float> out) override {
-    decode(in, first, out);
-  }
-  std::size_t reduce(std::span<const std::byte>, std::span<std::byte>, std::size_t,
-                     const ReduceContext&) override {
-    throw InvalidArgument(name_ + " has no in-transit reduction: its ranks' bucket ranges "
-                          "differ, so it aggregates by allgather");
-  }
-
- private:
-  std::size_t buckets(std::size_t count) const {
-    return config_.bucket == 0 ? 1 : (count + config_.bucket - 1) / config_.bucket;
   }
   std::size_t payload_bytes(std::size_t count) const {
     return (count * static_cast<std::size_t>(config_.bits) + 7) / 8;

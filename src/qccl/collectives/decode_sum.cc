@@ -18,47 +18,80 @@ std::span<float> float_scratch(Communicator& comm, Scratch which, std::size_t co
   return {reinterpret_cast<float*>(bytes.data()), count};
 }
 
-// output = decoded(0), then output += decoded(q) for q = 1, 2, ...: one fixed
-// order of fp32 additions.
-void add_in_rank_order(std::span<float> output, std::span<const float> decoded, bool first) {
-  if (first) {
-    std::copy(decoded.begin(), decoded.end(), output.begin());
-    return;
-  }
-  float* __restrict out = output.data();
-  const float* __restrict in = decoded.data();
-  for (std::size_t i = 0; i < output.size(); ++i) out[i] += in[i];
-}
+// One chunk of a decode-and-sum: the elements [first, first + count) of the
+// vector (the decoder's `first`), at output[at, at + count).
+struct SumChunk {
+  std::size_t first = 0;
+  std::size_t at = 0;
+  std::size_t count = 0;
+};
 
-// output = (decoded(0) + decoded(1) + ... ) / divide_by, the sum in fp32
-// in rank order, decode_rank(q, into) decoding rank q's values. The decoded
-// values are finite, so a non-finite sum is an overflow: when dividing,
-// those elements are summed again in double, which holds any sum of fp32
-// values, and divided there; |mean| <= the largest |decoded value|, so it
-// is finite in fp32 too. A second decode of every rank happens only then.
-template <class DecodeRank>
-void sum_in_rank_order(std::size_t ranks, std::span<float> output, std::span<float> decoded,
-                       int divide_by, DecodeRank&& decode_rank) {
-  for (std::size_t q = 0; q < ranks; ++q) {
-    decode_rank(q, decoded);
-    add_in_rank_order(output, decoded, q == 0);
-  }
-  if (divide_by == 1) return;
+// A chunk's sum, when it is a mean: one fp32 division per element. The
+// decoded values are finite, so a non-finite sum is an overflow: those
+// elements are summed again in double, which holds any sum of fp32 values,
+// and divided there; |mean| <= the largest |decoded value|, so it is finite
+// in fp32 too. Every rank's chunk is decoded a second time only then.
+template <class BytesOf>
+void divide_chunk(Reduction& reduction, std::size_t ranks, const SumChunk& chunk,
+                  std::span<float> sum, std::span<float> decoded, int divide_by,
+                  BytesOf& bytes_of) {
   std::vector<std::size_t> overflowed;
   const auto n = static_cast<float>(divide_by);
-  for (std::size_t i = 0; i < output.size(); ++i) {
-    if (!std::isfinite(output[i])) overflowed.push_back(i);
-    output[i] /= n;
+  for (std::size_t i = 0; i < sum.size(); ++i) {
+    if (!std::isfinite(sum[i])) overflowed.push_back(i);
+    sum[i] /= n;
   }
   if (overflowed.empty()) return;
   std::vector<double> sums(overflowed.size(), 0.0);
   for (std::size_t q = 0; q < ranks; ++q) {
-    decode_rank(q, decoded);
+    reduction.decode(bytes_of(q), chunk.first, decoded);
     for (std::size_t j = 0; j < overflowed.size(); ++j) sums[j] += decoded[overflowed[j]];
   }
   for (std::size_t j = 0; j < overflowed.size(); ++j) {
-    output[overflowed[j]] = static_cast<float>(sums[j] / divide_by);
+    sum[overflowed[j]] = static_cast<float>(sums[j] / divide_by);
   }
+}
+
+// output = (decoded(0) + decoded(1) + ... ) / divide_by: the fp32 sum in
+// rank order, then one fp32 division (see divide_chunk), bytes_of(q, c)
+// being rank q's encoding of chunk c. It goes chunk by chunk (the
+// pipeline's chunks, at most chunk_bytes of fp32), each rank's decoding
+// added while the chunk's running sum is still in the cache
+// (Reduction::decode_add, fused where the reduction has a kernel for it):
+// about a third of the memory traffic of decoding whole vectors into
+// scratch space and adding those, with the same additions in the same
+// order, so the same bits. `scratch` holds the largest chunk.
+template <class BytesOf>
+void sum_in_rank_order(Reduction& reduction, std::size_t ranks, std::span<const SumChunk> chunks,
+                       std::span<float> output, std::span<float> scratch, int divide_by,
+                       BytesOf&& bytes_of) {
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    const SumChunk& chunk = chunks[c];
+    if (chunk.count == 0) continue;
+    const auto sum = output.subspan(chunk.at, chunk.count);
+    const auto decoded = scratch.first(chunk.count);
+    auto chunk_bytes = [&](std::size_t q) { return bytes_of(q, c); };
+    reduction.decode(chunk_bytes(0), chunk.first, sum);
+    for (std::size_t q = 1; q < ranks; ++q) {
+      reduction.decode_add(chunk_bytes(q), chunk.first, sum, decoded);
+    }
+    if (divide_by != 1) divide_chunk(reduction, ranks, chunk, sum, decoded, divide_by, chunk_bytes);
+  }
+}
+
+// The chunks of segment `segment` of a layout, placed in an output whose
+// first element is `output_first`, and the largest chunk's size.
+std::vector<SumChunk> segment_chunks(const SlotLayout& layout, std::size_t segment,
+                                     std::size_t output_first, std::size_t& largest) {
+  const std::size_t k = layout.chunks_per_segment();
+  std::vector<SumChunk> chunks(k);
+  largest = 0;
+  for (std::size_t c = 0; c < k; ++c) {
+    const Range elements = layout.slot(segment * k + c).elements;
+    chunks[c] = {elements.first, elements.first - output_first, elements.count};
+    largest = std::max(largest, elements.count);
+  }
+  return chunks;
 }
 
 void require_encoded(const Reduction& reduction, std::string_view operation) {
@@ -135,10 +168,15 @@ void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const fl
   run_schedule(comm, tag, layout, work, nullptr, SchedulePhases::allgather, options, timeout,
                "allreduce by allgather");
   PhaseScope timed(options.phases, &PhaseTimes::decode);
-  auto decoded = float_scratch(comm, Scratch::decoded, d);
-  sum_in_rank_order(n, output, decoded, divide_by, [&](std::size_t q, std::span<float> into) {
-    decode_slots(reduction, layout, work, segment_slots(layout, q), into, 0);
-  });
+  // Every segment is the whole vector, cut into the same chunks.
+  std::size_t largest = 0;
+  const auto chunks = segment_chunks(layout, me, 0, largest);
+  const std::size_t k = layout.chunks_per_segment();
+  sum_in_rank_order(reduction, n, chunks, output, float_scratch(comm, Scratch::decoded, largest),
+                    divide_by, [&](std::size_t q, std::size_t c) {
+                      const Slot& slot = layout.slot(q * k + c);
+                      return std::span<const std::byte>(work.subspan(slot.offset, slot.size));
+                    });
 }
 
 void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<const float> input,
@@ -167,20 +205,23 @@ void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<cons
                                               comm.timeout(options.timeout));
 
   PhaseScope timed(options.phases, &PhaseTimes::decode);
-  auto block = float_scratch(comm, Scratch::decoded, mine.count);
-  sum_in_rank_order(n, output, block, divide_by, [&](std::size_t q, std::span<float> into) {
-    std::size_t at = q * block_bytes;
-    for (std::size_t c = 0; c < k; ++c) {
-      const Slot& slot = layout.slot(own_slots.first + c);
-      const std::size_t region = at;
-      at += slot.capacity;
-      if (slot.elements.count == 0) continue;
-      const auto bytes = q == me ? work.subspan(slot.offset, slot.size)
-                                 : incoming.subspan(region, received[q * k + c]);
-      reduction.decode(bytes, slot.elements.first,
-                       into.subspan(slot.elements.first - mine.first, slot.elements.count));
-    }
-  });
+  std::size_t largest = 0;
+  const auto chunks = segment_chunks(layout, me, mine.first, largest);
+  // Chunk c of rank q's encoding: this rank's own in `work`, the others' at
+  // their place in `incoming`.
+  std::vector<std::size_t> region(k);
+  for (std::size_t c = 1; c < k; ++c) {
+    region[c] = region[c - 1] + layout.slot(own_slots.first + c - 1).capacity;
+  }
+  sum_in_rank_order(reduction, n, chunks, output, float_scratch(comm, Scratch::decoded, largest),
+                    divide_by, [&](std::size_t q, std::size_t c) {
+                      if (q == me) {
+                        const Slot& slot = layout.slot(own_slots.first + c);
+                        return std::span<const std::byte>(work.subspan(slot.offset, slot.size));
+                      }
+                      return std::span<const std::byte>(
+                          incoming.subspan(q * block_bytes + region[c], received[q * k + c]));
+                    });
 }
 
 }  // namespace qccl

@@ -12,6 +12,9 @@
 //   never more than max_encoded_bytes(count). It must reject a malformed or
 //   truncated chunk with a CommError, never read or write out of bounds.
 // - decode() turns an encoded chunk (a partial or the final sum) into fp32.
+// - decode_add() adds what decode() gives to `out`, one fp32 addition per
+//   element: the same bits as decoding into `scratch` and adding it, which
+//   is what it does unless the reduction fuses the two.
 // - decode_contribution() turns one rank's own encoding of a chunk — what
 //   encode() produced, before any reduce() — into the values it stands for
 //   in the input's units, Q(x): what this rank contributed. Error feedback
@@ -71,6 +74,10 @@ class Reduction {
   virtual std::size_t encode(std::span<const float> in, std::size_t first,
                              std::span<std::byte> out) = 0;
   virtual void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) = 0;
+  // out[i] += (the decoding of `in`)[i], in fp32; `scratch` holds at least
+  // out.size() floats for reductions that decode first and add after.
+  virtual void decode_add(std::span<const std::byte> in, std::size_t first, std::span<float> out,
+                          std::span<float> scratch);
   // This rank's own encoding of elements [first, first + out.size()) — as
   // encode() returned it — decoded into the values it stands for, Q(x).
   virtual void decode_contribution(std::span<const std::byte> in, std::size_t first,
