@@ -57,14 +57,17 @@ void divide_chunk(Reduction& reduction, std::size_t ranks, const SumChunk& chunk
 // being rank q's encoding of chunk c. It goes chunk by chunk (the
 // pipeline's chunks, at most chunk_bytes of fp32), each rank's decoding
 // added while the chunk's running sum is still in the cache
-// (Reduction::decode_add, fused where the reduction has a kernel for it):
-// about a third of the memory traffic of decoding whole vectors into
-// scratch space and adding those, with the same additions in the same
-// order, so the same bits. `scratch` holds the largest chunk.
+// (Reduction::decode_add, fused where the reduction has a kernel for it),
+// where decoding each rank's whole vector into scratch space and adding it
+// streamed that vector through memory once per rank. The additions and
+// their order are the same, so the bits are too.
 template <class BytesOf>
-void sum_in_rank_order(Reduction& reduction, std::size_t ranks, std::span<const SumChunk> chunks,
-                       std::span<float> output, std::span<float> scratch, int divide_by,
-                       BytesOf&& bytes_of) {
+void sum_in_rank_order(Communicator& comm, Reduction& reduction, std::span<const SumChunk> chunks,
+                       std::span<float> output, int divide_by, BytesOf&& bytes_of) {
+  const auto ranks = static_cast<std::size_t>(comm.size());
+  std::size_t largest = 0;
+  for (const SumChunk& chunk : chunks) largest = std::max(largest, chunk.count);
+  const auto scratch = float_scratch(comm, Scratch::decoded, largest);
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     const SumChunk& chunk = chunks[c];
     if (chunk.count == 0) continue;
@@ -80,16 +83,14 @@ void sum_in_rank_order(Reduction& reduction, std::size_t ranks, std::span<const 
 }
 
 // The chunks of segment `segment` of a layout, placed in an output whose
-// first element is `output_first`, and the largest chunk's size.
+// first element is `output_first`.
 std::vector<SumChunk> segment_chunks(const SlotLayout& layout, std::size_t segment,
-                                     std::size_t output_first, std::size_t& largest) {
+                                     std::size_t output_first) {
   const std::size_t k = layout.chunks_per_segment();
   std::vector<SumChunk> chunks(k);
-  largest = 0;
   for (std::size_t c = 0; c < k; ++c) {
     const Range elements = layout.slot(segment * k + c).elements;
     chunks[c] = {elements.first, elements.first - output_first, elements.count};
-    largest = std::max(largest, elements.count);
   }
   return chunks;
 }
@@ -169,11 +170,9 @@ void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const fl
                "allreduce by allgather");
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   // Every segment is the whole vector, cut into the same chunks.
-  std::size_t largest = 0;
-  const auto chunks = segment_chunks(layout, me, 0, largest);
   const std::size_t k = layout.chunks_per_segment();
-  sum_in_rank_order(reduction, n, chunks, output, float_scratch(comm, Scratch::decoded, largest),
-                    divide_by, [&](std::size_t q, std::size_t c) {
+  sum_in_rank_order(comm, reduction, segment_chunks(layout, me, 0), output, divide_by,
+                    [&](std::size_t q, std::size_t c) {
                       const Slot& slot = layout.slot(q * k + c);
                       return std::span<const std::byte>(work.subspan(slot.offset, slot.size));
                     });
@@ -205,16 +204,14 @@ void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<cons
                                               comm.timeout(options.timeout));
 
   PhaseScope timed(options.phases, &PhaseTimes::decode);
-  std::size_t largest = 0;
-  const auto chunks = segment_chunks(layout, me, mine.first, largest);
   // Chunk c of rank q's encoding: this rank's own in `work`, the others' at
   // their place in `incoming`.
   std::vector<std::size_t> region(k);
   for (std::size_t c = 1; c < k; ++c) {
     region[c] = region[c - 1] + layout.slot(own_slots.first + c - 1).capacity;
   }
-  sum_in_rank_order(reduction, n, chunks, output, float_scratch(comm, Scratch::decoded, largest),
-                    divide_by, [&](std::size_t q, std::size_t c) {
+  sum_in_rank_order(comm, reduction, segment_chunks(layout, me, mine.first), output, divide_by,
+                    [&](std::size_t q, std::size_t c) {
                       if (q == me) {
                         const Slot& slot = layout.slot(own_slots.first + c);
                         return std::span<const std::byte>(work.subspan(slot.offset, slot.size));
