@@ -102,16 +102,30 @@ void require_encoded(const Reduction& reduction, std::string_view operation) {
   }
 }
 
+// Where each chunk of this rank's own block lies in one source's region of
+// the incoming buffer: offsets[c] for chunk c, slots at their capacity, and
+// offsets[k] the region's whole size.
+std::vector<std::size_t> own_chunk_offsets(const SlotLayout& layout, std::size_t me) {
+  const std::size_t k = layout.chunks_per_segment();
+  std::vector<std::size_t> offsets(k + 1, 0);
+  for (std::size_t c = 0; c < k; ++c) {
+    offsets[c + 1] = offsets[c] + layout.slot(me * k + c).capacity;
+  }
+  return offsets;
+}
+
 // The exchange of reduce-scatter by exchange: this rank sends the encoded
 // chunks of block q (its slots in `work`) to rank q, and receives every other
-// rank's chunks of its own block into `incoming`, `block_bytes` per source in
-// rank order. Returns the bytes received per (source, chunk), index
-// source·K + chunk (0 for this rank's own).
+// rank's chunks of its own block into `incoming`, each source's in a region
+// of offsets.back() bytes, in rank order, chunk c at offsets[c]. Returns the
+// bytes received per (source, chunk), index source·K + chunk (0 for this
+// rank's own).
 std::vector<std::size_t> send_blocks_to_owners(Communicator& comm, int tag,
                                                const SlotLayout& layout,
                                                std::span<const std::byte> work,
                                                std::span<std::byte> incoming,
-                                               std::size_t block_bytes, Timeout timeout) {
+                                               std::span<const std::size_t> offsets,
+                                               Timeout timeout) {
   constexpr std::string_view op = "reduce-scatter by exchange";
   const auto n = static_cast<std::size_t>(comm.size());
   const auto me = static_cast<std::size_t>(comm.rank());
@@ -120,12 +134,10 @@ std::vector<std::size_t> send_blocks_to_owners(Communicator& comm, int tag,
   std::vector<RequestPtr> recvs(n * k), sends;
   for (std::size_t s = 1; s < n; ++s) {
     const std::size_t source = (me + n - s) % n;
-    std::size_t at = source * block_bytes;
     for (std::size_t c = 0; c < k; ++c) {
-      const Slot& slot = layout.slot(me * k + c);
-      recvs[source * k + c] =
-          transport.irecv(static_cast<int>(source), tag, incoming.subspan(at, slot.capacity));
-      at += slot.capacity;
+      const auto region =
+          incoming.subspan(source * offsets[k] + offsets[c], offsets[c + 1] - offsets[c]);
+      recvs[source * k + c] = transport.irecv(static_cast<int>(source), tag, region);
     }
   }
   for (std::size_t s = 1; s < n; ++s) {
@@ -196,28 +208,22 @@ void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<cons
     encode_slots(reduction, layout, all_slots(layout), input, 0, work, own);
   }
   const std::size_t k = layout.chunks_per_segment();
-  const SlotRange own_slots = segment_slots(layout, me);
-  std::size_t block_bytes = 0;
-  for (std::size_t c = 0; c < k; ++c) block_bytes += layout.slot(own_slots.first + c).capacity;
-  auto incoming = comm.scratch(Scratch::staging, block_bytes * n);
-  const auto received = send_blocks_to_owners(comm, tag, layout, work, incoming, block_bytes,
+  const auto offsets = own_chunk_offsets(layout, me);
+  auto incoming = comm.scratch(Scratch::staging, offsets[k] * n);
+  const auto received = send_blocks_to_owners(comm, tag, layout, work, incoming, offsets,
                                               comm.timeout(options.timeout));
 
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   // Chunk c of rank q's encoding: this rank's own in `work`, the others' at
   // their place in `incoming`.
-  std::vector<std::size_t> region(k);
-  for (std::size_t c = 1; c < k; ++c) {
-    region[c] = region[c - 1] + layout.slot(own_slots.first + c - 1).capacity;
-  }
   sum_in_rank_order(comm, reduction, segment_chunks(layout, me, mine.first), output, divide_by,
                     [&](std::size_t q, std::size_t c) {
                       if (q == me) {
-                        const Slot& slot = layout.slot(own_slots.first + c);
+                        const Slot& slot = layout.slot(me * k + c);
                         return std::span<const std::byte>(work.subspan(slot.offset, slot.size));
                       }
                       return std::span<const std::byte>(
-                          incoming.subspan(q * block_bytes + region[c], received[q * k + c]));
+                          incoming.subspan(q * offsets[k] + offsets[c], received[q * k + c]));
                     });
 }
 
