@@ -36,6 +36,27 @@ float mean_in_rank_order(const std::vector<float>& owns, int ranks, std::size_t 
   return ranks == 1 ? sum : sum / static_cast<float>(ranks);
 }
 
+// check(d, options) for each vector length and for chunks of 64 elements
+// (many per rank) and of the default 1 MiB.
+template <class Check>
+void for_each_length_and_chunk(Check&& check) {
+  for (const std::size_t chunk_bytes : {std::size_t{256}, std::size_t{1} << 20}) {
+    for (const std::size_t d : {std::size_t{1}, std::size_t{1000}, std::size_t{70001}}) {
+      SCOPED_TRACE("d " + std::to_string(d) + ", chunk bytes " + std::to_string(chunk_bytes));
+      CollectiveOptions options;
+      options.chunk_bytes = chunk_bytes;
+      check(d, options);
+    }
+  }
+}
+
+// Every rank's own contribution, rank after rank.
+std::vector<float> every_contribution(Communicator& comm, const std::vector<float>& own) {
+  std::vector<float> owns(own.size() * static_cast<std::size_t>(comm.size()));
+  allgather(comm, own, owns);
+  return owns;
+}
+
 using Param = std::tuple<std::string, int>;  // codec, ranks
 class DecodeSumTest : public ::testing::TestWithParam<Param> {};
 
@@ -43,23 +64,17 @@ TEST_P(DecodeSumTest, AllreduceIsTheMeanOfTheContributionsInRankOrder) {
   const auto& [spec, ranks] = GetParam();
   run_world(ranks, [&](Communicator& comm) {
     auto codec = make_codec(spec, {.seed = 5});
-    for (const std::size_t chunk_bytes : {std::size_t{256}, std::size_t{1} << 20}) {
-      for (const std::size_t d : {std::size_t{1}, std::size_t{1000}, std::size_t{70001}}) {
-        SCOPED_TRACE("d " + std::to_string(d) + ", chunk bytes " + std::to_string(chunk_bytes));
-        auto data = make_vector(d, [&](std::size_t i) { return noise(comm.rank(), i) * 3.0f; });
-        std::vector<float> own(d);
-        CollectiveOptions options;
-        options.chunk_bytes = chunk_bytes;
-        codec->allreduce_mean(comm, data, options, own);
-        std::vector<float> owns(d * static_cast<std::size_t>(ranks));
-        allgather(comm, own, owns);
-        for (std::size_t i = 0; i < d; ++i) {
-          const float expected = mean_in_rank_order(owns, ranks, d, 0, i);
-          ASSERT_TRUE(same_bits(data[i], expected)) << "element " << i << ": " << data[i]
-                                                    << " vs " << expected;
-        }
+    for_each_length_and_chunk([&](std::size_t d, const CollectiveOptions& options) {
+      auto data = make_vector(d, [&](std::size_t i) { return noise(comm.rank(), i) * 3.0f; });
+      std::vector<float> own(d);
+      codec->allreduce_mean(comm, data, options, own);
+      const auto owns = every_contribution(comm, own);
+      for (std::size_t i = 0; i < d; ++i) {
+        const float expected = mean_in_rank_order(owns, ranks, d, 0, i);
+        ASSERT_TRUE(same_bits(data[i], expected)) << "element " << i << ": " << data[i]
+                                                  << " vs " << expected;
       }
-    }
+    });
   });
 }
 
@@ -67,25 +82,19 @@ TEST_P(DecodeSumTest, ReduceScatterBlockIsTheMeanOfTheContributionsInRankOrder) 
   const auto& [spec, ranks] = GetParam();
   run_world(ranks, [&](Communicator& comm) {
     auto codec = make_codec(spec, {.seed = 6});
-    for (const std::size_t chunk_bytes : {std::size_t{256}, std::size_t{1} << 20}) {
-      for (const std::size_t d : {std::size_t{1}, std::size_t{1000}, std::size_t{70001}}) {
-        SCOPED_TRACE("d " + std::to_string(d) + ", chunk bytes " + std::to_string(chunk_bytes));
-        const auto input = make_vector(d, [&](std::size_t i) { return noise(comm.rank() + 9, i); });
-        const auto blocks = codec->reduce_scatter_blocks(d, ranks);
-        const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
-        std::vector<float> output(mine.count), own(d);
-        CollectiveOptions options;
-        options.chunk_bytes = chunk_bytes;
-        codec->reduce_scatter_mean(comm, input, output, options, own);
-        std::vector<float> owns(d * static_cast<std::size_t>(ranks));
-        allgather(comm, own, owns);
-        for (std::size_t i = 0; i < mine.count; ++i) {
-          const float expected = mean_in_rank_order(owns, ranks, d, mine.first, i);
-          ASSERT_TRUE(same_bits(output[i], expected)) << "element " << mine.first + i << ": "
-                                                      << output[i] << " vs " << expected;
-        }
+    for_each_length_and_chunk([&](std::size_t d, const CollectiveOptions& options) {
+      const auto input = make_vector(d, [&](std::size_t i) { return noise(comm.rank() + 9, i); });
+      const auto blocks = codec->reduce_scatter_blocks(d, ranks);
+      const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
+      std::vector<float> output(mine.count), own(d);
+      codec->reduce_scatter_mean(comm, input, output, options, own);
+      const auto owns = every_contribution(comm, own);
+      for (std::size_t i = 0; i < mine.count; ++i) {
+        const float expected = mean_in_rank_order(owns, ranks, d, mine.first, i);
+        ASSERT_TRUE(same_bits(output[i], expected)) << "element " << mine.first + i << ": "
+                                                    << output[i] << " vs " << expected;
       }
-    }
+    });
   });
 }
 
