@@ -1,12 +1,14 @@
 // allreduce_mean_sparse: data that is zero outside a support (the rows of an
 // embedding table a batch touched) gives allreduce_mean's result bit for bit,
 // whatever the codec; Global-QSGD's sparse path reads only the support and
-// stays unbiased; bad supports are refused.
+// stays unbiased and needs one round besides the call check; bad supports
+// are refused.
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "../support/patterns.h"
+#include "../support/counting_transport.h"
 #include "codec_statistics.h"
 #include "qccl/codecs/codec_registry.h"
 #include "qccl/common/errors.h"
@@ -108,6 +110,29 @@ TEST(SparseSupport, GlobalQsgdSparsePathIsUnbiased) {
       }
     });
     expect_unbiased(spec, results, exact);
+  }
+}
+
+// The step's exchange carries every rank's support size, a bound on its
+// non-zeros: the entries then go in one direct round, each message's size
+// giving its count. Without a support the counts take a round of their
+// own. Each round is one message from every rank to every other.
+TEST(SparseSupport, GlobalQsgdGathersTheEntriesInOneRoundAfterTheCallCheck) {
+  for (const int ranks : {1, 2, 3, 4, 7}) {
+    run_in_process(ranks, [ranks](Transport& inner) {
+      CountingTransport counting(inner);
+      Communicator comm(counting, {kTestTimeout, true});
+      auto codec = make_codec("global-qsgd:sparse=auto", {.seed = 3});
+      auto input = sparse_rows(comm.rank(), 631, 0);
+      auto dense = input.data;
+      codec->allreduce_mean_sparse(comm, input.data, input.support);
+      const int with_support = counting.sent_messages();
+      codec->allreduce_mean(comm, dense);
+      const int without = counting.sent_messages() - with_support;
+      EXPECT_EQ(with_support, 2 * (ranks - 1)) << ranks << " ranks: the call check and the entries";
+      EXPECT_EQ(without, 3 * (ranks - 1)) << ranks << " ranks: the call check, counts, entries";
+      EXPECT_EQ(counting.exchanges(), 0);
+    });
   }
 }
 

@@ -2,7 +2,8 @@
 // round up to 16 ranks, the ring and recursive doubling beyond): every rank
 // ends with every rank's count and bytes, in rank order, whatever the sizes
 // (empty parts too), and a part of another size than the counts say is an
-// error, not a hang.
+// error, not a hang. Parts the ranks only bound arrive in one round with
+// their sizes; a part beyond its room is an error too.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -68,6 +69,82 @@ INSTANTIATE_TEST_SUITE_P(RanksSizes, AllgatherBytesTest,
                            return "n" + std::to_string(std::get<0>(info.param)) + "_scale" +
                                   std::to_string(std::get<1>(info.param));
                          });
+
+// Every rank knows a bound on every part (its size plus a margin that
+// differs per rank), not the part's size: one round brings every part to
+// the start of its room, and its size.
+void check_gather_within(Communicator& comm, int scale) {
+  const int n = comm.size();
+  const auto room = [scale](int q) { return part_size(q, scale) + static_cast<std::size_t>(q % 3) * 5; };
+  std::vector<std::byte> mine(part_size(comm.rank(), scale));
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = part_byte(comm.rank(), i);
+  std::vector<std::size_t> capacities;
+  for (int q = 0; q < n; ++q) capacities.push_back(room(q));
+  std::size_t total = 0;
+  for (std::size_t c : capacities) total += c;
+  std::vector<std::byte> all(total, std::byte{0xEE});
+  std::vector<std::size_t> sizes;
+  comm.run(Fingerprint("bounded gather test"), kTestTimeout, [&](int tag) {
+    sizes = allgatherv_bytes_within(comm, tag, mine, capacities, all, kTestTimeout, "test");
+  });
+  ASSERT_EQ(sizes.size(), static_cast<std::size_t>(n));
+  std::size_t at = 0;
+  for (int q = 0; q < n; ++q) {
+    ASSERT_EQ(sizes[static_cast<std::size_t>(q)], part_size(q, scale)) << "rank " << q << "'s size";
+    for (std::size_t i = 0; i < sizes[static_cast<std::size_t>(q)]; ++i) {
+      ASSERT_EQ(all[at + i], part_byte(q, i)) << "rank " << comm.rank() << ": byte " << i << " of rank " << q;
+    }
+    at += room(q);
+  }
+}
+
+class AllgatherWithinBoundsTest : public ::testing::TestWithParam<std::tuple<int, int>> {};
+
+TEST_P(AllgatherWithinBoundsTest, GivesEveryRankEveryPartAndItsSizeInOneRound) {
+  const auto [ranks, scale] = GetParam();
+  run_world(ranks, [&, scale = scale](Communicator& comm) {
+    check_gather_within(comm, scale);
+    check_gather_within(comm, scale);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksSizes, AllgatherWithinBoundsTest,
+                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 7),
+                                            ::testing::Values(1, 13, 40000)),
+                         [](const auto& info) {
+                           return "n" + std::to_string(std::get<0>(info.param)) + "_scale" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+TEST(AllgatherWithinBoundsTest, APartBeyondItsRoomIsAnError) {
+  std::atomic<int> raised{0};
+  run_world(2, [&](Communicator& comm) {
+    // Rank 0 sends 8 bytes; rank 1 is told rank 0's part has room for 6.
+    const std::vector<std::size_t> capacities =
+        comm.rank() == 0 ? std::vector<std::size_t>{8, 2} : std::vector<std::size_t>{6, 2};
+    std::vector<std::byte> mine(comm.rank() == 0 ? 8 : 2);
+    std::vector<std::byte> all(capacities[0] + capacities[1]);
+    try {
+      comm.run(Fingerprint("bounded gather test"), kTestTimeout, [&](int tag) {
+        allgatherv_bytes_within(comm, tag, mine, capacities, all, kTestTimeout, "test");
+      });
+    } catch (const CommError&) {
+      ++raised;
+    }
+  });
+  EXPECT_EQ(raised.load(), 1) << "only rank 1 received a part beyond its room";
+}
+
+TEST(AllgatherWithinBoundsTest, ALocalPartBeyondItsRoomIsRefused) {
+  run_world(1, [](Communicator& comm) {
+    std::vector<std::byte> mine(5), all(4);
+    const std::vector<std::size_t> capacities{4};
+    comm.run(Fingerprint("bounded gather test"), kTestTimeout, [&](int tag) {
+      EXPECT_THROW(allgatherv_bytes_within(comm, tag, mine, capacities, all, kTestTimeout, "test"),
+                   InvalidArgument);
+    });
+  });
+}
 
 TEST(AllgatherBytesTest, APartOfAnotherSizeThanItsCountIsAnError) {
   std::atomic<int> raised{0};

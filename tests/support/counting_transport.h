@@ -1,6 +1,6 @@
 // A transport that forwards to another and counts its transport-level
 // collectives (the latency-bound exchanges a call makes before data moves)
-// and the bytes it sends point to point.
+// and the messages and bytes it sends point to point.
 #pragma once
 
 #include <atomic>
@@ -16,6 +16,7 @@ class CountingTransport final : public Transport {
 
   int exchanges() const { return exchanges_.load(); }
   std::size_t sent_bytes() const { return sent_bytes_.load(); }
+  int sent_messages() const { return sent_messages_.load(); }
 
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
@@ -23,6 +24,7 @@ class CountingTransport final : public Transport {
   std::string_view name() const override { return inner_.name(); }
   RequestPtr isend(int peer, int tag, std::span<const std::byte> data) override {
     sent_bytes_ += data.size();
+    ++sent_messages_;
     return inner_.isend(peer, tag, data);
   }
   RequestPtr irecv(int peer, int tag, std::span<std::byte> buffer) override {
@@ -55,6 +57,7 @@ class CountingTransport final : public Transport {
   Transport& inner_;
   std::atomic<int> exchanges_{0};
   std::atomic<std::size_t> sent_bytes_{0};
+  std::atomic<int> sent_messages_{0};
 };
 
 }  // namespace qccl::test

@@ -11,6 +11,13 @@
 #include "qccl/common/errors.h"
 
 namespace qccl {
+namespace {
+
+// The per-rank slot of the step's exchange that carries shared_value();
+// slot 0 holds the squared 2-norm (norm_statistics).
+constexpr std::size_t kSharedValue = 1;
+
+}  // namespace
 
 std::string_view to_string(CodecOperation operation) {
   switch (operation) {
@@ -174,7 +181,8 @@ void Codec::run_operation(Communicator& comm, const Operation& operation,
   // collective.
   const std::size_t elements = operation.kind == CodecOperation::allgather ? operation.output.size()
                                                                            : operation.input.size();
-  CollectiveCall call = begin_step(comm, setup, local_statistic(operation), elements, options);
+  CollectiveCall call = begin_step(comm, setup, local_statistic(operation), elements, options,
+                                   shared_value(operation));
   // Building the reduction is where codecs select or scale from the whole
   // input (Top-k, DGC, the per-tensor levels): it counts as encoding.
   std::unique_ptr<Reduction> reduction;
@@ -210,9 +218,10 @@ double Codec::local_statistic(const Operation& operation) const {
 }
 
 CollectiveCall Codec::begin_step(Communicator& comm, StepSetup& setup, double statistic,
-                                 std::size_t element_count,
-                                 const CollectiveOptions& options) const {
-  const CallStatistics local = norm_statistics(statistic, norm_kind());
+                                 std::size_t element_count, const CollectiveOptions& options,
+                                 double shared) const {
+  CallStatistics local = norm_statistics(statistic, norm_kind());
+  local.per_rank[kSharedValue] = shared;
   Fingerprint fingerprint(to_string(setup.operation));
   fingerprint.add_text("algorithm", to_string(setup.algorithm))
       .add("element count", static_cast<std::int64_t>(element_count))
@@ -220,6 +229,8 @@ CollectiveCall Codec::begin_step(Communicator& comm, StepSetup& setup, double st
       .add_text("codec", spec() + state_digest(setup));
   CollectiveCall call(comm, std::move(fingerprint), comm.timeout(options.timeout), &local);
   setup.norm = global_norm(call.statistics(), norm_kind(), step_name());
+  setup.shared_values.clear();
+  for (const auto& row : call.statistics().per_rank) setup.shared_values.push_back(row[kSharedValue]);
   check_norm(setup, setup.norm);
   return call;
 }

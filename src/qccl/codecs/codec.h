@@ -88,6 +88,9 @@ struct StepSetup {
   // The global norm of the ranks' inputs (of the codec's norm_kind()), from
   // the step's exchange; 0 before it.
   double norm = 0;
+  // Every rank's shared_value() of this step, by rank, from the step's
+  // exchange (empty before it).
+  std::vector<double> shared_values;
   // This rank's input: the whole vector (means) or its shard (allgather).
   std::span<const float> input;
   // Reduce-scatter: every rank's block of the vector; allgather: every
@@ -240,6 +243,11 @@ class Codec {
   // rank's input is zero and so is the result (nothing moves).
   virtual std::unique_ptr<Reduction> step_reduction(const StepSetup& setup,
                                                     double norm) const = 0;
+  // A number this rank tells every other rank in the step's exchange,
+  // besides its norm, at no extra round; StepSetup::shared_values holds
+  // every rank's after it. Sparse Global-QSGD sends a bound on its
+  // non-zeros, so that its gather needs no round of counts. 0 by default.
+  virtual double shared_value(const Operation& /*operation*/) const { return 0; }
   // Checks the global norm before data moves (fp16's range); throws
   // InvalidArgument on every rank alike.
   virtual void check_norm(const StepSetup& /*setup*/, double /*norm*/) const {}
@@ -257,12 +265,15 @@ class Codec {
                              const Operation& /*operation*/) {}
 
   // Part 2's exchange for data whose local norm statistic (of norm_kind())
-  // is `statistic` (NaN: not finite): the call check and the statistics in
-  // one round trip. Raises NonFiniteError on every rank if any rank's data
-  // is not finite, sets setup.norm and runs check_norm(); then the returned
-  // call moves the data. For codecs with steps of their own (fp64 data).
+  // is `statistic` (NaN: not finite): the call check and the statistics
+  // (with this rank's `shared`, see shared_value()) in one round trip.
+  // Raises NonFiniteError on every rank if any rank's data is not finite,
+  // sets setup.norm and setup.shared_values and runs check_norm(); then the
+  // returned call moves the data. For codecs with steps of their own (fp64
+  // data).
   CollectiveCall begin_step(Communicator& comm, StepSetup& setup, double statistic,
-                            std::size_t element_count, const CollectiveOptions& options) const;
+                            std::size_t element_count, const CollectiveOptions& options,
+                            double shared = 0) const;
 
   // Turns an output that holds the sum over ranks into their mean (the
   // means; an allgather's shards are left as they are).

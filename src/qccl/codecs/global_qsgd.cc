@@ -13,6 +13,7 @@
 #include "qccl/codecs/levels.h"
 #include "qccl/codecs/linear_dither.h"
 #include "qccl/collectives/allgather.h"
+#include "qccl/collectives/direct_gather.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -157,8 +158,7 @@ class GlobalQsgdCodec final : public Codec {
 
   // Sparse aggregation (Algorithm 1, lines 6-8). Each rank quantizes exactly
   // as the dense path would (same generator, same codes: zeros always code
-  // to 0) and lists its non-zero codes; one small exchange gives every rank
-  // every count, so all take the same branch. If the non-zeros, 5 bytes each
+  // to 0) and lists its non-zero codes. If the non-zeros, 5 bytes each
   // (uint32 index + code), total less than twice one dense encoding (the
   // ring's per-rank traffic against the allgather's), they are allgathered
   // and every rank adds them up in rank order: linear codes as exact integer
@@ -168,37 +168,31 @@ class GlobalQsgdCodec final : public Codec {
   // codes are each rank's own 7-level ones (`reduction` makes them), summed
   // exactly: unbiased, not the dense path's bits.
   //
-  // Given a support (allreduce_mean_sparse) and no `own` to fill, the time
-  // follows the non-zeros: only the support is encoded and cleared, and the
-  // sums go into accumulators that stay zero between steps, read and reset
-  // at the gathered indices only.
+  // Every rank takes the same branch, from numbers every rank has: the
+  // bounds on the non-zeros that the step's exchange carried
+  // (shared_value), or else a round of the exact counts. Given a support
+  // (allreduce_mean_sparse) and no `own` to fill, the time follows the
+  // non-zeros: only the support is encoded and cleared, and the sums go
+  // into accumulators that stay zero between steps, read and reset at the
+  // gathered indices only.
   bool allreduce_sparse(Communicator& comm, int tag, const Operation& operation,
                         const StepSetup& setup, Reduction& reduction,
                         const CollectiveOptions& options) const {
     const std::size_t d = operation.input.size();
     if (d > std::numeric_limits<std::uint32_t>::max()) return false;  // same on every rank
-    const bool on_support = operation.has_support && operation.own.empty();
-    list_own_codes(operation, reduction, options, on_support);
-    // Every rank's count, on the step's tag: every rank takes the same branch.
-    const auto n = static_cast<std::size_t>(comm.size());
+    list_own_codes(operation, reduction, options, on_support(operation));
     SparseBuffers& b = sparse_buffers_;
-    const auto counts =
-        allgather_counts_body(comm, tag, b.index.size(), comm.timeout(options.timeout));
-    std::size_t total = 0;
-    for (std::size_t c : counts) total += c;
-    if (total * kEntryBytes >= 2 * wire_bytes(d)) return false;
-
     const std::size_t nnz = b.index.size();
     b.mine.resize(nnz * kEntryBytes);
     std::memcpy(b.mine.data(), b.index.data(), nnz * 4);
     std::memcpy(b.mine.data() + nnz * 4, b.own_codes.data(), nnz);
-    std::vector<std::size_t> byte_counts(n);
-    for (std::size_t r = 0; r < n; ++r) byte_counts[r] = counts[r] * kEntryBytes;
-    b.all.resize(total * kEntryBytes);
-    allgatherv_bytes_body(comm, tag, b.mine, byte_counts, b.all, options);
+    const auto bounds = one_round_bounds(comm, setup, d);
+    const auto counts = bounds.empty() ? gather_after_counts(comm, tag, d, options)
+                                       : gather_within_bounds(comm, tag, bounds, options);
+    if (counts.empty()) return false;
 
     PhaseScope timed(options.phases, &PhaseTimes::decode);
-    if (on_support) {
+    if (on_support(operation)) {
       for (const Range& r : operation.support) {
         std::fill_n(operation.output.begin() + static_cast<std::ptrdiff_t>(r.first), r.count, 0.0f);
       }
@@ -207,6 +201,82 @@ class GlobalQsgdCodec final : public Codec {
     }
     sum_gathered_codes(counts, setup, operation.output);
     return true;
+  }
+
+  // Whether the sparse path encodes the support alone.
+  static bool on_support(const Operation& operation) {
+    return operation.has_support && operation.own.empty();
+  }
+  // The bound on this rank's non-zero codes that the step's exchange
+  // carries to every rank: the support's size where only the support is
+  // encoded (the codes are zero wherever the input is), else −1 (none).
+  double shared_value(const Operation& operation) const override {
+    if (!config_.sparse || operation.kind != CodecOperation::allreduce_mean ||
+        !on_support(operation)) {
+      return -1;
+    }
+    std::size_t bound = 0;
+    for (const Range& r : operation.support) bound += r.count;
+    return static_cast<double>(bound);
+  }
+  // Every rank's bound, if every rank has one, they fit one direct round
+  // and the entries they allow are sparse even at their largest; else
+  // empty (the exact counts decide).
+  std::vector<std::size_t> one_round_bounds(const Communicator& comm, const StepSetup& setup,
+                                        std::size_t d) const {
+    std::vector<std::size_t> bounds;
+    if (comm.size() > kDirectGatherRanks) return bounds;
+    std::size_t total = 0;
+    for (const double bound : setup.shared_values) {
+      if (!(bound >= 0) || bound > static_cast<double>(d)) return {};
+      bounds.push_back(static_cast<std::size_t>(bound));
+      total += bounds.back();
+    }
+    if (total * kEntryBytes >= 2 * wire_bytes(d)) return {};
+    return bounds;
+  }
+  // One round: every rank's entries into b.all, within the bounds' room,
+  // each message's size giving its count; then packed in rank order.
+  // Returns the counts.
+  std::vector<std::size_t> gather_within_bounds(Communicator& comm, int tag,
+                                                std::span<const std::size_t> bounds,
+                                                const CollectiveOptions& options) const {
+    SparseBuffers& b = sparse_buffers_;
+    std::vector<std::size_t> room(bounds.size());
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < bounds.size(); ++r) total += room[r] = bounds[r] * kEntryBytes;
+    b.all.resize(total);
+    const auto received = allgatherv_bytes_within(comm, tag, b.mine, room, b.all,
+                                                  comm.timeout(options.timeout), spec());
+    std::vector<std::size_t> counts(bounds.size());
+    std::size_t from = 0, to = 0;
+    for (std::size_t r = 0; r < bounds.size(); ++r) {
+      if (received[r] % kEntryBytes != 0) {
+        throw CommError(spec() + ": sparse entries from rank " + std::to_string(r) + " are " +
+                        std::to_string(received[r]) + " bytes, not whole entries of " +
+                        std::to_string(kEntryBytes) + " (corrupt message?)");
+      }
+      counts[r] = received[r] / kEntryBytes;
+      std::memmove(b.all.data() + to, b.all.data() + from, received[r]);
+      from += room[r];
+      to += received[r];
+    }
+    return counts;
+  }
+  // A round of every rank's count, then, if the entries are smaller than
+  // dense, the entries into b.all; returns the counts (empty: dense).
+  std::vector<std::size_t> gather_after_counts(Communicator& comm, int tag, std::size_t d,
+                                               const CollectiveOptions& options) const {
+    SparseBuffers& b = sparse_buffers_;
+    auto counts = allgather_counts_body(comm, tag, b.index.size(), comm.timeout(options.timeout));
+    std::size_t total = 0;
+    for (std::size_t c : counts) total += c;
+    if (total * kEntryBytes >= 2 * wire_bytes(d)) return {};
+    std::vector<std::size_t> byte_counts(counts.size());
+    for (std::size_t r = 0; r < counts.size(); ++r) byte_counts[r] = counts[r] * kEntryBytes;
+    b.all.resize(total * kEntryBytes);
+    allgatherv_bytes_body(comm, tag, b.mine, byte_counts, b.all, options);
+    return counts;
   }
 
   // This rank's non-zero codes and their indices (b.own_codes, b.index), in

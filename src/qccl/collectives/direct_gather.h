@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "qccl/collectives/communicator.h"
 
@@ -34,5 +35,17 @@ std::uint64_t allgatherv_bytes_direct(Communicator& comm, int tag, std::span<con
                                       std::span<const std::size_t> byte_counts,
                                       std::span<std::byte> output, Timeout timeout,
                                       std::string_view operation);
+
+// The same for parts whose sizes the ranks bound but do not know: rank r's
+// `input` (at most capacities[r] bytes; every rank passes the same
+// capacities) into `output` at the sum of the capacities before r. Returns
+// every rank's part size, read from the messages: one round where exact
+// counts would take a round of their own first. A message beyond its
+// capacity is a CommError.
+std::vector<std::size_t> allgatherv_bytes_within(Communicator& comm, int tag,
+                                                 std::span<const std::byte> input,
+                                                 std::span<const std::size_t> capacities,
+                                                 std::span<std::byte> output, Timeout timeout,
+                                                 std::string_view operation);
 
 }  // namespace qccl
