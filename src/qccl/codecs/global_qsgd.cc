@@ -12,6 +12,7 @@
 #include "qccl/codecs/exp_dither_reduction.h"
 #include "qccl/codecs/levels.h"
 #include "qccl/codecs/linear_dither.h"
+#include "qccl/codecs/merge_by_index.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/direct_gather.h"
 #include "qccl/common/errors.h"
@@ -172,9 +173,9 @@ class GlobalQsgdCodec final : public Codec {
   // bounds on the non-zeros that the step's exchange carried
   // (shared_value), or else a round of the exact counts. Given a support
   // (allreduce_mean_sparse) and no `own` to fill, the time follows the
-  // non-zeros: only the support is encoded and cleared, and the sums go
-  // into accumulators that stay zero between steps, read and reset at the
-  // gathered indices only.
+  // non-zeros: only the support is encoded and cleared, and the gathered
+  // entries are summed by merging the ranks' lists, written at their
+  // indices only.
   bool allreduce_sparse(Communicator& comm, int tag, const Operation& operation,
                         const StepSetup& setup, Reduction& reduction,
                         const CollectiveOptions& options) const {
@@ -311,80 +312,65 @@ class GlobalQsgdCodec final : public Codec {
     add_nonzero(b.codes, 0);
   }
 
-  // Calls f(rank, index, code) for every gathered entry (b.all: rank r's
-  // `counts[r]` indices, then their codes), in rank order.
-  template <class F>
-  void for_each_gathered(std::span<const std::size_t> counts, const F& f) const {
-    const std::byte* block = sparse_buffers_.all.data();
-    for (std::size_t r = 0; r < counts.size(); ++r) {
-      for (std::size_t k = 0; k < counts[r]; ++k) {
-        std::uint32_t i;
-        std::memcpy(&i, block + 4 * k, 4);
-        f(r, i, static_cast<std::uint8_t>(block[4 * counts[r] + k]));
-      }
-      block += counts[r] * kEntryBytes;
-    }
-  }
-
-  // Adds every rank's gathered codes in rank order into accumulators that
-  // are zero on entry, writes the mean at every gathered index of `output`
-  // (zero elsewhere already), and resets the accumulators there — after
-  // every index is written, since an index several ranks sent must read its
-  // whole sum each time. Throws CommError for an index or code out of range
-  // (the accumulators are then dropped, to be refilled with zeros).
+  // Writes the mean at every gathered index of `output` (zero elsewhere
+  // already): the ranks' codes of each index summed in rank order, merged
+  // by index (merge_by_index.h). Throws CommError for an index out of range
+  // or out of order, or a code out of range.
   void sum_gathered_codes(std::span<const std::size_t> counts, const StepSetup& setup,
                           std::span<float> output) const {
-    SparseBuffers& b = sparse_buffers_;
-    const std::size_t d = output.size();
     const bool linear = config_.dither == Dither::linear;
     const int levels = linear ? sparse_levels(setup.ranks) : 0;
     const int c = linear ? 0 : exp_dither::headroom(setup.ranks, setup.algorithm == Algorithm::ring);
-    if (linear && b.level_sum.size() != d) b.level_sum.assign(d, 0);
-    if (!linear && b.value_sum.size() != d) b.value_sum.assign(d, 0.0);
-    for_each_gathered(counts, [&](std::size_t r, std::uint32_t i, std::uint8_t code) {
-      const int e = exp_dither::exponent(code);
-      const bool bad_code = linear ? std::abs(static_cast<std::int8_t>(code)) > levels
-                                   : (e < c || e > exp_dither::kMaxExponent);
-      if (i >= d || bad_code) {
-        b.level_sum.clear();
-        b.value_sum.clear();
-        throw CommError(spec() + ": sparse entry from rank " + std::to_string(r) +
-                        " is out of range (corrupt message?)");
-      }
-      if (linear) b.level_sum[i] += static_cast<std::int8_t>(code);
-      else b.value_sum[i] += exp_dither::value(code, c);
-    });
-    // The dense decode's arithmetic (decode_levels): integer sum times the
-    // same fp32 step, or in double for a step beyond fp32.
-    const double step = linear ? setup.norm / (static_cast<double>(levels) * setup.ranks) : 0;
-    const auto step_f = static_cast<float>(step);
+    const auto bad_code = [&](std::size_t r) {
+      return CommError(spec() + ": sparse entry from rank " + std::to_string(r) +
+                       " is out of range (corrupt message?)");
+    };
+    if (linear) {
+      // The dense decode's arithmetic (decode_levels): integer sum times the
+      // same fp32 step, or in double for a step beyond fp32.
+      const double step = setup.norm / (static_cast<double>(levels) * setup.ranks);
+      const auto step_f = static_cast<float>(step);
+      std::int32_t sum = 0;
+      merge_by_index(
+          sparse_buffers_.all, counts, output.size(), spec(),
+          [&](std::size_t r, std::uint8_t code) {
+            const auto level = static_cast<std::int8_t>(code);
+            if (std::abs(level) > levels) throw bad_code(r);
+            sum += level;
+          },
+          [&](std::uint32_t i) {
+            output[i] = std::isfinite(step_f)
+                            ? std::clamp(static_cast<float>(sum) * step_f, -FLT_MAX, FLT_MAX)
+                            : saturate_to_fp32(sum * step);
+            sum = 0;
+          });
+      return;
+    }
+    // Exponential codes: their values summed exactly in double (no C_nat
+    // rounding), then scaled.
     const double scale = setup.norm / setup.ranks;
-    for_each_gathered(counts, [&](std::size_t, std::uint32_t i, std::uint8_t) {
-      if (!linear) {
-        output[i] = saturate_to_fp32(b.value_sum[i] * scale);
-      } else if (std::isfinite(step_f)) {
-        output[i] = std::clamp(static_cast<float>(b.level_sum[i]) * step_f, -FLT_MAX, FLT_MAX);
-      } else {
-        output[i] = saturate_to_fp32(b.level_sum[i] * step);
-      }
-    });
-    for_each_gathered(counts, [&](std::size_t, std::uint32_t i, std::uint8_t) {
-      if (linear) b.level_sum[i] = 0;
-      else b.value_sum[i] = 0.0;
-    });
+    double sum = 0.0;
+    merge_by_index(
+        sparse_buffers_.all, counts, output.size(), spec(),
+        [&](std::size_t r, std::uint8_t code) {
+          const int e = exp_dither::exponent(code);
+          if (e < c || e > exp_dither::kMaxExponent) throw bad_code(r);
+          sum += exp_dither::value(code, c);
+        },
+        [&](std::uint32_t i) {
+          output[i] = saturate_to_fp32(sum * scale);
+          sum = 0.0;
+        });
   }
 
   static constexpr std::size_t kEntryBytes = 5;
 
   GlobalQsgdConfig config_;
-  // The sparse path's codes, non-zero positions, outgoing and gathered
-  // entries and sums: allocated by the first steps, reused by the next.
-  // level_sum and value_sum are zero between steps.
+  // The sparse path's codes, non-zero positions, and outgoing and gathered
+  // entries: allocated by the first steps, reused by the next.
   struct SparseBuffers {
     std::vector<std::byte> codes, own_codes, mine, all;
     std::vector<std::uint32_t> index;
-    std::vector<std::int32_t> level_sum;
-    std::vector<double> value_sum;
   };
   mutable SparseBuffers sparse_buffers_;
 };
