@@ -182,11 +182,6 @@ class GlobalQsgdCodec final : public Codec {
     const std::size_t d = operation.input.size();
     if (d > std::numeric_limits<std::uint32_t>::max()) return false;  // same on every rank
     list_own_codes(operation, reduction, options, on_support(operation));
-    SparseBuffers& b = sparse_buffers_;
-    const std::size_t nnz = b.index.size();
-    b.mine.resize(nnz * kEntryBytes);
-    std::memcpy(b.mine.data(), b.index.data(), nnz * 4);
-    std::memcpy(b.mine.data() + nnz * 4, b.own_codes.data(), nnz);
     const auto bounds = one_round_bounds(comm, setup, d);
     const auto counts = bounds.empty() ? gather_after_counts(comm, tag, d, options)
                                        : gather_within_bounds(comm, tag, bounds, options);
@@ -236,6 +231,15 @@ class GlobalQsgdCodec final : public Codec {
     if (total * kEntryBytes >= 2 * wire_bytes(d)) return {};
     return bounds;
   }
+  // This rank's entries as it sends them (b.mine): its indices, then their
+  // codes.
+  void pack_own_entries() const {
+    SparseBuffers& b = sparse_buffers_;
+    const std::size_t nnz = b.index.size();
+    b.mine.resize(nnz * kEntryBytes);
+    std::memcpy(b.mine.data(), b.index.data(), nnz * 4);
+    std::memcpy(b.mine.data() + nnz * 4, b.own_codes.data(), nnz);
+  }
   // One round: every rank's entries into b.all, within the bounds' room,
   // each message's size giving its count; then packed in rank order.
   // Returns the counts.
@@ -243,6 +247,7 @@ class GlobalQsgdCodec final : public Codec {
                                                 std::span<const std::size_t> bounds,
                                                 const CollectiveOptions& options) const {
     SparseBuffers& b = sparse_buffers_;
+    pack_own_entries();
     std::vector<std::size_t> room(bounds.size());
     std::size_t total = 0;
     for (std::size_t r = 0; r < bounds.size(); ++r) total += room[r] = bounds[r] * kEntryBytes;
@@ -273,6 +278,7 @@ class GlobalQsgdCodec final : public Codec {
     std::size_t total = 0;
     for (std::size_t c : counts) total += c;
     if (total * kEntryBytes >= 2 * wire_bytes(d)) return {};
+    pack_own_entries();
     std::vector<std::size_t> byte_counts(counts.size());
     for (std::size_t r = 0; r < counts.size(); ++r) byte_counts[r] = counts[r] * kEntryBytes;
     b.all.resize(total * kEntryBytes);

@@ -53,7 +53,7 @@ std::uint64_t exchange_parts(Communicator& comm, int tag, std::span<const std::b
 }
 
 // The parts of `output` at the sums of `sizes` before each rank, this
-// rank's filled from `input` (checked to fit).
+// rank's filled from `input` (which the caller checked fits).
 std::vector<std::span<std::byte>> place_parts(std::span<const std::byte> input,
                                               std::span<const std::size_t> sizes,
                                               std::span<std::byte> output, int rank) {
@@ -93,8 +93,9 @@ std::vector<std::size_t> allgatherv_bytes_within(Communicator& comm, int tag,
                             capacities, comm.size(), comm.rank());
   if (input.size() > capacities[me]) {
     throw InvalidArgument(std::string(operation) + ": rank " + std::to_string(me) + " has " +
-                          std::to_string(input.size()) + " bytes to send but a capacity of " +
-                          std::to_string(capacities[me]));
+                          std::to_string(input.size()) + " bytes to send but room for " +
+                          std::to_string(capacities[me]) +
+                          ": the capacities must bound every rank's part");
   }
   const auto parts = place_parts(input, capacities, output, comm.rank());
   std::vector<std::size_t> received(capacities.size());
