@@ -136,6 +136,27 @@ TEST(SparseSupport, GlobalQsgdGathersTheEntriesInOneRoundAfterTheCallCheck) {
   }
 }
 
+// A rank without a support has no bound to share: every rank then takes the
+// round of counts, and the result is still the dense one on every rank.
+TEST(SparseSupport, RanksWithAndWithoutASupportAgree) {
+  for (const int ranks : {2, 3, 4, 7}) {
+    run_world(ranks, [](Communicator& comm) {
+      auto plain = make_codec("global-qsgd:sparse=auto", {.seed = 4});
+      auto mixed = make_codec("global-qsgd:sparse=auto", {.seed = 4});
+      auto input = sparse_rows(comm.rank(), 631, 1);
+      auto dense = input.data;
+      plain->allreduce_mean(comm, dense);
+      if (comm.rank() == 1) {
+        mixed->allreduce_mean(comm, input.data);
+      } else {
+        mixed->allreduce_mean_sparse(comm, input.data, input.support);
+      }
+      EXPECT_EQ(input.data, dense);
+      expect_identical_across_ranks(comm, input.data);
+    });
+  }
+}
+
 TEST(SparseSupport, RefusesRangesOutOfOrderOverlappingOrBeyondTheData) {
   run_world(1, [](Communicator& comm) {
     auto codec = make_codec("global-qsgd:sparse=auto", {});
