@@ -215,11 +215,12 @@ class GlobalQsgdCodec final : public Codec {
     for (const Range& r : operation.support) bound += r.count;
     return static_cast<double>(bound);
   }
-  // Every rank's bound, if every rank has one, they fit one direct round
-  // and the entries they allow are sparse even at their largest; else
-  // empty (the exact counts decide).
+  // Every rank's bound, if every rank has one, the ranks are few enough
+  // for one direct round (kDirectGatherRanks) and the entries the bounds
+  // allow are sparse even at their largest; else empty (the exact counts
+  // decide).
   std::vector<std::size_t> one_round_bounds(const Communicator& comm, const StepSetup& setup,
-                                        std::size_t d) const {
+                                            std::size_t d) const {
     std::vector<std::size_t> bounds;
     if (comm.size() > kDirectGatherRanks) return bounds;
     std::size_t total = 0;
