@@ -2,15 +2,22 @@
 // engine hands each bucket's tensors out as soon as their means are in
 // .grad, once, in bucket order; nothing is handed out when some rank's
 // gradients are not finite; and training with the step taken bucket by
-// bucket gives the same bits as one step after the last bucket.
+// bucket gives the same bits as one step after the last bucket. The
+// timeline of exchanges and updates that the engine reports (and the
+// training log carries) keeps that order.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <memory>
 #include <stdexcept>
 #include <vector>
 
+#include "qccl/common/duration.h"
 #include "qccl/common/errors.h"
 #include "qccl/engines/data_parallel.h"
 #include "qccl/engines/train_config.h"
@@ -96,7 +103,76 @@ TEST_P(UpdateOverlapRanks, TrainingGivesTheBitsOfOneStepAfterTheLastBucket) {
       bitwise_equal(overlapped[0].final_parameters, overlapped.back().final_parameters));
 }
 
+// The oracle's timeline: one exchange per bucket, one after another on the
+// communication thread, and each bucket's update only after its exchange
+// ended, all within the oracle's own time.
+TEST_P(UpdateOverlapRanks, TheTimelineHasEachBucketsExchangeBeforeItsUpdate) {
+  test::run_world(GetParam(), [](Communicator& comm) {
+    SmallModel model;
+    DataParallelEngine engine(comm, model.named, model.options());
+    const std::size_t buckets = engine.bucket_count();
+    const auto loss = [&] { return model.loss(comm.rank()); };
+    OracleResult result;
+    const auto start = Clock::now();
+    engine.compute_gradients_in_parts(loss, result, [](std::span<const torch::Tensor>) {});
+    const double elapsed = seconds_since(start);
+    ASSERT_EQ(result.exchanges.size(), buckets);
+    ASSERT_EQ(result.updates.size(), buckets);
+    for (std::size_t b = 0; b < buckets; ++b) {
+      const auto& exchange = result.exchanges[b];
+      const auto& update = result.updates[b];
+      EXPECT_LE(0.0, exchange.start) << "bucket " << b;
+      EXPECT_LE(exchange.start, exchange.end) << "bucket " << b;
+      EXPECT_LE(exchange.end, update.start) << "bucket " << b;
+      EXPECT_LE(update.start, update.end) << "bucket " << b;
+      EXPECT_LE(update.end, elapsed) << "bucket " << b;
+      if (b + 1 < buckets) {
+        EXPECT_LE(exchange.end, result.exchanges[b + 1].start) << "bucket " << b;
+        EXPECT_LE(update.end, result.updates[b + 1].start) << "bucket " << b;
+      }
+    }
+    // Without parts there are no updates to time; a second oracle adds its
+    // exchanges after the first's.
+    engine.compute_gradients(loss, result);
+    EXPECT_EQ(result.exchanges.size(), 2 * buckets);
+    EXPECT_EQ(result.updates.size(), buckets);
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, UpdateOverlapRanks, ::testing::Values(1, 2, 3, 4, 7));
+
+// The training log carries each step's timeline: [start, end] of every
+// bucket's exchange and, with overlapped updates, of every bucket's update.
+TEST(UpdateOverlap, TheLogHasEveryStepsExchangesAndUpdates) {
+  auto config = short_run("global-qsgd:bits=8");
+  config.optimizer = "adam";
+  const auto dir = test_support::scratch_dir("timeline");
+  std::filesystem::create_directories(dir);
+  config.log_path = (dir / "log.jsonl").string();
+  config.force = true;
+  const auto results = train_on(2, config);
+  const std::size_t buckets = results[0].buckets;
+  ASSERT_GT(buckets, 2u);
+  std::ifstream log(config.log_path);
+  std::string line;
+  std::size_t steps = 0;
+  while (std::getline(log, line)) {
+    const auto record = nlohmann::json::parse(line);
+    if (record.value("event", "") != "step") continue;
+    ++steps;
+    const auto& exchanges = record.at("exchanges");
+    const auto& updates = record.at("updates");
+    ASSERT_EQ(exchanges.size(), buckets) << line;
+    ASSERT_EQ(updates.size(), buckets) << line;
+    for (std::size_t b = 0; b < buckets; ++b) {
+      EXPECT_LE(exchanges[b][0].get<double>(), exchanges[b][1].get<double>()) << line;
+      EXPECT_LE(exchanges[b][1].get<double>(), updates[b][0].get<double>()) << line;
+      EXPECT_LE(updates[b][1].get<double>(), record.at("seconds").get<double>()) << line;
+    }
+  }
+  EXPECT_EQ(steps, 4u);
+  std::filesystem::remove_all(dir);
+}
 
 // The other optimizers, and a codec that takes the optimizer's feedback
 // (IntSGD's scale comes from the update x_{k+1} − x_k).

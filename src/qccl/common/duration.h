@@ -31,6 +31,13 @@ inline Timeout time_left(Clock::time_point deadline) {
   return std::max(Timeout(0), std::chrono::duration_cast<Timeout>(deadline - Clock::now()));
 }
 
+// When a piece of work ran, on the steady clock.
+struct ClockSpan {
+  Clock::time_point start{};
+  Clock::time_point end{};
+  double seconds() const { return std::chrono::duration<double>(end - start).count(); }
+};
+
 // "1500 ms" — for error messages.
 inline std::string to_string(Timeout t) { return std::to_string(t.count()) + " ms"; }
 

@@ -40,6 +40,12 @@ bool copy_and_check_finite(float* to, const float* from, std::size_t n) {
   return exponent_all_ones == 0;
 }
 
+// `span` in seconds since `origin`.
+OracleInterval since(Clock::time_point origin, const ClockSpan& span) {
+  return {std::chrono::duration<double>(span.start - origin).count(),
+          std::chrono::duration<double>(span.end - origin).count()};
+}
+
 }  // namespace
 
 DataParallelEngine::DataParallelEngine(Communicator& comm, std::vector<NamedTensor> parameters,
@@ -319,6 +325,7 @@ ReduceTimes DataParallelEngine::finish_step(const PartReady& on_part) {
                          (b ? ", " + describe_bucket(*b) : std::string()) + ": ");
   }
   times.waiting = seconds_since(start) - in_parts;
+  times.exchanges = reducer_.spans();
   const auto durations = reducer_.durations();
   const auto phases = reducer_.phase_times();
   for (const auto faults : reducer_.minor_faults()) times.communication_faults += faults;
@@ -436,6 +443,7 @@ void DataParallelEngine::compute_gradients_in_parts(const std::function<torch::T
       const auto part_start = Clock::now();
       on_part(part);
       in_parts += seconds_since(part_start);
+      result.updates.push_back(since(start, ClockSpan{part_start, Clock::now()}));
     };
   }
   try {
@@ -444,6 +452,7 @@ void DataParallelEngine::compute_gradients_in_parts(const std::function<torch::T
     result.communicate += times.communicate;
     result.decode += times.decode;
     result.communication_faults += times.communication_faults;
+    for (const ClockSpan& span : times.exchanges) result.exchanges.push_back(since(start, span));
   } catch (...) {
     result.waiting += seconds_since(wait_start) - in_parts;
     throw;

@@ -56,6 +56,7 @@ struct ReduceTimes {
   double communicate = 0;
   double decode = 0;
   std::uint64_t communication_faults = 0;  // minor page faults, communication thread
+  std::vector<ClockSpan> exchanges;        // when each bucket was in its collective
 };
 
 using NamedTensor = std::pair<std::string, torch::Tensor>;

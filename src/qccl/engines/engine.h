@@ -19,6 +19,12 @@
 QCCL_API_BEGIN
 namespace qccl::engines {
 
+// Seconds since the start of an oracle's forward pass.
+struct OracleInterval {
+  double start = 0;
+  double end = 0;
+};
+
 // One gradient oracle's outcome and times, in seconds.
 struct OracleResult {
   // This rank's loss value at the first oracle of a step (later oracles of
@@ -32,6 +38,14 @@ struct OracleResult {
   // Minor page faults the exchange's communication thread took (the
   // training thread's are counted around the whole step by its caller).
   std::uint64_t communication_faults = 0;
+  // The oracle's timeline, for finding what a step waits on: when each part
+  // of the exchange ran on the communication thread (the data-parallel
+  // engine's buckets, in bucket order) and when each part handed out by
+  // compute_gradients_in_parts was being updated. Engines that do not split
+  // their exchange leave them empty. A step of several oracles lists each
+  // oracle's in turn, each from its own start.
+  std::vector<OracleInterval> exchanges;
+  std::vector<OracleInterval> updates;
 };
 
 // Receives a part of the optimizer's tensors whose mean gradients are final.

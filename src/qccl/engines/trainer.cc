@@ -171,7 +171,8 @@ class TrainingRun {
   void step(std::int64_t epoch, std::int64_t s, std::span<const std::uint32_t> order);
   void end_epoch(std::int64_t epoch, Clock::time_point epoch_start);
   void log_step(std::int64_t epoch, double loss, double lr, double seconds,
-                const StepSplit& split, std::uint64_t sent, bool skipped);
+                const StepSplit& split, std::uint64_t sent, bool skipped,
+                const OracleResult& timeline);
   void skip(const NonFiniteError& error);
   // The layout's counts in the summary (at the start and after a re-plan).
   void describe_layout();
@@ -400,7 +401,7 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
   splits_.push_back(split);
   training_seconds_ += seconds;
   if (root_) {
-    log_step(epoch, loss_value, lr, seconds, split, sent, skipped);
+    log_step(epoch, loss_value, lr, seconds, split, sent, skipped, outcome.oracle);
     progress_.update(static_cast<int>(epoch), config_.epochs, s,
                      static_cast<std::int64_t>(steps_per_epoch_),
                      at_.epoch_loss_steps > 0 ? at_.epoch_loss_sum / at_.epoch_loss_steps : loss_value,
@@ -463,7 +464,8 @@ void TrainingRun::skip(const NonFiniteError& error) {
 }
 
 void TrainingRun::log_step(std::int64_t epoch, double loss, double lr, double seconds,
-                           const StepSplit& split, std::uint64_t sent, bool skipped) {
+                           const StepSplit& split, std::uint64_t sent, bool skipped,
+                           const OracleResult& timeline) {
   Json line{{"event", "step"},          {"step", at_.global_step - 1},
             {"epoch", epoch},           {"loss", loss},
             {"lr", lr},                 {"seconds", seconds},
@@ -479,6 +481,14 @@ void TrainingRun::log_step(std::int64_t epoch, double loss, double lr, double se
     line["largest_integer_sent"] = stats.largest_sent;
     line["clipped"] = stats.clipped;
   }
+  // [start, end] pairs, seconds since the forward pass began (engine.h).
+  const auto pairs = [](const std::vector<OracleInterval>& intervals) {
+    Json list = Json::array();
+    for (const auto& i : intervals) list.push_back({i.start, i.end});
+    return list;
+  };
+  if (!timeline.exchanges.empty()) line["exchanges"] = pairs(timeline.exchanges);
+  if (!timeline.updates.empty()) line["updates"] = pairs(timeline.updates);
   log_->write(line);
 }
 

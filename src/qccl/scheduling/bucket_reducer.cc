@@ -26,7 +26,7 @@ void BucketReducer::begin(std::vector<BucketWork> buckets) {
   buckets_ = std::move(buckets);
   ready_.assign(buckets_.size(), 0);
   works_.assign(buckets_.size(), Work());
-  durations_.assign(buckets_.size(), 0.0);
+  spans_.assign(buckets_.size(), ClockSpan{});
   phases_.assign(buckets_.size(), PhaseTimes{});
   faults_.assign(buckets_.size(), 0);
   next_ = 0;
@@ -86,10 +86,10 @@ void BucketReducer::reduce(Communicator& comm, std::size_t bucket, const BucketW
     if (!failed_) failed_ = bucket;
     throw;
   }
-  const double seconds = seconds_since(start);
+  const auto end = Clock::now();
   const auto faults = thread_minor_faults() - faults_before;
   std::lock_guard lock(mutex_);
-  durations_[bucket] = seconds;
+  spans_[bucket] = ClockSpan{start, end};
   phases_[bucket] = phases;
   faults_[bucket] = faults;
 }
@@ -174,7 +174,15 @@ void BucketReducer::finish(Timeout timeout) {
 
 std::vector<double> BucketReducer::durations() const {
   std::lock_guard lock(mutex_);
-  return durations_;
+  std::vector<double> seconds;
+  seconds.reserve(spans_.size());
+  for (const ClockSpan& span : spans_) seconds.push_back(span.seconds());
+  return seconds;
+}
+
+std::vector<ClockSpan> BucketReducer::spans() const {
+  std::lock_guard lock(mutex_);
+  return spans_;
 }
 
 std::optional<std::size_t> BucketReducer::failed_bucket() const {

@@ -26,6 +26,7 @@
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
 #include "qccl/collectives/stream.h"
+#include "qccl/common/duration.h"
 #include "qccl/common/export.h"
 
 QCCL_API_BEGIN
@@ -72,6 +73,9 @@ class BucketReducer {
   void finish(Timeout timeout);
   // Seconds each bucket of the last step spent in its collective.
   std::vector<double> durations() const;
+  // When each bucket of the last step was in its collective, on the stream's
+  // thread (both ends the clock's epoch for a bucket that did not run).
+  std::vector<ClockSpan> spans() const;
   // The bucket whose collective failed in the last step, if one did.
   std::optional<std::size_t> failed_bucket() const;
   // Of those, the seconds each bucket spent encoding and decoding.
@@ -94,7 +98,7 @@ class BucketReducer {
   std::vector<BucketWork> buckets_;
   std::vector<char> ready_;
   std::vector<Work> works_;
-  std::vector<double> durations_;
+  std::vector<ClockSpan> spans_;
   std::vector<PhaseTimes> phases_;
   std::vector<std::uint64_t> faults_;
   std::size_t next_ = 0;
