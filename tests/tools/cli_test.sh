@@ -230,6 +230,10 @@ expect "train in process, with a log" 0 'mlp on fashion-mnist, 2 ranks' -- \
   "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 5 --quiet --log "$traindir/log.jsonl"
 [ "$(grep -c '"event":"step"' "$traindir/log.jsonl")" = 5 ] ||
   { echo "FAIL: train log has not 5 step lines"; failures=$((failures + 1)); }
+expect "bench timeline: a row per bucket, exchange and update, from the log" 0 \
+  '^ +0( +[0-9]+\.[0-9]){6}$' -- "$qccl" bench timeline "$traindir/log.jsonl" --skip 1
+expect "bench timeline: no step left names the counts" 2 'no step left after skipping 5 of 5' -- \
+  "$qccl" bench timeline "$traindir/log.jsonl"
 expect "train refuses to overwrite its log" 2 'exists; pass --resume' -- \
   "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 5 --quiet --log "$traindir/log.jsonl"
 printf 'model = "mlp"\nmax-steps-per-epoch = 3\nbatch = 8\nquiet = true\n' >"$traindir/train.toml"

@@ -22,6 +22,7 @@
 #include "qccl/tools/suite_data.h"
 #include "qccl/tools/suite_report.h"
 #include "qccl/tools/simulate.h"
+#include "qccl/tools/step_timeline.h"
 #include "qccl/tools/ranks.h"
 #include "qccl/tools/plan_command.h"
 #include "qccl/tools/train_command.h"
@@ -343,6 +344,26 @@ int run_training_report_command(const std::string& directory) {
   });
 }
 
+// `qccl bench timeline LOG`
+struct TimelineCommand {
+  std::string log;
+  std::size_t skip = 5;
+};
+
+void add_timeline(CLI::App& bench, TimelineCommand& command) {
+  auto* sub = bench.add_subcommand(
+      "timeline", "each bucket's exchange and update in a `qccl train --log` file, medians over "
+                  "its steps: which exchange is slow and what the step waits on at the end");
+  sub->add_option("log", command.log, "the training log (JSON lines)")->required();
+  sub->add_option("--skip", command.skip, "leave out the first N steps (default 5)");
+}
+
+int run_timeline_command(const TimelineCommand& command) {
+  return exit_code_of([&] {
+    print_step_timeline(std::cout, command.log, read_step_timeline(command.log, command.skip));
+  });
+}
+
 // `qccl model`
 struct ModelCommand {
   ModelCommandConfig config;
@@ -505,6 +526,8 @@ int run_cli(int argc, char** argv) {
   add_report(*bench, report_directory);
   std::string training_report_directory;
   add_training_report(*bench, training_report_directory);
+  TimelineCommand timeline_command;
+  add_timeline(*bench, timeline_command);
   ModelCommand model_command;
   add_model(app, model_command);
   SimulateCommand simulate_command;
@@ -561,6 +584,7 @@ int run_cli(int argc, char** argv) {
   if (bench->got_subcommand("training-report")) {
     return run_training_report_command(training_report_directory);
   }
+  if (bench->got_subcommand("timeline")) return run_timeline_command(timeline_command);
   if (app.got_subcommand("model")) return run_model(model_command);
   if (bench->parsed()) return run_bench(command, argc, argv);
   return kExitUsage;
