@@ -26,13 +26,18 @@ std::string write_log(const std::string& name, const std::string& text) {
 // A step line with two buckets; every time a multiple of 1/8 s, exact in
 // binary, so medians (the mean of the middle two for an even count) are
 // exact too.
-std::string step_line(int step, double shift, const std::string& extra = "") {
+std::string step_line(int step, double shift) {
   std::ostringstream line;
   line << R"({"event":"step","step":)" << step << R"(,"seconds":)" << 1.0 + shift
        << R"(,"compute":0.125,"skipped":false,"exchanges":[[0.125,)" << 0.25 + shift << "],["
        << 0.5 + shift << "," << 0.75 + shift << R"(]],"updates":[[)" << 0.375 + shift << ","
-       << 0.5 + shift << "],[" << 0.75 + shift << "," << 0.875 + shift << "]]" << extra << "}\n";
+       << 0.5 + shift << "],[" << 0.75 + shift << "," << 0.875 + shift << "]]}\n";
   return line.str();
+}
+
+// A step line of 1 s with the given timeline fields.
+std::string step_with(const std::string& timeline) {
+  return R"({"event":"step","step":1,"seconds":1,"compute":0.5,)" + timeline + "}\n";
 }
 
 TEST(StepTimeline, MediansPerBucketLeaveOutTheFirstAndSkippedSteps) {
@@ -75,9 +80,8 @@ TEST(StepTimeline, MediansPerBucketLeaveOutTheFirstAndSkippedSteps) {
 }
 
 TEST(StepTimeline, OverlappingExchangesCountOnceInTheBusyShareAndNoUpdatesNoTail) {
-  const auto path = write_log(
-      "overlap", R"({"event":"step","step":0,"seconds":1,"compute":0.5,"exchanges":[[0,0.5],[0.25,0.75],[1.5,2]]})"
-                 "\n");
+  const auto path =
+      write_log("overlap", step_with(R"("exchanges":[[0,0.5],[0.25,0.75],[1.5,2]])"));
   const auto t = read_step_timeline(path, 0);
   ASSERT_EQ(t.buckets.size(), 3u);
   EXPECT_FALSE(t.buckets[0].has_update);
@@ -102,14 +106,13 @@ TEST(StepTimeline, LogsItCannotSummariseAreRefusedNamingWhy) {
     }
     std::filesystem::remove(path);
   };
-  expect_refused("no-timeline", R"({"event":"step","step":0,"seconds":1,"compute":0.5})"
-                                "\n", 0, "line 1: the step line has no 'exchanges'");
-  expect_refused("replanned", step_line(0, 0.0) +
-                                  R"({"event":"step","step":1,"seconds":1,"compute":0.5,"exchanges":[[0,1]],"updates":[[1,2]]})"
-                                  "\n",
-                 0, "line 2: 1 exchanges where earlier steps had 2");
-  expect_refused("backwards", R"({"event":"step","step":0,"seconds":1,"compute":0.5,"exchanges":[[0.5,0.25]]})"
-                              "\n", 0, "not a [start, end] pair");
+  expect_refused("no-timeline", step_with(R"("loss":0.5)"), 0,
+                 "line 1: the step line has no 'exchanges'");
+  expect_refused("replanned",
+                 step_line(0, 0.0) + step_with(R"("exchanges":[[0,1]],"updates":[[1,2]])"), 0,
+                 "line 2: 1 exchanges where earlier steps had 2");
+  expect_refused("backwards", step_with(R"("exchanges":[[0.5,0.25]])"), 0,
+                 "not a [start, end] pair");
   expect_refused("not-json", "step 1 took 3 ms\n", 0, "line 1: not a qccl train log line");
   expect_refused("all-skipped", step_line(0, 0.0) + step_line(1, 0.0), 2,
                  "no step left after skipping 2 of 2");
