@@ -6,15 +6,15 @@
 // timeline of exchanges and updates that the engine reports (and the
 // training log carries) keeps that order.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <nlohmann/json.hpp>
-#include <string>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "qccl/common/duration.h"
@@ -131,11 +131,13 @@ TEST_P(UpdateOverlapRanks, TheTimelineHasEachBucketsExchangeBeforeItsUpdate) {
         EXPECT_LE(update.end, result.updates[b + 1].start) << "bucket " << b;
       }
     }
-    // Without parts there are no updates to time; a second oracle adds its
-    // exchanges after the first's.
+    // A second oracle of the step (here without parts, so with no updates
+    // to time) adds its exchanges on the same time axis, after the first's.
     engine.compute_gradients(loss, result);
-    EXPECT_EQ(result.exchanges.size(), 2 * buckets);
+    ASSERT_EQ(result.exchanges.size(), 2 * buckets);
     EXPECT_EQ(result.updates.size(), buckets);
+    EXPECT_LE(result.updates.back().end, result.exchanges[buckets].start);
+    EXPECT_LE(result.exchanges.back().end, seconds_since(start));
   });
 }
 

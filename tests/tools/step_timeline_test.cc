@@ -1,11 +1,12 @@
 // `qccl bench timeline`: medians of each bucket's exchange and update over
-// a training log's steps, the step's tail after the last exchange, the share
-// of time some exchange was running, and clear refusals of logs it cannot
-// read.
+// a training log's steps (those after its MergeComp plan, if it has one),
+// the step's tail after the last exchange, the share of time some exchange
+// was running, and clear refusals of logs it cannot read.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -52,7 +53,8 @@ TEST(StepTimeline, MediansPerBucketLeaveOutTheFirstAndSkippedSteps) {
                      "\n");
   const auto t = read_step_timeline(path, 1);
   EXPECT_EQ(t.steps, 2u);
-  EXPECT_EQ(t.first_step, 1u);
+  EXPECT_EQ(t.skipped, 1u);
+  EXPECT_FALSE(t.plan_after_step);
   EXPECT_EQ(t.step_seconds, 1.0625);
   EXPECT_EQ(t.compute_seconds, 0.125);
   ASSERT_EQ(t.buckets.size(), 2u);
@@ -74,6 +76,31 @@ TEST(StepTimeline, MediansPerBucketLeaveOutTheFirstAndSkippedSteps) {
   std::ostringstream table;
   print_step_timeline(table, path, t);
   EXPECT_NE(table.str().find("the last update ends 125.0 ms after the last exchange"),
+            std::string::npos)
+      << table.str();
+  table.str("");
+  table << 0.5;  // the stream's format is as it was
+  EXPECT_EQ(table.str(), "0.5");
+  std::filesystem::remove(path);
+}
+
+// A MergeComp plan changes the buckets: the steps before its line are left
+// out, and the skip counts again after it.
+TEST(StepTimeline, StepsBeforeAMergeCompPlanAreLeftOut) {
+  const auto path = write_log(
+      "plan", step_with(R"("exchanges":[[0,1]],"updates":[[1,2]])") +
+                  step_with(R"("exchanges":[[0,1]],"updates":[[1,2]])") +
+                  R"({"event":"plan","after_step":2,"bucket_policy":"groups:1,1"})"
+                  "\n" +
+                  step_line(2, 4.0) + step_line(3, 0.0));
+  const auto t = read_step_timeline(path, 1);
+  EXPECT_EQ(t.steps, 1u);
+  EXPECT_EQ(t.plan_after_step, std::optional<std::size_t>(2));
+  ASSERT_EQ(t.buckets.size(), 2u);
+  EXPECT_EQ(t.buckets[1].exchange_end, 0.75);  // step 3's, not step 2's
+  std::ostringstream table;
+  print_step_timeline(table, path, t);
+  EXPECT_NE(table.str().find("after the first 1 that followed the MergeComp plan made after 2 steps"),
             std::string::npos)
       << table.str();
   std::filesystem::remove(path);
@@ -113,6 +140,16 @@ TEST(StepTimeline, LogsItCannotSummariseAreRefusedNamingWhy) {
                  "line 2: 1 exchanges where earlier steps had 2");
   expect_refused("backwards", step_with(R"("exchanges":[[0.5,0.25]])"), 0,
                  "not a [start, end] pair");
+  expect_refused("object", step_with(R"("exchanges":{"a":[0,1]})"), 0,
+                 "not a list of [start, end] pairs");
+  expect_refused("empty", step_with(R"("exchanges":[],"updates":[[0,1]])"), 0,
+                 "'exchanges' is empty");
+  expect_refused("uneven", step_with(R"("exchanges":[[0,1],[1,2]],"updates":[[2,3]])"), 0,
+                 "1 updates for 2 exchanges");
+  expect_refused("updates-stop",
+                 step_with(R"("exchanges":[[0,1]],"updates":[[1,2]])") +
+                     step_with(R"("exchanges":[[0,1]])"),
+                 0, "line 2: 0 updates where earlier steps had 1");
   expect_refused("not-json", "step 1 took 3 ms\n", 0, "line 1: not a qccl train log line");
   expect_refused("all-skipped", step_line(0, 0.0) + step_line(1, 0.0), 2,
                  "no step left after skipping 2 of 2");

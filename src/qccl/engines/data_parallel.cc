@@ -41,7 +41,7 @@ bool copy_and_check_finite(float* to, const float* from, std::size_t n) {
 }
 
 // `span` in seconds since `origin`.
-OracleInterval since(Clock::time_point origin, const ClockSpan& span) {
+OracleInterval seconds_from(Clock::time_point origin, const ClockSpan& span) {
   return {std::chrono::duration<double>(span.start - origin).count(),
           std::chrono::duration<double>(span.end - origin).count()};
 }
@@ -430,6 +430,8 @@ void DataParallelEngine::compute_gradients_in_parts(const std::function<torch::T
                                                     OracleResult& result,
                                                     const PartReady& on_part) {
   const auto start = Clock::now();
+  if (result.timeline_origin == Clock::time_point{}) result.timeline_origin = start;
+  const auto origin = result.timeline_origin;
   begin_step();
   auto value = loss();
   value.backward();
@@ -443,7 +445,7 @@ void DataParallelEngine::compute_gradients_in_parts(const std::function<torch::T
       const auto part_start = Clock::now();
       on_part(part);
       in_parts += seconds_since(part_start);
-      result.updates.push_back(since(start, ClockSpan{part_start, Clock::now()}));
+      result.updates.push_back(seconds_from(origin, ClockSpan{part_start, Clock::now()}));
     };
   }
   try {
@@ -452,7 +454,9 @@ void DataParallelEngine::compute_gradients_in_parts(const std::function<torch::T
     result.communicate += times.communicate;
     result.decode += times.decode;
     result.communication_faults += times.communication_faults;
-    for (const ClockSpan& span : times.exchanges) result.exchanges.push_back(since(start, span));
+    for (const ClockSpan& span : times.exchanges) {
+      result.exchanges.push_back(seconds_from(origin, span));
+    }
   } catch (...) {
     result.waiting += seconds_since(wait_start) - in_parts;
     throw;

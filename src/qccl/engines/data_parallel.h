@@ -33,6 +33,7 @@
 #include "qccl/codecs/codec.h"
 #include "qccl/codecs/tensor_state.h"
 #include "qccl/collectives/communicator.h"
+#include "qccl/common/duration.h"
 #include "qccl/common/export.h"
 #include "qccl/engines/engine.h"
 #include "qccl/scheduling/bucket_plan.h"

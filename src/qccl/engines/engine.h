@@ -14,12 +14,13 @@
 #include <vector>
 
 #include "qccl/codecs/codec.h"
+#include "qccl/common/duration.h"
 #include "qccl/common/export.h"
 
 QCCL_API_BEGIN
 namespace qccl::engines {
 
-// Seconds since the start of an oracle's forward pass.
+// Seconds since the start of a step's first forward pass.
 struct OracleInterval {
   double start = 0;
   double end = 0;
@@ -38,14 +39,16 @@ struct OracleResult {
   // Minor page faults the exchange's communication thread took (the
   // training thread's are counted around the whole step by its caller).
   std::uint64_t communication_faults = 0;
-  // The oracle's timeline, for finding what a step waits on: when each part
+  // The step's timeline, for finding what a step waits on: when each part
   // of the exchange ran on the communication thread (the data-parallel
   // engine's buckets, in bucket order) and when each part handed out by
   // compute_gradients_in_parts was being updated. Engines that do not split
   // their exchange leave them empty. A step of several oracles lists each
-  // oracle's in turn, each from its own start.
+  // oracle's in turn, all from `timeline_origin`: the first oracle's start,
+  // set by it (left at the clock's epoch, it means "not yet").
   std::vector<OracleInterval> exchanges;
   std::vector<OracleInterval> updates;
+  Clock::time_point timeline_origin{};
 };
 
 // Receives a part of the optimizer's tensors whose mean gradients are final.

@@ -355,7 +355,9 @@ void add_timeline(CLI::App& bench, TimelineCommand& command) {
       "timeline", "each bucket's exchange and update in a `qccl train --log` file, medians over "
                   "its steps: which exchange is slow and what the step waits on at the end");
   sub->add_option("log", command.log, "the training log (JSON lines)")->required();
-  sub->add_option("--skip", command.skip, "leave out the first N steps (default 5)");
+  sub->add_option("--skip", command.skip,
+                  "leave out the first N steps taken (default 5; after a MergeComp plan, the "
+                  "first N after it; steps skipped for NaN or Inf never count)");
 }
 
 int run_timeline_command(const TimelineCommand& command) {

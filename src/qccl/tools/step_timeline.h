@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,12 @@ struct BucketTimeline {
 };
 
 struct StepTimeline {
-  std::size_t steps = 0;        // steps summarised
-  std::size_t first_step = 0;   // the log's step number of the first of them
-  double step_seconds = 0;      // medians of the step lines' fields
+  std::size_t steps = 0;    // steps summarised
+  std::size_t skipped = 0;  // steps left out before them
+  // After how many steps a MergeComp plan changed the buckets, when the log
+  // has a plan: the steps counted are those after it.
+  std::optional<std::size_t> plan_after_step;
+  double step_seconds = 0;  // medians of the step lines' fields
   double compute_seconds = 0;
   std::vector<BucketTimeline> buckets;
   // Medians of per-step quantities: the time from the last exchange's end
@@ -35,12 +39,13 @@ struct StepTimeline {
   double exchange_busy_share = 0;
 };
 
-// Reads the `step` lines of a `qccl train --log` file, leaving out the
-// first `skip` and skipped steps. Throws InvalidArgument naming the file and
-// line when it cannot be read or parsed, when its step lines carry no
+// Reads the `step` lines of a `qccl train --log` file after its MergeComp
+// `plan` line if it has one, leaving out skipped steps (NaN or Inf) and the
+// first `skip` of the others. Throws InvalidArgument naming the file and
+// line when it cannot be read or parsed, when a step line carries no
 // timeline (a run of an engine that does not split its exchange, or of an
-// older qccl), when the bucket count changes (a MergeComp re-plan: pass a
-// larger `skip`), or when no step is left.
+// older qccl) or a malformed one, when the bucket count changes without a
+// plan line, or when no step is left.
 StepTimeline read_step_timeline(const std::string& path, std::size_t skip);
 
 // A table, one row per bucket, in ms.
