@@ -61,7 +61,7 @@ TEST(StepTimeline, MediansPerBucketLeaveOutTheFirstAndSkippedSteps) {
   EXPECT_EQ(t.buckets[0].exchange_start, 0.125);
   EXPECT_EQ(t.buckets[0].exchange_end, 0.3125);
   EXPECT_EQ(t.buckets[0].exchange_seconds, 0.1875);
-  EXPECT_TRUE(t.buckets[0].has_update);
+  EXPECT_TRUE(t.has_updates);
   EXPECT_EQ(t.buckets[0].update_start, 0.4375);
   EXPECT_EQ(t.buckets[1].exchange_start, 0.5625);
   EXPECT_EQ(t.buckets[1].exchange_seconds, 0.25);
@@ -111,7 +111,7 @@ TEST(StepTimeline, OverlappingExchangesCountOnceInTheBusyShareAndNoUpdatesNoTail
       write_log("overlap", step_with(R"("exchanges":[[0,0.5],[0.25,0.75],[1.5,2]])"));
   const auto t = read_step_timeline(path, 0);
   ASSERT_EQ(t.buckets.size(), 3u);
-  EXPECT_FALSE(t.buckets[0].has_update);
+  EXPECT_FALSE(t.has_updates);
   EXPECT_EQ(t.tail_seconds, 0.0);
   EXPECT_EQ(t.exchange_busy_share, 0.625);  // [0, 0.75] and [1.5, 2] of [0, 2]
   std::ostringstream table;

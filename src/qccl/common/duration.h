@@ -21,9 +21,14 @@ inline Clock::time_point deadline_after(Timeout timeout) {
   return Clock::now() + std::min(timeout, kCentury);
 }
 
+// Seconds from `from` to `to` (negative when `to` comes first).
+inline double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
 // Seconds from `start` until now.
 inline double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
+  return seconds_between(start, Clock::now());
 }
 
 // What is left of a wait until `deadline`: zero once it has passed.
@@ -35,7 +40,7 @@ inline Timeout time_left(Clock::time_point deadline) {
 struct ClockSpan {
   Clock::time_point start{};
   Clock::time_point end{};
-  double seconds() const { return std::chrono::duration<double>(end - start).count(); }
+  double seconds() const { return seconds_between(start, end); }
 };
 
 // "1500 ms" — for error messages.

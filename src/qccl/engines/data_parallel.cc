@@ -42,8 +42,7 @@ bool copy_and_check_finite(float* to, const float* from, std::size_t n) {
 
 // `span` in seconds since `origin`.
 OracleInterval seconds_from(Clock::time_point origin, const ClockSpan& span) {
-  return {std::chrono::duration<double>(span.start - origin).count(),
-          std::chrono::duration<double>(span.end - origin).count()};
+  return {seconds_between(origin, span.start), seconds_between(origin, span.end)};
 }
 
 }  // namespace
@@ -326,13 +325,12 @@ ReduceTimes DataParallelEngine::finish_step(const PartReady& on_part) {
   }
   times.waiting = seconds_since(start) - in_parts;
   times.exchanges = reducer_.spans();
-  const auto durations = reducer_.durations();
   const auto phases = reducer_.phase_times();
   for (const auto faults : reducer_.minor_faults()) times.communication_faults += faults;
-  for (std::size_t b = 0; b < durations.size(); ++b) {
+  for (std::size_t b = 0; b < times.exchanges.size(); ++b) {
     times.encode += phases[b].encode;
     times.decode += phases[b].decode;
-    times.communicate += durations[b] - phases[b].encode - phases[b].decode;
+    times.communicate += times.exchanges[b].seconds() - phases[b].encode - phases[b].decode;
   }
   if (!on_part) {
     for (std::size_t b = 0; b < buckets_.size(); ++b) write_means(b);

@@ -172,14 +172,6 @@ void BucketReducer::finish(Timeout timeout) {
   if (first_failure) std::rethrow_exception(first_failure);
 }
 
-std::vector<double> BucketReducer::durations() const {
-  std::lock_guard lock(mutex_);
-  std::vector<double> seconds;
-  seconds.reserve(spans_.size());
-  for (const ClockSpan& span : spans_) seconds.push_back(span.seconds());
-  return seconds;
-}
-
 std::vector<ClockSpan> BucketReducer::spans() const {
   std::lock_guard lock(mutex_);
   return spans_;

@@ -71,14 +71,14 @@ class BucketReducer {
   // marked ready, after `timeout` (a launched one is then cancelled: its
   // stream is unusable).
   void finish(Timeout timeout);
-  // Seconds each bucket of the last step spent in its collective.
-  std::vector<double> durations() const;
   // When each bucket of the last step was in its collective, on the stream's
-  // thread (both ends the clock's epoch for a bucket that did not run).
+  // thread (both ends the clock's epoch for a bucket that did not run);
+  // ClockSpan::seconds() is its time there.
   std::vector<ClockSpan> spans() const;
   // The bucket whose collective failed in the last step, if one did.
   std::optional<std::size_t> failed_bucket() const;
-  // Of those, the seconds each bucket spent encoding and decoding.
+  // Of each bucket's time in its collective, the seconds spent encoding and
+  // decoding.
   std::vector<PhaseTimes> phase_times() const;
   // Minor page faults the stream's thread took reducing each bucket of the
   // last step (0 in a steady state: the codecs and collectives reuse their

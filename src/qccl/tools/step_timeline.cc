@@ -86,14 +86,13 @@ StepTimeline summarise(const std::vector<StepSpans>& steps) {
   t.steps = steps.size();
   t.step_seconds = median_over(steps, [](const StepSpans& s) { return s.seconds; });
   t.compute_seconds = median_over(steps, [](const StepSpans& s) { return s.compute; });
-  const bool updates = !steps.front().updates.empty();
+  t.has_updates = !steps.front().updates.empty();
   for (std::size_t b = 0; b < steps.front().exchanges.size(); ++b) {
     BucketTimeline bucket;
     bucket.exchange_start = median_part(steps, &StepSpans::exchanges, b, Part::start);
     bucket.exchange_end = median_part(steps, &StepSpans::exchanges, b, Part::end);
     bucket.exchange_seconds = median_part(steps, &StepSpans::exchanges, b, Part::length);
-    if (updates) {
-      bucket.has_update = true;
+    if (t.has_updates) {
       bucket.update_start = median_part(steps, &StepSpans::updates, b, Part::start);
       bucket.update_end = median_part(steps, &StepSpans::updates, b, Part::end);
       bucket.update_seconds = median_part(steps, &StepSpans::updates, b, Part::length);
@@ -206,7 +205,7 @@ void print_step_timeline(std::ostream& out, const std::string& path, const StepT
     const auto& bucket = t.buckets[b];
     out << std::setw(6) << b << std::setw(16) << ms(bucket.exchange_start) << std::setw(8)
         << ms(bucket.exchange_end) << std::setw(8) << ms(bucket.exchange_seconds);
-    if (bucket.has_update) {
+    if (t.has_updates) {
       out << std::setw(16) << ms(bucket.update_start) << std::setw(8) << ms(bucket.update_end)
           << std::setw(8) << ms(bucket.update_seconds);
     }
@@ -214,7 +213,7 @@ void print_step_timeline(std::ostream& out, const std::string& path, const StepT
   }
   out << "exchanges ran " << std::setprecision(0) << 100 * t.exchange_busy_share
       << "% of the time from the first one's start to the last one's end";
-  if (!t.buckets.empty() && t.buckets.back().has_update) {
+  if (t.has_updates) {
     out << "; the last update ends " << std::setprecision(1) << ms(t.tail_seconds)
         << " ms after the last exchange";
   }

@@ -18,8 +18,7 @@ namespace qccl::tools {
 // Medians over the steps read, in seconds since the forward pass began.
 struct BucketTimeline {
   double exchange_start = 0, exchange_end = 0, exchange_seconds = 0;
-  bool has_update = false;  // the run overlapped updates with the exchange
-  double update_start = 0, update_end = 0, update_seconds = 0;
+  double update_start = 0, update_end = 0, update_seconds = 0;  // 0 without updates
 };
 
 struct StepTimeline {
@@ -31,6 +30,7 @@ struct StepTimeline {
   double step_seconds = 0;  // medians of the step lines' fields
   double compute_seconds = 0;
   std::vector<BucketTimeline> buckets;
+  bool has_updates = false;  // the run updated bucket by bucket as exchanges ended
   // Medians of per-step quantities: the time from the last exchange's end
   // to the last update's end (0 without updates), and the share of the time
   // from the first exchange's start to the last one's end that some
