@@ -88,7 +88,7 @@ BucketHook::BucketHook(std::shared_ptr<Context> context, const std::string& spec
   }
   const auto probe = make_codec(spec, CodecSettings{seed, 0});  // checks the spec
   spec_ = probe->spec();
-  wants_feedback_ = probe->wants_step_feedback();
+  wants_feedback_ = probe->step_feedback() != nullptr;
   options_.algorithm = parse_algorithm(algorithm);
   wait_timeout_ = timeout_from_seconds(timeout_seconds.value_or(context_->timeout_seconds()),
                                        "timeout");
@@ -211,7 +211,7 @@ void BucketHook::submit(BucketCall call, PythonObject done) {
       description,
       [this, call = std::move(call), update = std::move(update)](Communicator& comm) {
         Codec& codec = codec_for(call.index, call.parameters);
-        if (!update.empty()) codec.observe_step(*call.step_size, update);
+        if (!update.empty()) codec.step_feedback()->observe_step(*call.step_size, update);
         codec.allreduce_mean(comm, floats_at(call.gradients, call.count), options_);
       },
       [done = std::move(done)](const Work& work) {

@@ -209,7 +209,7 @@ TEST(UnbiasedOperationTest, IntSgdReduceScatterMean) {
                               auto codec = make_codec(
                                   "intsgd:beta=0",
                                   {.seed = 31 + static_cast<std::uint64_t>(round), .bucket = 3});
-                              codec->observe_step(0.5, update);
+                              codec->step_feedback()->observe_step(0.5, update);
                               return codec;
                             });
 }

@@ -241,7 +241,7 @@ TEST(ErrorFeedbackTest, SpecsNestAndAreChecked) {
   EXPECT_THAT(error("ef(fp16):gain=2"), HasSubstr("codec ef has no parameter 'gain'"));
   EXPECT_THAT(error("ef(global-qsgd:bits=3)"), HasSubstr("bits=3 is not valid"));
   const auto codec = make_codec("ef(intsgd)");
-  EXPECT_TRUE(codec->wants_step_feedback());
+  EXPECT_NE(codec->step_feedback(), nullptr);
   EXPECT_FALSE(codec->unbiased());
   EXPECT_TRUE(codec->supports(CodecOperation::reduce_scatter_mean));
   EXPECT_FALSE(codec->supports(CodecOperation::allgather));

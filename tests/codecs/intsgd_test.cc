@@ -47,8 +47,8 @@ TEST(IntSgdSpecTest, CanonicalSpecsAndErrors) {
   EXPECT_EQ(make_codec("intsgd-heuristic:wire=int32,round=deterministic")->spec(),
             "intsgd-heuristic:round=deterministic,wire=int32");
   EXPECT_EQ(make_codec("intsgd:wire=int32")->wire_bytes(10), 40u);
-  EXPECT_TRUE(make_codec("intsgd")->wants_step_feedback());
-  EXPECT_FALSE(make_codec("intsgd-heuristic")->wants_step_feedback());
+  EXPECT_NE(make_codec("intsgd")->step_feedback(), nullptr);
+  EXPECT_EQ(make_codec("intsgd-heuristic")->step_feedback(), nullptr);
   EXPECT_FALSE(make_codec("intsgd:round=deterministic")->unbiased());
   EXPECT_THAT([] { make_codec("intsgd:beta=1.5"); },
               ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("beta=1.5")));
@@ -99,7 +99,7 @@ TEST(IntSgdCodecTest, UnbiasedWithLemma1VarianceEndToEnd) {
     const auto update = update_for_alpha(alpha, eta, d, n);
     std::uint64_t hash = 0;  // wraps around: unsigned
     for (int round = 0; round < kRounds; ++round) {
-      codec->observe_step(eta, update);
+      codec->step_feedback()->observe_step(eta, update);
       auto data = input_of(comm.rank(), d);
       codec->allreduce_mean(comm, data);
       EXPECT_EQ(codec->last_step_stats().clipped, 0u);
@@ -159,7 +159,7 @@ TEST(IntSgdCodecTest, ScalesAgreeAcrossRanksAndDisagreementIsCaught) {
   });
   const auto message = expect_throw_on_every_rank<MismatchError>(4, [&](Communicator& comm) {
     auto codec = make_codec("intsgd");
-    codec->observe_step(0.05, std::vector<float>(d, 1e-3f * (1 + comm.rank())));
+    codec->step_feedback()->observe_step(0.05, std::vector<float>(d, 1e-3f * (1 + comm.rank())));
     auto data = input_of(comm.rank(), d);
     codec->allreduce_mean(comm, data);
   });
@@ -175,7 +175,7 @@ TEST(IntSgdCodecTest, Int8NeverOverflowsUpTo64Ranks) {
   for (int n : {2, 5, 16, 64}) {
     run_world(n, [&](Communicator& comm) {
       auto codec = make_codec("intsgd:wire=int8,beta=0,eps=0");
-      codec->observe_step(1.0, update_for_alpha(1e6, 1.0, d, comm.size()));
+      codec->step_feedback()->observe_step(1.0, update_for_alpha(1e6, 1.0, d, comm.size()));
       std::vector<float> data(d, comm.rank() % 2 ? 3.0f : 1.0f);
       codec->allreduce_mean(comm, data);
       const auto c = per_rank_clip(IntWire::int8, n);
@@ -190,7 +190,7 @@ TEST(IntSgdCodecTest, Int8NeverOverflowsUpTo64Ranks) {
   }
   EXPECT_THAT([] { run_world(128, [](Communicator& comm) {
                 auto codec = make_codec("intsgd");
-                codec->observe_step(1.0, std::vector<float>(4, 1.0f));
+                codec->step_feedback()->observe_step(1.0, std::vector<float>(4, 1.0f));
                 std::vector<float> data(4, 1.0f);
                 codec->allreduce_mean(comm, data);
               }); },
@@ -259,7 +259,7 @@ TEST(IntSgdCodecTest, ReplicasStayBitwiseIdentical) {
 TEST(IntSgdCodecTest, RejectsMismatchedUpdateAndNativeAlgorithm) {
   run_world(2, [&](Communicator& comm) {
     auto codec = make_codec("intsgd");
-    codec->observe_step(0.1, std::vector<float>(10, 1.0f));
+    codec->step_feedback()->observe_step(0.1, std::vector<float>(10, 1.0f));
     std::vector<float> data(12, 1.0f);
     EXPECT_THAT([&] { codec->allreduce_mean(comm, data); },
                 ::testing::ThrowsMessage<InvalidArgument>(::testing::HasSubstr("update had 10")));
@@ -361,7 +361,7 @@ TEST(IntDianaTest, SaveAndLoadStateResumesExactly) {
           update[i] = -0.3f * g[i];
           x[i] += update[i];
         }
-        codec->observe_step(0.3, update);
+        codec->step_feedback()->observe_step(0.3, update);
       }
       if (comm.rank() == 0) last = x;
     });

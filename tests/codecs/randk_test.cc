@@ -123,12 +123,13 @@ TEST(RandkCodecTest, RanksAtDifferentStepsAreRefused) {
 }
 
 // The reduction rank 0 of 2 encodes `input` with, on a unit norm.
-std::unique_ptr<Reduction> two_rank_reduction(const Codec& codec, std::span<const float> input) {
+std::unique_ptr<Encoding> two_rank_reduction(Codec& codec, std::span<const float> input) {
   StepSetup setup;
   setup.ranks = 2;
   setup.summed = 2;
   setup.input = input;
-  return codec.reduction_for(setup, 1.0);
+  setup.norm = 1.0;
+  return codec.reduction_for(setup);
 }
 
 // One rank's encoding of the whole vector is 4 bytes per kept element.
@@ -143,7 +144,9 @@ TEST(RandkCodecTest, AnEncodingHoldsOnlyTheValues) {
 TEST(RandkCodecTest, CorruptChunksAreRefusedWithCommError) {
   auto codec = make_codec("randk:ratio=0.1,scale=none,ef=off");
   const auto input = dense_input(0, 100);
-  const auto reduction = two_rank_reduction(*codec, input);
+  const auto encoding = two_rank_reduction(*codec, input);
+  ASSERT_NE(encoding->in_transit(), nullptr);  // the kept values are summed in transit
+  Reduction* reduction = encoding->in_transit();
   std::vector<std::byte> bytes(reduction->max_encoded_bytes(100)), other(bytes.size());
   const std::size_t size = reduction->encode(input, 0, bytes);
   ASSERT_EQ(size, 40u);

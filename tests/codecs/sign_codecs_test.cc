@@ -415,18 +415,17 @@ INSTANTIATE_TEST_SUITE_P(Codecs, SignCodecResumeTest, ::testing::ValuesIn(kSignC
                            return test_name(info.param);
                          });
 
-// A step's reduction on rank 0 of `ranks` for `input` (allreduce mean).
-std::unique_ptr<Reduction> reduction_of(const Codec& codec, int ranks,
-                                        std::span<const float> input) {
+// A step's encoding on rank 0 of `ranks` for `input` (allreduce mean).
+std::unique_ptr<Encoding> reduction_of(Codec& codec, int ranks, std::span<const float> input) {
   StepSetup setup;
   setup.ranks = ranks;
   setup.summed = ranks;
   setup.input = input;
   setup.norm = 1.0;
-  return codec.reduction_for(setup, setup.norm);
+  return codec.reduction_for(setup);
 }
 
-std::vector<std::byte> encoded(Reduction& reduction, std::span<const float> input) {
+std::vector<std::byte> encoded(Encoding& reduction, std::span<const float> input) {
   std::vector<std::byte> bytes(reduction.max_encoded_bytes(input.size()));
   bytes.resize(reduction.encode(input, 0, bytes));
   return bytes;
@@ -446,14 +445,16 @@ TEST(SignCodecCorruptTest, GatheredBitsRejectTruncatedPaddedOrLongChunks) {
   EXPECT_THROW(reduction->decode(longer, 0, out), CommError);
   bytes[2] |= std::byte{0x80};  // past element 19
   EXPECT_THROW(reduction->decode(bytes, 0, out), CommError);
-  EXPECT_THROW(reduction->reduce(bytes, bytes, bytes.size(), {0, 20, 0, 0}), InvalidArgument);
+  EXPECT_EQ(reduction->in_transit(), nullptr);  // gathered bits are not summed in transit
 }
 
 TEST(SignCodecCorruptTest, VoteCountsRejectCountsBeyondTheRanks) {
   for (int ranks : {20, 200}) {
     SCOPED_TRACE(std::to_string(ranks) + " ranks");
     const auto input = make_vector(10, [](std::size_t i) { return noise(1, i); });
-    auto reduction = reduction_of(*make_codec("signsgd"), ranks, input);
+    auto encoding = reduction_of(*make_codec("signsgd"), ranks, input);
+    ASSERT_NE(encoding->in_transit(), nullptr);  // counted in transit beyond 16 ranks
+    Reduction* reduction = encoding->in_transit();
     const std::size_t width = ranks <= 127 ? 1 : 4;
     auto mine = encoded(*reduction, input);
     ASSERT_EQ(mine.size(), 10 * width);

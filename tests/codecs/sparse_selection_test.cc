@@ -159,7 +159,7 @@ std::vector<std::byte> chunk(std::uint32_t count, std::vector<std::uint32_t> ind
 }
 
 TEST(SparsePairsTest, EncodesTheSelectedElementsOfEachChunkAndDecodesThem) {
-  SparsePairsReduction pairs("sparse", {1, 5, 9, 12}, 4);
+  SparsePairsEncoding pairs("sparse", {1, 5, 9, 12}, 4);
   EXPECT_EQ(pairs.max_encoded_bytes(2), 4u + 8 * 2);
   EXPECT_EQ(pairs.max_encoded_bytes(100), 4u + 8 * 4);
   const std::vector<float> x{0, 1.5f, 0, 0, -2, 7.25f, 0, 0, 0, -0.5f};  // elements 0..9
@@ -176,11 +176,11 @@ TEST(SparsePairsTest, EncodesTheSelectedElementsOfEachChunkAndDecodesThem) {
   std::vector<float> three(3, 1.0f);
   pairs.decode(std::span(out).first(4), 6, three);
   EXPECT_EQ(three, (std::vector<float>(3, 0.0f)));
-  EXPECT_THROW(pairs.reduce(out, out, 4, ReduceContext{}), InvalidArgument);
+  EXPECT_EQ(pairs.in_transit(), nullptr);  // pairs of different ranks are gathered, not summed
 }
 
 TEST(SparsePairsTest, CorruptChunksAreRefusedWithCommError) {
-  SparsePairsReduction pairs("sparse", {}, 10);
+  SparsePairsEncoding pairs("sparse", {}, 10);
   std::vector<float> out(10);
   auto decode = [&](const std::vector<std::byte>& bytes) { pairs.decode(bytes, 0, out); };
   EXPECT_NO_THROW(decode(chunk(2, {3, 9}, {1, 2})));

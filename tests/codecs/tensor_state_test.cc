@@ -145,7 +145,7 @@ std::map<std::string, std::vector<float>> run_with_layouts(const std::string& sp
         codecs[g]->allreduce_mean(comm, bucket);
         std::vector<float> update(bucket.size());
         for (std::size_t i = 0; i < bucket.size(); ++i) update[i] = -0.1f * bucket[i];
-        if (codecs[g]->wants_step_feedback()) codecs[g]->observe_step(0.1, update);
+        if (StepFeedback* f = codecs[g]->step_feedback()) f->observe_step(0.1, update);
         std::size_t at = 0;
         for (std::size_t t : groups[g]) {
           last[names[t]].assign(bucket.begin() + static_cast<long>(at),

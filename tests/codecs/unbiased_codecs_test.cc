@@ -593,7 +593,9 @@ TEST(UnbiasedCodecsTest, CorruptChunksAreRejected) {
   const std::vector<float> x{0.5f, -1.0f, 0.25f, 0.0f, 0.75f};
   std::vector<float> out(x.size());
   {
-    auto reduction = make_codec("terngrad")->reduction_for(1.0, 3, 0, Algorithm::ring);
+    auto encoding = make_codec("terngrad")->reduction_for(1.0, 3, 0, Algorithm::ring);
+    ASSERT_NE(encoding->in_transit(), nullptr);  // int8 sums in transit
+    Reduction* reduction = encoding->in_transit();
     std::vector<std::byte> a(5), b(5, std::byte{100});
     reduction->encode(x, 0, a);
     EXPECT_THROW(reduction->reduce(b, a, a.size(), {0, 5, 1, 0}), CommError);

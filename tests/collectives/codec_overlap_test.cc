@@ -47,10 +47,11 @@ std::vector<float> ring_result(Communicator& comm, int tag, std::span<const floa
   const auto n = static_cast<std::size_t>(comm.size());
   const auto me = static_cast<std::size_t>(comm.rank());
   auto codec = make_codec("global-qsgd");
-  auto reduction = codec->reduction_for(50.0, comm.size(), comm.rank(), Algorithm::ring, input);
-  const auto segments = split_range({0, input.size()}, n, reduction->granularity());
-  SlotLayout layout(segments, chunks_for(segments, chunk_bytes), reduction->granularity(),
-                    *reduction);
+  auto encoding = codec->reduction_for(50.0, comm.size(), comm.rank(), Algorithm::ring, input);
+  Reduction& reduction = *encoding->in_transit();  // 8-bit codes are summed in transit
+  const auto segments = split_range({0, input.size()}, n, reduction.granularity());
+  SlotLayout layout(segments, chunks_for(segments, chunk_bytes), reduction.granularity(),
+                    reduction);
   std::vector<std::byte> work(layout.total_bytes());
   std::vector<float> output(input.size(), -1.0f);
   CollectiveOptions options;
@@ -60,13 +61,13 @@ std::vector<float> ring_result(Communicator& comm, int tag, std::span<const floa
   const SlotRange final_slots = phases == RingPhases::reduce_scatter ? segment_slots(layout, me)
                                                                      : all_slots(layout);
   if (overlapped) {
-    CodecQueue queue(*reduction, layout, work, {input, 0, {}}, {output, 0}, nullptr);
-    run_ring(comm, tag, layout, work, reduction.get(), phases, options, kTestTimeout, "test",
+    CodecQueue queue(reduction, layout, work, {input, 0, {}}, {output, 0}, nullptr);
+    run_ring(comm, tag, layout, work, &reduction, phases, options, kTestTimeout, "test",
              &queue);
   } else {
-    encode_slots(*reduction, layout, encoded, input, 0, work);
-    run_ring(comm, tag, layout, work, reduction.get(), phases, options, kTestTimeout, "test");
-    decode_slots(*reduction, layout, work, final_slots, output, 0);
+    encode_slots(reduction, layout, encoded, input, 0, work);
+    run_ring(comm, tag, layout, work, &reduction, phases, options, kTestTimeout, "test");
+    decode_slots(reduction, layout, work, final_slots, output, 0);
   }
   return output;
 }

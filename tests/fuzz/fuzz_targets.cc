@@ -97,14 +97,14 @@ std::unique_ptr<ReductionTarget> make_target(const std::string& spec, CodecOpera
   auto t = std::make_unique<ReductionTarget>();
   t->codec = make_with_layout(spec, rng(), kShapes);
   if (!t->codec->supports(operation)) return nullptr;
-  if (t->codec->wants_step_feedback()) {  // an integer step, not the exact first one
+  if (t->codec->step_feedback() != nullptr) {  // an integer step, not the exact first one
     std::vector<float> update = random_input(kLength, rng);
     for (float& u : update) u = std::isfinite(u) ? u * 1e-3f : 0.0f;
-    t->codec->observe_step(0.1, update);
+    t->codec->step_feedback()->observe_step(0.1, update);
   }
   set_up(*t, operation, ranks, rank, rng);
   try {
-    t->reduction = t->codec->reduction_for(t->setup, t->setup.norm);
+    t->reduction = t->codec->reduction_for(t->setup);
   } catch (const InvalidArgument&) {
     return nullptr;
   }

@@ -23,7 +23,7 @@ struct ReductionTarget {
   std::vector<float> input;  // this rank's input: the vector, or its shard
   std::vector<Range> pieces;
   StepSetup setup;
-  std::unique_ptr<Reduction> reduction;
+  std::unique_ptr<Encoding> reduction;
   // The elements this rank's chunks may cover (its shard for an allgather)
   // in the collective's element space, and where `input` starts in it.
   Range encodable;

@@ -85,7 +85,7 @@ std::span<std::byte> Fuzzer::place(Bytes& buffer, const Bytes& bytes, std::size_
 
 void Fuzzer::exercise(ReductionTarget& t, std::size_t first, std::size_t count,
                       const Bytes& incoming_bytes, const std::string& mutation) {
-  Reduction& r = *t.reduction;
+  Encoding& r = *t.reduction;
   try {
     std::vector<float> out(count);
     Bytes in_buffer, accum_buffer;
@@ -94,6 +94,8 @@ void Fuzzer::exercise(ReductionTarget& t, std::size_t first, std::size_t count,
     call("decode_contribution", [&] { r.decode_contribution(incoming, first, out); });
     std::vector<float> scratch(count);
     call("decode_add", [&] { r.decode_add(incoming, first, out, scratch); });
+    Reduction* reducer = r.in_transit();
+    if (reducer == nullptr) return;  // gathered, never combined in transit
     const Bytes valid = encode(t, first, count);
     const std::size_t capacity = r.max_encoded_bytes(count);
     const ReduceContext context{first, count, t.setup.rank,
@@ -101,7 +103,7 @@ void Fuzzer::exercise(ReductionTarget& t, std::size_t first, std::size_t count,
     // The incoming chunk into a valid accumulated one, then the result decoded.
     auto accum = place(accum_buffer, valid, chunk_offset(t), capacity);
     call("reduce (incoming)", [&] {
-      const std::size_t size = r.reduce(incoming, accum, valid.size(), context);
+      const std::size_t size = reducer->reduce(incoming, accum, valid.size(), context);
       call("decode after reduce", [&] { r.decode(accum.first(size), first, out); });
     });
     // A valid incoming chunk into a mutated accumulated one.
@@ -110,7 +112,7 @@ void Fuzzer::exercise(ReductionTarget& t, std::size_t first, std::size_t count,
     const auto valid_in = place(valid_buffer, valid, chunk_offset(t), 0);
     accum = place(accum_buffer, changed, chunk_offset(t), capacity);
     call("reduce (into an accumulated chunk with " + accum_mutation + ")", [&] {
-      const std::size_t size = r.reduce(valid_in, accum, changed.size(), context);
+      const std::size_t size = reducer->reduce(valid_in, accum, changed.size(), context);
       call("decode after reduce", [&] { r.decode(accum.first(size), first, out); });
     });
   } catch (const Failure& f) {

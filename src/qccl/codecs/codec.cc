@@ -32,13 +32,21 @@ std::vector<Range> Codec::reduce_scatter_blocks(std::size_t count, int ranks) co
   return qccl::reduce_scatter_blocks(count, ranks, granularity());
 }
 
-std::unique_ptr<Reduction> Codec::reduction_for(double norm, int ranks, int rank,
-                                                Algorithm algorithm,
-                                                std::span<const float> input) const {
+bool CodecOperations::has(CodecOperation operation) const {
+  switch (operation) {
+    case CodecOperation::allreduce_mean: return allreduce_mean;
+    case CodecOperation::reduce_scatter_mean: return reduce_scatter_mean;
+    case CodecOperation::allgather: return allgather;
+  }
+  return false;
+}
+
+std::unique_ptr<Encoding> Codec::reduction_for(double norm, int ranks, int rank,
+                                               Algorithm algorithm, std::span<const float> input) {
   StepSetup setup = step_setup(CodecOperation::allreduce_mean, algorithm, ranks, rank);
   setup.norm = norm;
   setup.input = input;
-  return step_reduction(setup, norm);
+  return step_encoding(setup);
 }
 
 StepSetup Codec::step_setup(CodecOperation operation, Algorithm algorithm, int ranks,
@@ -53,12 +61,18 @@ StepSetup Codec::step_setup(CodecOperation operation, Algorithm algorithm, int r
   return setup;
 }
 
-bool Codec::has_native_equivalent() const {
-  // MPI can only sum: a codec that gathers and decodes has no equivalent
-  // (and its reduction may need this step's input to be built at all).
-  if (aggregation() != Aggregation::compressed_domain) return false;
-  const auto reduction = reduction_for(1.0, 2, 0, Algorithm::native);
-  return reduction && reduction->native_equivalent().has_value();
+std::size_t Codec::wire_bytes(std::size_t count) const {
+  return bounds({.count = count}).wire_bytes;
+}
+
+double Codec::max_abs_error(double inf_norm, int ranks, Algorithm algorithm) const {
+  return bounds({.inf_norm = inf_norm, .ranks = ranks, .algorithm = algorithm}).max_abs_error;
+}
+
+std::optional<double> Codec::variance_bound(double squared_norm, std::size_t d, int ranks,
+                                            Algorithm algorithm) const {
+  return bounds({.count = d, .squared_norm = squared_norm, .ranks = ranks, .algorithm = algorithm})
+      .variance;
 }
 
 double Codec::error_bound(double inf_norm, int ranks, Algorithm algorithm,
@@ -69,6 +83,11 @@ double Codec::error_bound(double inf_norm, int ranks, Algorithm algorithm,
 std::string Codec::layout_digest(const StepSetup& setup) const {
   if (setup.operation == CodecOperation::allgather || layout_.unnamed()) return {};
   return " tensors#" + std::to_string(layout_.fingerprint());
+}
+
+StepPreparation Codec::layout_preparation(const StepSetup& setup) const {
+  if (setup.operation != CodecOperation::allgather) layout_.check(setup.input.size(), step_name());
+  return {layout_digest(setup)};
 }
 
 std::string Codec::step_name() const {
@@ -176,28 +195,28 @@ void Codec::run_operation(Communicator& comm, const Operation& operation,
     throw InvalidArgument(spec() + ": algorithm native runs only codecs MPI can sum (fp32, "
                           "fp16); use ring or halving-doubling");
   }
-  check_step(setup);
-  // 1. This rank's statistics, and 2. the exchange, the reduction and the
-  // collective.
+  // 1. Local checks and what the exchange carries, and 2. the exchange,
+  // the encoding and the collective.
+  const StepPreparation preparation = prepare(comm, setup, operation, options);
   const std::size_t elements = operation.kind == CodecOperation::allgather ? operation.output.size()
                                                                            : operation.input.size();
-  CollectiveCall call = begin_step(comm, setup, local_statistic(operation), elements, options,
-                                   shared_value(operation));
-  // Building the reduction is where codecs select or scale from the whole
+  CollectiveCall call =
+      begin_step(comm, setup, local_statistic(operation), elements, options, preparation);
+  // Building the encoding is where codecs select or scale from the whole
   // input (Top-k, DGC, the per-tensor levels): it counts as encoding.
-  std::unique_ptr<Reduction> reduction;
+  std::unique_ptr<Encoding> encoding;
   {
     PhaseScope timed(options.phases, &PhaseTimes::encode);
-    reduction = step_reduction(setup, setup.norm);
+    encoding = step_encoding(setup);
   }
-  if (reduction) {
-    call.move([&](int tag) { move_data(comm, tag, setup, *reduction, operation, options); });
+  if (encoding) {
+    call.move([&](int tag) { move_data(comm, tag, setup, *encoding, operation, options); });
   } else {  // every rank's input is zero, and every rank knows it
     std::fill(operation.output.begin(), operation.output.end(), 0.0f);
     std::fill(operation.own.begin(), operation.own.end(), 0.0f);
   }
   // 3. Completion.
-  complete_step(setup, reduction.get(), operation);
+  complete_step(setup, encoding.get(), operation);
 }
 
 // The norm statistic of this rank's input. The ∞-norm of input that is
@@ -219,19 +238,19 @@ double Codec::local_statistic(const Operation& operation) const {
 
 CollectiveCall Codec::begin_step(Communicator& comm, StepSetup& setup, double statistic,
                                  std::size_t element_count, const CollectiveOptions& options,
-                                 double shared) const {
-  CallStatistics local = norm_statistics(statistic, norm_kind());
-  local.per_rank[kSharedValue] = shared;
+                                 const StepPreparation& preparation) const {
+  const NormKind kind = norm_kind();
+  CallStatistics local = norm_statistics(statistic, kind);
+  local.per_rank[kSharedValue] = preparation.shared;
   Fingerprint fingerprint(to_string(setup.operation));
   fingerprint.add_text("algorithm", to_string(setup.algorithm))
       .add("element count", static_cast<std::int64_t>(element_count))
       .add("blocks or shards", hash62(range_counts(setup.pieces)))
-      .add_text("codec", spec() + state_digest(setup));
+      .add_text("codec", spec() + preparation.digest);
   CollectiveCall call(comm, std::move(fingerprint), comm.timeout(options.timeout), &local);
-  setup.norm = global_norm(call.statistics(), norm_kind(), step_name());
+  setup.norm = global_norm(call.statistics(), kind, step_name());
   setup.shared_values.clear();
   for (const auto& row : call.statistics().per_rank) setup.shared_values.push_back(row[kSharedValue]);
-  check_norm(setup, setup.norm);
   return call;
 }
 
@@ -241,32 +260,52 @@ void Codec::sum_to_mean(const StepSetup& setup, const Operation& operation) {
   for (float& x : operation.output) x /= n;
 }
 
-void Codec::move_data(Communicator& comm, int tag, const StepSetup& setup, Reduction& reduction,
+void Codec::move_data(Communicator& comm, int tag, const StepSetup& setup, Encoding& encoding,
                       const Operation& operation, const CollectiveOptions& options) {
-  const bool in_transit = aggregation() == Aggregation::compressed_domain;
-  const int divide_by = means_of_decoded_values() ? setup.summed : 1;
+  default_move_data(comm, tag, setup, encoding, operation, options);
+}
+
+Reduction& Codec::in_transit(Encoding& encoding) const {
+  Reduction* reduction = encoding.in_transit();
+  if (reduction == nullptr) {
+    throw Error(step_name() + ": the step's encoding '" + encoding.name() +
+                "' has no in-transit reduction, but the codec combines it in transit (a bug "
+                "in the codec: report it)");
+  }
+  return *reduction;
+}
+
+// Compressed-domain codecs reduce hop by hop, which needs their encoding's
+// in-transit combining; the others gather, decode and add.
+void Codec::default_move_data(Communicator& comm, int tag, const StepSetup& setup,
+                              Encoding& encoding, const Operation& operation,
+                              const CollectiveOptions& options) {
+  const CodecTraits traits = this->traits();
+  Reduction* reduction = nullptr;
+  if (traits.aggregation == Aggregation::compressed_domain) reduction = &in_transit(encoding);
+  const int divide_by = traits.means_of_decoded_values ? setup.summed : 1;
   switch (setup.operation) {
     case CodecOperation::allreduce_mean:
-      if (in_transit) {
-        allreduce_body(comm, tag, operation.input, operation.output, reduction, options,
+      if (reduction) {
+        allreduce_body(comm, tag, operation.input, operation.output, *reduction, options,
                        operation.own);
       } else {
-        allreduce_by_allgather_body(comm, tag, operation.input, operation.output, reduction,
+        allreduce_by_allgather_body(comm, tag, operation.input, operation.output, encoding,
                                     options, operation.own, divide_by);
       }
       return;
     case CodecOperation::reduce_scatter_mean:
-      if (in_transit) {
+      if (reduction) {
         reduce_scatter_body(comm, tag, operation.input, operation.pieces, operation.output,
-                            reduction, options, operation.own);
+                            *reduction, options, operation.own);
       } else {
         reduce_scatter_by_exchange_body(comm, tag, operation.input, operation.pieces,
-                                        operation.output, reduction, options, operation.own,
+                                        operation.output, encoding, options, operation.own,
                                         divide_by);
       }
       return;
     case CodecOperation::allgather:
-      allgather_body(comm, tag, operation.input, operation.pieces, operation.output, reduction,
+      allgather_body(comm, tag, operation.input, operation.pieces, operation.output, encoding,
                      options, operation.own);
       return;
   }
@@ -305,11 +344,12 @@ void Codec::load_state(std::span<const std::byte> state) {
 }
 
 void feed_sgd_step(Codec& codec, std::span<const float> result, double step_size) {
-  if (!codec.wants_step_feedback()) return;
+  StepFeedback* feedback = codec.step_feedback();
+  if (feedback == nullptr) return;
   std::vector<float> update(result.size());
   const auto eta = static_cast<float>(step_size);
   for (std::size_t i = 0; i < result.size(); ++i) update[i] = -eta * result[i];
-  codec.observe_step(step_size, update);
+  feedback->observe_step(step_size, update);
 }
 
 }  // namespace qccl

@@ -16,22 +16,31 @@
 // - allgather: each rank's shard encoded once; every rank gets every rank's
 //   decoded shard, bitwise identical everywhere.
 //
+// The contract a scheme implements is narrow: its spec, its traits and
+// bounds as data (CodecTraits, CodecBounds), the three step hooks below, and
+// its state (layout, save, load). Optional capabilities (optimizer feedback,
+// StepFeedback) are offered, not type-switched on.
+//
 // Every operation runs one step in three parts, so that any collective can
 // carry it:
-// 1. prepare: this rank's statistics (the local norm every codec exchanges,
-//    whether its input is finite) and what must agree across ranks besides
-//    the call (state_digest(): IntSGD's scales);
-// 2. one exchange — the call check and the statistics in one round trip
-//    (CollectiveCall) — after which non-finite input on any rank raises a
-//    NonFiniteError on every rank, and step_reduction() builds the Reduction
-//    from the global norm; the collective (ring, halving-doubling, native;
-//    in the compressed domain, or by gathering and decoding) moves the data;
-// 3. complete: complete_step() post-processes and updates state. A caller
-//    that passes `own` also gets this rank's own decoded contribution Q(x),
-//    which error feedback needs (error_feedback.h).
+// 1. prepare(): local checks, any collective work of the codec's own before
+//    the step (learned levels), and what the step's exchange carries besides
+//    the norm (StepPreparation: a digest that must agree across ranks, and a
+//    shared value);
+// 2. one exchange — the call check and this rank's statistics (the local
+//    norm every codec exchanges, whether its input is finite) in one round
+//    trip (CollectiveCall) — after which non-finite input on any rank raises
+//    a NonFiniteError on every rank, and step_encoding() builds the step's
+//    Encoding from the global norm; the collective (ring, halving-doubling,
+//    native; in the compressed domain when the encoding is a Reduction, or
+//    by gathering and decoding) moves the data (move_data());
+// 3. complete_step() post-processes and updates state. A caller that passes
+//    `own` also gets this rank's own decoded contribution Q(x), which error
+//    feedback needs (error_feedback.h).
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -42,6 +51,7 @@
 #include "qccl/codecs/tensor_layout.h"
 #include "qccl/codecs/tensor_state.h"
 #include "qccl/collectives/communicator.h"
+#include "qccl/collectives/encoding.h"
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/options.h"
 #include "qccl/collectives/reduction.h"
@@ -70,9 +80,83 @@ struct CodecStepStats {
   std::uint64_t largest_sum = 0;
 };
 
+// Optimizer feedback (IntSGD §4: the scale α_k depends on the step size η_k
+// and on x_k − x_{k−1}), an optional capability: only the codecs that need
+// it offer it (Codec::step_feedback() is null for the others). A training
+// loop asks once; if offered, after every optimizer step it calls
+// observe_step() with the step size the *next* gradient will be applied
+// with and the update x_k − x_{k−1} of exactly the elements the codec
+// reduces, in the same order.
+class StepFeedback {
+ public:
+  virtual void observe_step(double next_step_size, std::span<const float> update) = 0;
+
+ protected:
+  ~StepFeedback() = default;
+};
+
 struct CodecSettings {
   std::uint64_t seed = 0;    // run seed
   std::uint64_t bucket = 0;  // which tensor/bucket this instance compresses
+};
+
+// The operations a codec offers.
+struct CodecOperations {
+  bool allreduce_mean = true;
+  bool reduce_scatter_mean = true;
+  bool allgather = true;
+
+  bool has(CodecOperation operation) const;
+  static CodecOperations means_only() { return {true, true, false}; }
+};
+
+// What a codec is, as data: its properties whatever the step.
+struct CodecTraits {
+  // E[result] equals the exact mean of the ranks' inputs.
+  bool unbiased = false;
+  Aggregation aggregation = Aggregation::compressed_domain;
+  // The norm the codec exchanges before its data moves (every codec
+  // exchanges one: it is also how non-finite input on any rank is caught
+  // everywhere).
+  NormKind norm_kind = NormKind::inf;
+  // Elements per indivisible unit of the encoding (QSGD's bucket, packed
+  // 4-bit pairs): reduce-scatter blocks keep it.
+  std::size_t granularity = 1;
+  CodecOperations operations;
+  // Every step's encoding maps onto the transport's own collective (MPI),
+  // so the codec can run with algorithm native: fp32, fp16.
+  bool native_equivalent = false;
+  // Aggregation::allgather_decode: the means are the mean of the ranks'
+  // decoded values (QSGD, natural compression, Top-k, DGC, the one-bit
+  // levels), which the decode-and-sum path then forms itself, the sum in
+  // fp32 divided by n — or, where that sum overflows fp32, in double
+  // (decode_sum.h). Otherwise (vote counts, TernGrad's levels, which their
+  // codecs scale) the path leaves the sum.
+  bool means_of_decoded_values = false;
+};
+
+// What a bound is asked for: `count` elements per rank on `ranks` ranks,
+// whose inputs have the given global ∞-norm and ||x||_{2,2}^2 (the sum over
+// ranks of ||x_i||^2).
+struct BoundsQuery {
+  std::size_t count = 0;
+  double inf_norm = 0;
+  double squared_norm = 0;
+  int ranks = 1;
+  Algorithm algorithm = Algorithm::ring;
+};
+
+// A codec's size and accuracy for a BoundsQuery.
+struct CodecBounds {
+  // Bytes one rank's encoding of `count` elements takes on the wire.
+  std::size_t wire_bytes = 0;
+  // A bound that |result - exact mean| never exceeds, for any element: the
+  // benchmark's correctness check for lossy codecs. Infinity where none
+  // exists.
+  double max_abs_error = std::numeric_limits<double>::infinity();
+  // The published bound on E||result - exact mean||^2, where the codec's
+  // paper gives one; nullopt otherwise.
+  std::optional<double> variance;
 };
 
 // One step of a codec as its collective sees it.
@@ -85,17 +169,29 @@ struct StepSetup {
   // for an allgather (each shard is decoded on its own).
   int summed = 1;
   std::uint64_t step = 0;
-  // The global norm of the ranks' inputs (of the codec's norm_kind()), from
+  // The global norm of the ranks' inputs (of the codec's norm kind), from
   // the step's exchange; 0 before it.
   double norm = 0;
-  // Every rank's shared_value() of this step, by rank, from the step's
-  // exchange (empty before it).
+  // Every rank's StepPreparation::shared of this step, by rank, from the
+  // step's exchange (empty before it).
   std::vector<double> shared_values;
   // This rank's input: the whole vector (means) or its shard (allgather).
   std::span<const float> input;
   // Reduce-scatter: every rank's block of the vector; allgather: every
   // rank's shard within the output. Empty for allreduce.
   std::span<const Range> pieces;
+};
+
+// What a codec's prepare() tells the step's exchange.
+struct StepPreparation {
+  // What must agree across ranks besides the spec, compared by the call
+  // check: e.g. a hash of IntSGD's scales or of the tensors' layout.
+  std::string digest;
+  // A number this rank tells every other rank in the step's exchange,
+  // besides its norm, at no extra round (StepSetup::shared_values). Sparse
+  // Global-QSGD sends a bound on its non-zeros, so that its gather needs no
+  // round of counts.
+  double shared = 0;
 };
 
 class Codec {
@@ -107,54 +203,39 @@ class Codec {
 
   // Canonical spec with every parameter, e.g. "global-qsgd:bits=8,dither=linear,norm=inf,sparse=off".
   virtual std::string spec() const = 0;
-  // E[result] equals the exact mean of the ranks' inputs.
-  virtual bool unbiased() const = 0;
-  virtual Aggregation aggregation() const = 0;
-  // Bytes one rank's encoding of `count` elements takes on the wire.
-  virtual std::size_t wire_bytes(std::size_t count) const = 0;
-  // The norm the codec exchanges before its data moves (every codec
-  // exchanges one: it is also how non-finite input on any rank is caught
-  // everywhere).
-  virtual NormKind norm_kind() const { return NormKind::inf; }
-  // Whether the scheme offers `operation`.
-  virtual bool supports(CodecOperation operation) const = 0;
+  virtual CodecTraits traits() const = 0;
+  virtual CodecBounds bounds(const BoundsQuery& query) const = 0;
+
+  // Shorthands for the traits and bounds.
+  bool unbiased() const { return traits().unbiased; }
+  Aggregation aggregation() const { return traits().aggregation; }
+  NormKind norm_kind() const { return traits().norm_kind; }
+  std::size_t granularity() const { return traits().granularity; }
+  bool supports(CodecOperation operation) const { return traits().operations.has(operation); }
+  bool has_native_equivalent() const { return traits().native_equivalent; }
+  std::size_t wire_bytes(std::size_t count) const;
+  double max_abs_error(double inf_norm, int ranks, Algorithm algorithm) const;
+  // The same for any operation (an allgather's shards are each one rank's).
+  double error_bound(double inf_norm, int ranks, Algorithm algorithm,
+                     CodecOperation operation) const;
+  std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
+                                       Algorithm algorithm) const;
+
   // Throws InvalidArgument naming the codec, the operation and the ones it
   // offers, unless it supports `operation`.
   void check_supported(CodecOperation operation) const;
-  // Elements per indivisible unit of the encoding (QSGD's bucket, packed
-  // 4-bit pairs): reduce-scatter blocks keep it.
-  virtual std::size_t granularity() const { return 1; }
   // The blocks reduce_scatter_mean gives each of `ranks` ranks for a vector
   // of `count` elements.
   std::vector<Range> reduce_scatter_blocks(std::size_t count, int ranks) const;
 
-  // The Reduction a step with this setup runs, given the global norm of the
-  // ranks' inputs; exposed so tools can time encode, reduce and decode.
-  std::unique_ptr<Reduction> reduction_for(const StepSetup& setup, double norm) const {
-    return step_reduction(setup, norm);
-  }
-  // The allreduce reduction on rank `rank` of `ranks` (tools' shorthand), for
+  // The Encoding a step with this setup runs (setup.norm the global norm of
+  // the ranks' inputs); exposed so tools can time encode, reduce and decode.
+  std::unique_ptr<Encoding> reduction_for(const StepSetup& setup) { return step_encoding(setup); }
+  // The allreduce encoding on rank `rank` of `ranks` (tools' shorthand), for
   // this rank's `input`: codecs that select or scale from the whole input
   // (Top-k, the scaled signs) build it from there.
-  std::unique_ptr<Reduction> reduction_for(double norm, int ranks, int rank, Algorithm algorithm,
-                                           std::span<const float> input = {}) const;
-  // Whether every step's reduction maps onto the transport's own collective
-  // (MPI), so the codec can run with algorithm native: fp32, fp16.
-  virtual bool has_native_equivalent() const;
-  // A bound that |result - exact mean| never exceeds, for any element, when
-  // the ranks' inputs have the given global ∞-norm: the benchmark's
-  // correctness check for lossy codecs. Infinity where none exists.
-  virtual double max_abs_error(double inf_norm, int ranks, Algorithm algorithm) const = 0;
-  // The same for any operation (an allgather's shards are each one rank's).
-  double error_bound(double inf_norm, int ranks, Algorithm algorithm,
-                     CodecOperation operation) const;
-  // The published bound on E||result - exact mean||^2 for inputs with
-  // ||x||_{2,2}^2 = `squared_norm` (sum over ranks of ||x_i||^2) of length d,
-  // where the codec's paper gives one; nullopt otherwise.
-  virtual std::optional<double> variance_bound(double /*squared_norm*/, std::size_t /*d*/,
-                                               int /*ranks*/, Algorithm /*algorithm*/) const {
-    return std::nullopt;
-  }
+  std::unique_ptr<Encoding> reduction_for(double norm, int ranks, int rank, Algorithm algorithm,
+                                          std::span<const float> input = {});
 
   // Replaces `data` on every rank by the (compressed) mean over ranks of the
   // ranks' `data`; every rank ends with bitwise identical values. All ranks
@@ -187,14 +268,11 @@ class Codec {
                   std::span<const std::size_t> counts, std::span<float> output,
                   const CollectiveOptions& options = {}, std::span<float> own = {});
 
-  // Optimizer feedback (IntSGD §4: the scale α_k depends on the step size
-  // η_k and on x_k − x_{k−1}). A training loop asks wants_step_feedback()
-  // once; if true, after every optimizer step it calls observe_step() with
-  // the step size the *next* gradient will be applied with and the update
-  // x_k − x_{k−1} of exactly the elements this instance reduces, in the same
-  // order. Codecs that do not need it ignore it.
-  virtual bool wants_step_feedback() const { return false; }
-  virtual void observe_step(double /*next_step_size*/, std::span<const float> /*update*/) {}
+  // The optimizer feedback this codec needs (see StepFeedback), or null.
+  StepFeedback* step_feedback() const { return step_feedback_; }
+  // The latest step's counters, for logs (integer codecs fill them in).
+  const CodecStepStats& last_step_stats() const { return step_stats_; }
+
   // The tensors this instance's vector is made of, and the store their
   // per-tensor state lives in (null: a store of this instance's own). Codecs
   // take one scale per tensor (IntSGD Algorithm 2), keep residuals and shifts
@@ -202,8 +280,6 @@ class Codec {
   // (a re-planned bucket): state kept by name carries over.
   virtual void set_layout(TensorLayout layout, std::shared_ptr<TensorStateStore> store = nullptr);
   const TensorLayout& layout() const { return layout_; }
-  // The latest step's counters, for logs.
-  virtual CodecStepStats last_step_stats() const { return {}; }
 
   // The state that persists across steps besides the step counter, for
   // checkpoints: load_state(save_state()) on a fresh instance with the same
@@ -214,7 +290,7 @@ class Codec {
   virtual void load_state(std::span<const std::byte> state);
 
   std::uint64_t step() const { return step_; }
-  virtual void set_step(std::uint64_t step) { step_ = step; }
+  void set_step(std::uint64_t step) { step_ = step; }
   const CodecSettings& settings() const { return settings_; }
 
  protected:
@@ -234,46 +310,61 @@ class Codec {
   virtual void run_operation(Communicator& comm, const Operation& operation,
                              const CollectiveOptions& options);
 
-  // 1. Local checks before anything is exchanged (throw InvalidArgument).
-  virtual void check_step(const StepSetup& /*setup*/) const {}
-  // What must agree across ranks besides the spec (compared by the call
-  // check): e.g. a hash of IntSGD's scales.
-  virtual std::string state_digest(const StepSetup& /*setup*/) const { return {}; }
-  // 2. The reduction of this step, given the global norm; null when every
-  // rank's input is zero and so is the result (nothing moves).
-  virtual std::unique_ptr<Reduction> step_reduction(const StepSetup& setup,
-                                                    double norm) const = 0;
-  // A number this rank tells every other rank in the step's exchange,
-  // besides its norm, at no extra round; StepSetup::shared_values holds
-  // every rank's after it. Sparse Global-QSGD sends a bound on its
-  // non-zeros, so that its gather needs no round of counts. 0 by default.
-  virtual double shared_value(const Operation& /*operation*/) const { return 0; }
-  // Checks the global norm before data moves (fp16's range); throws
-  // InvalidArgument on every rank alike.
-  virtual void check_norm(const StepSetup& /*setup*/, double /*norm*/) const {}
+  // 1. Before anything of the step is exchanged: local checks (throw
+  // InvalidArgument), collective work of the codec's own that precedes the
+  // step (refitting learned levels from every rank's statistics), and what
+  // the step's exchange must carry (StepPreparation).
+  virtual StepPreparation prepare(Communicator& /*comm*/, const StepSetup& /*setup*/,
+                                  const Operation& /*operation*/,
+                                  const CollectiveOptions& /*options*/) {
+    return {};
+  }
+  // 2. The encoding of this step, given the global norm (setup.norm); null
+  // when every rank's input is zero and so is the result (nothing moves).
+  // Throws InvalidArgument, on every rank alike, when the global norm rules
+  // the step out (fp16's range). A codec that needs its encoding's own type
+  // later in the step (to set exchanged scales, to read counters) keeps a
+  // pointer to it: the encoding lives until complete_step() returns.
+  virtual std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) = 0;
   // Moves the data: by default the collective body of the codec's
-  // aggregation for the operation. Codecs with their own data path (sparse
-  // Global-QSGD) override it.
-  virtual void move_data(Communicator& comm, int tag, const StepSetup& setup,
-                         Reduction& reduction, const Operation& operation,
-                         const CollectiveOptions& options);
+  // aggregation for the operation (default_move_data). A codec with a data
+  // path of its own (sparse Global-QSGD, IntDIANA's differences, TernGrad's
+  // per-tensor scales) does its part and calls it.
+  virtual void move_data(Communicator& comm, int tag, const StepSetup& setup, Encoding& encoding,
+                         const Operation& operation, const CollectiveOptions& options);
   // 3. After the data moved: post-processing of the output and of this
   // rank's own contribution (fp32's division by n, IntDIANA's shifts) and
-  // state updates. `reduction` is the one step_reduction() returned: null
+  // state updates. `encoding` is the one step_encoding() returned: null
   // when nothing moved.
-  virtual void complete_step(const StepSetup& /*setup*/, Reduction* /*reduction*/,
+  virtual void complete_step(const StepSetup& /*setup*/, Encoding* /*encoding*/,
                              const Operation& /*operation*/) {}
 
-  // Part 2's exchange for data whose local norm statistic (of norm_kind())
-  // is `statistic` (NaN: not finite): the call check and the statistics
-  // (with this rank's `shared`, see shared_value()) in one round trip.
+  // The default data path: the collective body of the codec's aggregation
+  // for the operation, in the compressed domain (the encoding must be a
+  // Reduction) or by gathering and decoding.
+  void default_move_data(Communicator& comm, int tag, const StepSetup& setup, Encoding& encoding,
+                         const Operation& operation, const CollectiveOptions& options);
+
+  // The in-transit reduction of an encoding this codec built as one; throws
+  // if it is not (a bug in the codec).
+  Reduction& in_transit(Encoding& encoding) const;
+
+  // Part 2's exchange for data whose local norm statistic (of the norm
+  // kind) is `statistic` (NaN: not finite): the call check and the
+  // statistics (with the preparation's shared value) in one round trip.
   // Raises NonFiniteError on every rank if any rank's data is not finite,
-  // sets setup.norm and setup.shared_values and runs check_norm(); then the
-  // returned call moves the data. For codecs with steps of their own (fp64
-  // data).
+  // sets setup.norm and setup.shared_values; then the returned call moves
+  // the data. For codecs with steps of their own (fp64 data).
   CollectiveCall begin_step(Communicator& comm, StepSetup& setup, double statistic,
                             std::size_t element_count, const CollectiveOptions& options,
-                            double shared = 0) const;
+                            const StepPreparation& preparation = {}) const;
+
+  // Offers the optimizer feedback capability (from the constructor of a
+  // codec that implements StepFeedback, or a wrapper forwarding its inner
+  // codec's).
+  void offer_step_feedback(StepFeedback* feedback) { step_feedback_ = feedback; }
+  // The counters last_step_stats() reports, which the codec's step sets.
+  CodecStepStats& step_stats() { return step_stats_; }
 
   // Turns an output that holds the sum over ranks into their mean (the
   // means; an allgather's shards are left as they are).
@@ -281,22 +372,19 @@ class Codec {
   // This rank's norm statistic (local_norm_statistic) of the operation's
   // input, read over its support when it has one.
   double local_statistic(const Operation& operation) const;
-  // Aggregation::allgather_decode: whether the means are the mean of the
-  // ranks' decoded values (QSGD, natural compression, Top-k, DGC, the
-  // one-bit levels), which the decode-and-sum path then forms itself, the
-  // sum in fp32 divided by n — or, where that sum overflows fp32, in double
-  // (decode_sum.h). Otherwise (vote counts, TernGrad's levels, which their
-  // codecs scale) the path leaves the sum.
-  virtual bool means_of_decoded_values() const { return false; }
 
   // "global-qsgd:... step 3 bucket 1", for messages.
   std::string step_name() const;
-  // For state_digest() of codecs whose selection or scales follow the
-  // tensors (Top-k, Rand-k, DGC, the per-tensor levels): a hash of the
-  // layout's names and shapes for the means, empty for an allgather (one
-  // tensor per shard) or an unnamed layout. Ranks with different layouts
-  // then fail the call check instead of combining mismatched encodings.
+  // For the digest of codecs whose selection or scales follow the tensors
+  // (Top-k, Rand-k, DGC, the per-tensor levels): a hash of the layout's
+  // names and shapes for the means, empty for an allgather (one tensor per
+  // shard) or an unnamed layout. Ranks with different layouts then fail the
+  // call check instead of combining mismatched encodings.
   std::string layout_digest(const StepSetup& setup) const;
+  // The preparation of such codecs: the means' data must cover the layout
+  // (checked here, on every rank before anything is exchanged), and the
+  // digest is layout_digest().
+  StepPreparation layout_preparation(const StepSetup& setup) const;
   // The setup of this step of `operation` on rank `rank` of `ranks`
   // (without input, pieces or norm).
   StepSetup step_setup(CodecOperation operation, Algorithm algorithm, int ranks, int rank) const;
@@ -310,6 +398,8 @@ class Codec {
   TensorLayout layout_;
   std::shared_ptr<TensorStateStore> store_ = std::make_shared<TensorStateStore>();
   bool owns_store_ = true;
+  StepFeedback* step_feedback_ = nullptr;
+  CodecStepStats step_stats_;
 };
 
 // For tools that run a codec outside a training loop (benchmarks,

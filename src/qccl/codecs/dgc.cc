@@ -1,7 +1,6 @@
 #include "qccl/codecs/dgc.h"
 
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "qccl/codecs/dgc_selection.h"
@@ -40,7 +39,7 @@ std::string dgc_spec(const DgcConfig& c) {
 //          at this step's density (warm-up training)
 //   u, v ← 0 on the sent positions momentum factor masking
 // The sent values travel as (index, value) pairs by allgather
-// (SparsePairsReduction), and every rank adds the ranks' pairs in rank order
+// (SparsePairsEncoding), and every rank adds the ranks' pairs in rank order
 // and divides by n: the result is the mean of the ranks' sent v, which the
 // optimizer applies without momentum of its own.
 //
@@ -49,7 +48,7 @@ std::string dgc_spec(const DgcConfig& c) {
 // exchange, which checks v instead of g: an accumulated v beyond fp32's
 // range (gradients near fp32's largest value, added up over steps) raises
 // a NonFiniteError naming it on every rank before anything moves.
-// step_reduction() selects from v (so a step's reduction times the whole
+// step_encoding() selects from v (so a step's reduction times the whole
 // selection); complete_step() masks u and v and stores them, so a step
 // that fails before it completes leaves the state as it was.
 //
@@ -62,34 +61,37 @@ class DgcCodec final : public Codec {
   DgcCodec(DgcConfig config, CodecSettings settings) : Codec(settings), config_(config) {}
 
   std::string spec() const override { return dgc_spec(config_); }
-  bool unbiased() const override { return false; }
-  Aggregation aggregation() const override { return Aggregation::allgather_decode; }
+  // The momentum is of a mean's input: no allgather. The decode-and-sum
+  // path forms the mean of the ranks' sent values.
+  CodecTraits traits() const override {
+    return {.unbiased = false,
+            .aggregation = Aggregation::allgather_decode,
+            .operations = CodecOperations::means_only(),
+            .means_of_decoded_values = true};
+  }
   // The most one rank sends for `count` elements at the current step's
   // density, in one chunk: a 4-byte count and Σ_t max(k_t, ⌊1.3·k_t⌋) pairs
   // (the threshold's count is allowed 30% above target; a converged step
   // sends 0.7·k_t to 1.3·k_t). Warm-up steps send more than later ones; a
   // collective that cuts the vector into c chunks adds 4·(c − 1) bytes.
-  std::size_t wire_bytes(std::size_t count) const override {
-    return sparse_pairs_bytes(most_selected(count, step()));
-  }
-  bool supports(CodecOperation operation) const override {
-    return operation != CodecOperation::allgather;  // the momentum is of a mean's input
-  }
-  // The result carries the accumulated past, not this step's input.
-  double max_abs_error(double, int, Algorithm) const override {
-    return std::numeric_limits<double>::infinity();
+  // The result carries the accumulated past, not this step's input: no
+  // error bound.
+  CodecBounds bounds(const BoundsQuery& q) const override {
+    return {.wire_bytes = sparse_pairs_bytes(most_selected(q.count, step()))};
   }
 
  protected:
-  void check_step(const StepSetup& setup) const override {
-    layout().check(setup.input.size(), step_name());
-  }
   // Every rank reserves room for the most any rank sends at the step's
   // density, so under warm-up the ranks must agree on it.
-  std::string state_digest(const StepSetup& setup) const override {
-    if (config_.warmup == 0) return layout_digest(setup);
-    return " density " + format_number(dgc_density(config_.ratio, config_.warmup, setup.step)) +
-           layout_digest(setup);
+  StepPreparation prepare(Communicator&, const StepSetup& setup, const Operation&,
+                          const CollectiveOptions&) override {
+    StepPreparation preparation = layout_preparation(setup);
+    if (config_.warmup > 0) {
+      preparation.digest = " density " +
+                           format_number(dgc_density(config_.ratio, config_.warmup, setup.step)) +
+                           preparation.digest;
+    }
+    return preparation;
   }
 
   // This step's u and v from the gradient; then the step on v.
@@ -118,7 +120,7 @@ class DgcCodec final : public Codec {
   // Selects from the step's input, which is v (run_operation); a tool's
   // reduction_for() selects from the input it gives, as a first step would.
   // Never null: v can be non-zero when every rank's gradient is zero.
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double) const override {
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
     const std::size_t d = setup.input.size();
     selected_.clear();
     const double density = dgc_density(config_.ratio, config_.warmup, setup.step);
@@ -132,10 +134,10 @@ class DgcCodec final : public Codec {
                           sparse_count(density, t.elements), config_.sample, rng, t.offset,
                           selected_, sample_scratch_, magnitude_scratch_);
     }
-    return std::make_unique<SparsePairsReduction>(spec(), selected_, most_selected(d, setup.step));
+    return std::make_unique<SparsePairsEncoding>(spec(), selected_, most_selected(d, setup.step));
   }
 
-  void complete_step(const StepSetup& setup, Reduction*, const Operation&) override {
+  void complete_step(const StepSetup& setup, Encoding*, const Operation&) override {
     for (std::size_t j : selected_) {
       momentum_[j] = 0.0f;
       accumulated_[j] = 0.0f;
@@ -148,8 +150,6 @@ class DgcCodec final : public Codec {
                   v.begin());
     }
   }
-  // The decode-and-sum path forms the mean of the ranks' sent values.
-  bool means_of_decoded_values() const override { return true; }
 
  private:
   // The stored field of tensor t, or empty (all zero) before its first step.

@@ -1,7 +1,6 @@
 #include "qccl/codecs/error_feedback.h"
 
 #include <cstring>
-#include <limits>
 #include <vector>
 
 #include "qccl/common/errors.h"
@@ -14,38 +13,29 @@ constexpr std::string_view kResidualField = "ef.residual";
 class ErrorFeedbackCodec final : public Codec {
  public:
   ErrorFeedbackCodec(std::unique_ptr<Codec> inner, std::string spec)
-      : Codec(inner->settings()), inner_(std::move(inner)), spec_(std::move(spec)) {}
+      : Codec(inner->settings()), inner_(std::move(inner)), spec_(std::move(spec)) {
+    offer_step_feedback(inner_->step_feedback());
+  }
 
   std::string spec() const override { return spec_.empty() ? "ef(" + inner_->spec() + ")" : spec_; }
   // Each step's result is biased by the residuals it carries; over steps
-  // nothing is lost.
-  bool unbiased() const override { return false; }
-  Aggregation aggregation() const override { return inner_->aggregation(); }
-  std::size_t wire_bytes(std::size_t count) const override { return inner_->wire_bytes(count); }
-  NormKind norm_kind() const override { return inner_->norm_kind(); }
-  bool supports(CodecOperation operation) const override {
-    return operation != CodecOperation::allgather && inner_->supports(operation);
+  // nothing is lost. The inner codec's means only (gathered values are used
+  // as they are).
+  CodecTraits traits() const override {
+    CodecTraits traits = inner_->traits();
+    traits.unbiased = false;
+    traits.operations.allgather = false;
+    return traits;
   }
-  std::size_t granularity() const override { return inner_->granularity(); }
-  bool has_native_equivalent() const override { return inner_->has_native_equivalent(); }
   // The result differs from the mean of this step's inputs by the residuals
   // as well: there is no per-step bound against the input.
-  double max_abs_error(double, int, Algorithm) const override {
-    return std::numeric_limits<double>::infinity();
+  CodecBounds bounds(const BoundsQuery& query) const override {
+    return {.wire_bytes = inner_->wire_bytes(query.count)};
   }
 
-  bool wants_step_feedback() const override { return inner_->wants_step_feedback(); }
-  void observe_step(double next_step_size, std::span<const float> update) override {
-    inner_->observe_step(next_step_size, update);
-  }
   void set_layout(TensorLayout layout, std::shared_ptr<TensorStateStore> store) override {
     inner_->set_layout(layout, store);
     Codec::set_layout(std::move(layout), std::move(store));
-  }
-  CodecStepStats last_step_stats() const override { return inner_->last_step_stats(); }
-  void set_step(std::uint64_t step) override {
-    Codec::set_step(step);
-    inner_->set_step(step);
   }
 
   // [uint64 length of the residuals' part][residuals (an owned store)][the
@@ -77,8 +67,8 @@ class ErrorFeedbackCodec final : public Codec {
   }
 
  protected:
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
-    return inner_->reduction_for(setup, norm);
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
+    return inner_->reduction_for(setup);
   }
 
   // p = x + e; the inner codec's operation on p, which also yields Q(p);
@@ -96,6 +86,7 @@ class ErrorFeedbackCodec final : public Codec {
       float* __restrict p = pushed_.data() + t.offset;
       for (std::size_t j = 0; j < t.elements; ++j) p[j] = x[j] + residual[j];
     }
+    inner_->set_step(step());  // the inner codec's steps are this codec's
     try {
       if (operation.kind == CodecOperation::allreduce_mean) {
         std::copy(pushed_.begin(), pushed_.end(), operation.output.begin());
@@ -111,6 +102,7 @@ class ErrorFeedbackCodec final : public Codec {
                            "NaN or Inf; the residuals are unchanged. Scale the loss or the "
                            "gradients down. (" + std::string(e.what()) + ")");
     }
+    step_stats() = inner_->last_step_stats();
     for (const TensorSlice& t : tensors) {
       const auto residual = state_store().floats(t.name, kResidualField, t.elements);
       const float* __restrict p = pushed_.data() + t.offset;

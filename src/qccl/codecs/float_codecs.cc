@@ -19,22 +19,19 @@ class Fp32Codec final : public Codec {
  public:
   using Codec::Codec;
   std::string spec() const override { return "fp32"; }
-  bool unbiased() const override { return true; }
-  Aggregation aggregation() const override { return Aggregation::compressed_domain; }
-  std::size_t wire_bytes(std::size_t count) const override { return count * sizeof(float); }
-  bool supports(CodecOperation) const override { return true; }
+  CodecTraits traits() const override { return {.unbiased = true, .native_equivalent = true}; }
   // n-1 additions of values <= n·norm, then a division: n·2^-23·norm.
-  double max_abs_error(double norm, int ranks, Algorithm) const override {
-    return ranks * std::ldexp(norm, -23);
+  CodecBounds bounds(const BoundsQuery& q) const override {
+    return {.wire_bytes = q.count * sizeof(float),
+            .max_abs_error = q.ranks * std::ldexp(q.inf_norm, -23)};
   }
 
  protected:
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
-    return make_fp32_mean_reduction(norm, setup.summed);
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
+    return make_fp32_mean_reduction(setup.norm, setup.summed);
   }
-  void complete_step(const StepSetup& setup, Reduction* reduction,
-                     const Operation& operation) override {
-    finish_fp32_mean(*reduction, setup.summed, operation.output);
+  void complete_step(const StepSetup& setup, Encoding*, const Operation& operation) override {
+    finish_fp32_mean(setup.norm, setup.summed, operation.output);
   }
 };
 
@@ -86,29 +83,28 @@ class Fp16Codec final : public Codec {
  public:
   using Codec::Codec;
   std::string spec() const override { return "fp16"; }
-  bool unbiased() const override { return false; }  // round to nearest
-  Aggregation aggregation() const override { return Aggregation::compressed_domain; }
-  std::size_t wire_bytes(std::size_t count) const override { return 2 * count; }
-  bool supports(CodecOperation) const override { return true; }
+  // Round to nearest: biased.
+  CodecTraits traits() const override { return {.unbiased = false, .native_equivalent = true}; }
   // n encodings and n-1 sums, each rounding by at most 2^-11 of a magnitude
   // <= norm (plus fp16's subnormal spacing 2^-24 each).
-  double max_abs_error(double norm, int ranks, Algorithm) const override {
-    return (2 * ranks - 1) * (std::ldexp(norm, -11) + std::ldexp(1.0, -24));
+  CodecBounds bounds(const BoundsQuery& q) const override {
+    return {.wire_bytes = 2 * q.count,
+            .max_abs_error =
+                (2 * q.ranks - 1) * (std::ldexp(q.inf_norm, -11) + std::ldexp(1.0, -24))};
   }
 
  protected:
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double) const override {
-    return std::make_unique<Fp16MeanReduction>(setup.summed);
-  }
   // Every partial sum of values |x/n| <= 65504/n stays within fp16's range.
-  void check_norm(const StepSetup& setup, double largest) const override {
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
     constexpr double kFp16Max = 65504.0;
+    const double largest = setup.norm;
     if (largest / setup.summed > kFp16Max) {
       throw InvalidArgument(step_name() + ": the largest |x| over the ranks is " +
                             std::to_string(largest) + ", so x/" + std::to_string(setup.summed) +
                             " exceeds fp16's largest value 65504; use fp32 or global-qsgd for "
                             "this tensor");
     }
+    return std::make_unique<Fp16MeanReduction>(setup.summed);
   }
 };
 

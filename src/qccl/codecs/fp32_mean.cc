@@ -69,8 +69,8 @@ std::unique_ptr<Reduction> make_fp32_mean_reduction(double norm, int summed) {
   return std::make_unique<ScaledFp32Sum>(scaling);
 }
 
-void finish_fp32_mean(const Reduction& reduction, int summed, std::span<float> output) {
-  if (summed == 1 || dynamic_cast<const ScaledFp32Sum*>(&reduction) != nullptr) return;
+void finish_fp32_mean(double norm, int summed, std::span<float> output) {
+  if (summed == 1 || SumScaling::for_sum(norm, summed).active()) return;
   const auto n = static_cast<float>(summed);
   for (float& x : output) x /= n;
 }

@@ -52,9 +52,9 @@ class SumScaling {
 // could overflow, the scaled sum above.
 std::unique_ptr<Reduction> make_fp32_mean_reduction(double norm, int summed);
 
-// Turns what a reduction of make_fp32_mean_reduction left in `output` into
-// the mean: the plain sum divided by `summed`; the scaled one decoded to
-// the mean already.
-void finish_fp32_mean(const Reduction& reduction, int summed, std::span<float> output);
+// Turns what the reduction make_fp32_mean_reduction(norm, summed) built left
+// in `output` into the mean: the plain sum divided by `summed`; the scaled
+// one decoded to the mean already.
+void finish_fp32_mean(double norm, int summed, std::span<float> output);
 
 }  // namespace qccl

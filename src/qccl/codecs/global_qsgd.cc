@@ -32,24 +32,26 @@ class GlobalQsgdCodec final : public Codec {
            ",norm=" + std::string(to_string(config_.norm)) +
            ",sparse=" + (config_.sparse ? "auto" : "off");
   }
-  bool unbiased() const override { return true; }
-  Aggregation aggregation() const override { return Aggregation::compressed_domain; }
-  // Payload only; averaging chunks add a 4-byte header per pipelined chunk.
-  std::size_t wire_bytes(std::size_t count) const override {
-    return (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
-  }
-  NormKind norm_kind() const override { return config_.norm; }
   // Means summed in transit on the global scale; an allgather quantizes each
   // shard on it (with every level: nothing is summed).
-  bool supports(CodecOperation) const override { return true; }
-  std::size_t granularity() const override { return config_.bits == 4 ? 2 : 1; }
+  CodecTraits traits() const override {
+    return {.unbiased = true,
+            .norm_kind = config_.norm,
+            .granularity = config_.bits == 4 ? std::size_t{2} : std::size_t{1}};
+  }
+  // Payload only; averaging chunks add a 4-byte header per pipelined chunk.
+  CodecBounds bounds(const BoundsQuery& q) const override {
+    return {(q.count * static_cast<std::size_t>(config_.bits) + 7) / 8,
+            abs_error(q.inf_norm, q.ranks, q.algorithm),
+            variance(q.squared_norm, q.count, q.ranks, q.algorithm)};
+  }
 
   // Worst cases. Linear sum: each rank errs by less than one level, so the
   // mean does too. Linear average: one level from quantizing plus one per
   // averaging step on the element's path. Exponential: the headroom keeps
   // every code at e >= 1, i.e. |value| <= 2^(c-1) in pre-scaled units, so
   // |result| <= 2^(c-1)·norm/n.
-  double max_abs_error(double norm, int ranks, Algorithm algorithm) const override {
+  double abs_error(double norm, int ranks, Algorithm algorithm) const {
     const bool ring = algorithm == Algorithm::ring;
     if (config_.dither == Dither::exponential) {
       return std::ldexp(norm, exp_dither::headroom(ranks, ring) - 1) / ranks + norm;
@@ -72,8 +74,8 @@ class GlobalQsgdCodec final : public Codec {
   // k+1 on the ring, 2^k on halving-doubling) and the mean's 1/n^2:
   //   (9/8)^H theta_q/n ||x||^2 + ||x||^2/(8 n^2) sum_k (9/8)^(H-k) m_k.
   // The averaging mode (§8) has no published bound.
-  std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
-                                       Algorithm algorithm) const override {
+  std::optional<double> variance(double squared_norm, std::size_t d, int ranks,
+                                 Algorithm algorithm) const {
     const double n = ranks, dims = static_cast<double>(d);
     if (config_.dither == Dither::exponential) {
       const bool ring = algorithm == Algorithm::ring;
@@ -101,7 +103,8 @@ class GlobalQsgdCodec final : public Codec {
   // in transit (§4.2) while n·s fits the signed 8-bit range, averaged inside
   // each step (§8) otherwise. Exponential: Algorithm 2. A zero norm means
   // every rank's input is zero: nothing moves.
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
+    const double norm = setup.norm;
     if (norm == 0.0) return nullptr;
     const int ranks = setup.summed;
     const CounterRng rng = quantize_rng(setup);
@@ -118,7 +121,7 @@ class GlobalQsgdCodec final : public Codec {
   }
 
   // sparse=auto: an allreduce may gather the non-zero codes instead.
-  void move_data(Communicator& comm, int tag, const StepSetup& setup, Reduction& reduction,
+  void move_data(Communicator& comm, int tag, const StepSetup& setup, Encoding& encoding,
                  const Operation& operation, const CollectiveOptions& options) override {
     const bool sparse = config_.sparse && setup.operation == CodecOperation::allreduce_mean &&
                         (config_.bits == 4 || codes_are_bytes(setup.ranks));
@@ -130,11 +133,11 @@ class GlobalQsgdCodec final : public Codec {
         four_bit = make_linear_sum_reduction(spec(), setup.norm, sparse_levels(setup.ranks),
                                              setup.ranks, quantize_rng(setup));
       }
-      if (allreduce_sparse(comm, tag, operation, setup, four_bit ? *four_bit : reduction, options)) {
+      if (allreduce_sparse(comm, tag, operation, setup, four_bit ? *four_bit : encoding, options)) {
         return;
       }
     }
-    Codec::move_data(comm, tag, setup, reduction, operation, options);
+    default_move_data(comm, tag, setup, encoding, operation, options);
   }
 
  private:
@@ -166,22 +169,22 @@ class GlobalQsgdCodec final : public Codec {
   // sums (the dense result, bit for bit), exponential codes exactly in
   // double (no C_nat rounding). Returns false, having moved no data, when
   // dense is smaller; the dense allreduce then encodes again. At 4 bits the
-  // codes are each rank's own 7-level ones (`reduction` makes them), summed
+  // codes are each rank's own 7-level ones (`encoding` makes them), summed
   // exactly: unbiased, not the dense path's bits.
   //
   // Every rank takes the same branch, from numbers every rank has: the
   // bounds on the non-zeros that the step's exchange carried
-  // (shared_value), or else a round of the exact counts. Given a support
+  // (prepare's shared value), or else a round of the exact counts. Given a support
   // (allreduce_mean_sparse) and no `own` to fill, the time follows the
   // non-zeros: only the support is encoded and cleared, and the gathered
   // entries are summed by merging the ranks' lists, written at their
   // indices only.
   bool allreduce_sparse(Communicator& comm, int tag, const Operation& operation,
-                        const StepSetup& setup, Reduction& reduction,
+                        const StepSetup& setup, Encoding& encoding,
                         const CollectiveOptions& options) const {
     const std::size_t d = operation.input.size();
     if (d > std::numeric_limits<std::uint32_t>::max()) return false;  // same on every rank
-    list_own_codes(operation, reduction, options, on_support(operation));
+    list_own_codes(operation, encoding, options, on_support(operation));
     const auto bounds = one_round_bounds(comm, setup, d);
     const auto counts = bounds.empty() ? gather_after_counts(comm, tag, d, options)
                                        : gather_within_bounds(comm, tag, bounds, options);
@@ -206,14 +209,15 @@ class GlobalQsgdCodec final : public Codec {
   // The bound on this rank's non-zero codes that the step's exchange
   // carries to every rank: the support's size where only the support is
   // encoded (the codes are zero wherever the input is), else −1 (none).
-  double shared_value(const Operation& operation) const override {
+  StepPreparation prepare(Communicator&, const StepSetup&, const Operation& operation,
+                          const CollectiveOptions&) override {
     if (!config_.sparse || operation.kind != CodecOperation::allreduce_mean ||
         !on_support(operation)) {
-      return -1;
+      return {.shared = -1};
     }
     std::size_t bound = 0;
     for (const Range& r : operation.support) bound += r.count;
-    return static_cast<double>(bound);
+    return {.shared = static_cast<double>(bound)};
   }
   // Every rank's bound, if every rank has one, the ranks are few enough
   // for one direct round (kDirectGatherRanks) and the entries the bounds
@@ -290,7 +294,7 @@ class GlobalQsgdCodec final : public Codec {
   // This rank's non-zero codes and their indices (b.own_codes, b.index), in
   // increasing index order: from the support's ranges alone, or from the
   // whole input (which also gives `own`).
-  void list_own_codes(const Operation& operation, Reduction& reduction,
+  void list_own_codes(const Operation& operation, Encoding& encoding,
                       const CollectiveOptions& options, bool on_support) const {
     SparseBuffers& b = sparse_buffers_;
     b.index.clear();
@@ -307,15 +311,15 @@ class GlobalQsgdCodec final : public Codec {
       for (const Range& r : operation.support) {
         b.codes.resize(r.count);
         if (r.count == 0) continue;
-        reduction.encode(operation.input.subspan(r.first, r.count), r.first, b.codes);
+        encoding.encode(operation.input.subspan(r.first, r.count), r.first, b.codes);
         add_nonzero(b.codes, r.first);
       }
       return;
     }
     b.codes.resize(operation.input.size());
     if (b.codes.empty()) return;
-    reduction.encode(operation.input, 0, b.codes);
-    if (!operation.own.empty()) reduction.decode_contribution(b.codes, 0, operation.own);
+    encoding.encode(operation.input, 0, b.codes);
+    if (!operation.own.empty()) encoding.decode_contribution(b.codes, 0, operation.own);
     add_nonzero(b.codes, 0);
   }
 

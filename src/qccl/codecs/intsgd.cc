@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "qccl/codecs/fp32_mean.h"
 #include "qccl/codecs/global_norm.h"
@@ -47,7 +48,9 @@ constexpr std::string_view kGlobalShiftField = "intdiana.global_shift";
 }  // namespace
 
 IntegerCodec::IntegerCodec(IntegerCodecConfig config, CodecSettings settings)
-    : Codec(settings), config_(config), scale_(config.beta, config.epsilon) {}
+    : Codec(settings), config_(config), scale_(config.beta, config.epsilon) {
+  if (config_.scheme != IntegerScheme::heuristic) offer_step_feedback(this);
+}
 
 std::string IntegerCodec::spec() const {
   std::string text = std::string(scheme_name(config_.scheme)) +
@@ -59,17 +62,18 @@ std::string IntegerCodec::spec() const {
   return text;
 }
 
-std::size_t IntegerCodec::wire_bytes(std::size_t count) const {
-  return count * wire_bytes_per_element(config_.wire);
+// No allgather (integers of one rank are not a mean); IntDIANA's shifts
+// follow the whole vector, so it has no reduce-scatter either.
+CodecTraits IntegerCodec::traits() const {
+  return {.unbiased = config_.rounding == IntRounding::random,
+          .operations = {.allreduce_mean = true,
+                         .reduce_scatter_mean = config_.scheme != IntegerScheme::diana,
+                         .allgather = false}};
 }
 
-bool IntegerCodec::supports(CodecOperation operation) const {
-  switch (operation) {
-    case CodecOperation::allreduce_mean: return true;
-    case CodecOperation::reduce_scatter_mean: return config_.scheme != IntegerScheme::diana;
-    case CodecOperation::allgather: return false;
-  }
-  return false;
+CodecBounds IntegerCodec::bounds(const BoundsQuery& query) const {
+  return {query.count * wire_bytes_per_element(config_.wire),
+          abs_error(query.inf_norm, query.ranks), variance(query.count, query.ranks)};
 }
 
 std::span<double> IntegerCodec::scale_state(const TensorSlice& tensor) const {
@@ -121,7 +125,11 @@ std::size_t IntegerCodec::scaled_length() const {
   return layout().unnamed() ? observed_length_ : layout().total();
 }
 
-void IntegerCodec::check_step(const StepSetup& setup) const { check_length(setup.input.size()); }
+StepPreparation IntegerCodec::prepare(Communicator&, const StepSetup& setup, const Operation&,
+                                     const CollectiveOptions&) {
+  check_length(setup.input.size());
+  return {scales_digest(setup.summed)};
+}
 
 // The data must cover the layout, and the elements the scales were
 // observed for.
@@ -148,12 +156,11 @@ void IntegerCodec::subtract_local_shift(std::span<const T> g, std::span<T> out) 
   }
 }
 
-// The scales enter the call check, so ranks whose optimizer histories
-// differ (and hence their α) fail with a MismatchError instead of decoding
-// each other's integers with the wrong scale.
-std::string IntegerCodec::state_digest(const StepSetup& setup) const {
+// A hash of the scales the next step uses (none for the heuristic's, which
+// follow the global norm, or before the first feedback).
+std::string IntegerCodec::scales_digest(int ranks) const {
   if (config_.scheme == IntegerScheme::heuristic || exact_step()) return {};
-  const auto scales = step_scales(0, scaled_length(), setup.summed);
+  const auto scales = step_scales(0, scaled_length(), ranks);
   const std::string_view bytes(reinterpret_cast<const char*>(scales.data()),
                                scales.size() * sizeof(double));
   return " scales#" + std::to_string(hash62(bytes));
@@ -162,7 +169,7 @@ std::string IntegerCodec::state_digest(const StepSetup& setup) const {
 // This step's integer reduction: one scale per tensor, clipped so no sum
 // of n ranks can overflow the wire; IntDIANA also keeps this rank's
 // integers and the sums for its shifts.
-IntegerSumSetup IntegerCodec::reduction_setup(const StepSetup& setup, std::size_t length) const {
+IntegerSumSetup IntegerCodec::reduction_setup(const StepSetup& setup, std::size_t length) {
   IntegerSumSetup rs;
   rs.name = spec();
   rs.alphas = step_scales(setup.norm, length, setup.summed);
@@ -184,41 +191,42 @@ IntegerSumSetup IntegerCodec::reduction_setup(const StepSetup& setup, std::size_
   return rs;
 }
 
-std::unique_ptr<Reduction> IntegerCodec::step_reduction(const StepSetup& setup,
-                                                        double norm) const {
-  if (exact_step()) return make_fp32_mean_reduction(norm, setup.summed);  // exact first step (§4.1)
-  if (config_.scheme == IntegerScheme::heuristic && norm == 0.0) return nullptr;
-  return make_integer_sum_reduction(reduction_setup(setup, setup.input.size()));
+std::unique_ptr<Encoding> IntegerCodec::step_encoding(const StepSetup& setup) {
+  integers_ = nullptr;
+  if (exact_step()) return make_fp32_mean_reduction(setup.norm, setup.summed);  // exact first step (§4.1)
+  if (config_.scheme == IntegerScheme::heuristic && setup.norm == 0.0) return nullptr;
+  auto integers = make_integer_sum_reduction(reduction_setup(setup, setup.input.size()));
+  integers_ = integers.get();
+  return integers;
 }
 
 // IntDIANA rounds g_i − h_i: the collective encodes that difference.
 void IntegerCodec::move_data(Communicator& comm, int tag, const StepSetup& setup,
-                             Reduction& reduction, const Operation& operation,
+                             Encoding& encoding, const Operation& operation,
                              const CollectiveOptions& options) {
   if (config_.scheme != IntegerScheme::diana || exact_step()) {
-    Codec::move_data(comm, tag, setup, reduction, operation, options);
+    default_move_data(comm, tag, setup, encoding, operation, options);
     return;
   }
   fp32_view_.resize(operation.input.size());
   subtract_local_shift<float>(operation.input, fp32_view_);
   Operation difference = operation;
   difference.input = fp32_view_;
-  Codec::move_data(comm, tag, setup, reduction, difference, options);
+  default_move_data(comm, tag, setup, encoding, difference, options);
 }
 
-void IntegerCodec::complete_step(const StepSetup& setup, Reduction* reduction,
-                                 const Operation& operation) {
-  stats_ = CodecStepStats{};
+void IntegerCodec::complete_step(const StepSetup& setup, Encoding*, const Operation& operation) {
+  step_stats() = CodecStepStats{};
   if (exact_step()) {
-    finish_fp32_mean(*reduction, setup.summed, operation.output);
+    finish_fp32_mean(setup.norm, setup.summed, operation.output);
     return;
   }
-  stats_.integer = true;
-  const auto* integers = dynamic_cast<IntegerSumReduction*>(reduction);
+  step_stats().integer = true;
+  const IntegerSumReduction* integers = std::exchange(integers_, nullptr);
   if (integers == nullptr) return;  // the heuristic's all-zero step
-  stats_.clipped = integers->clipped();
-  stats_.largest_sent = integers->largest_sent();
-  stats_.largest_sum = integers->largest_sum();
+  step_stats().clipped = integers->clipped();
+  step_stats().largest_sent = integers->largest_sent();
+  step_stats().largest_sum = integers->largest_sum();
   if (config_.scheme == IntegerScheme::diana) {
     finish_integers_of_wire<float>(operation.output, alphas_, setup.summed, operation.own);
   }
@@ -231,7 +239,7 @@ void IntegerCodec::complete_step(const StepSetup& setup, Reduction* reduction,
 // the 32- and 64-bit wires the integers exceed fp32's 24-bit precision:
 // α·x rounded in fp32, the sum and the mean rounded to fp32 add up to
 // 2^-22 of the norm.
-double IntegerCodec::max_abs_error(double norm, int ranks, Algorithm) const {
+double IntegerCodec::abs_error(double norm, int ranks) const {
   const double infinite = std::numeric_limits<double>::infinity();
   if (config_.scheme == IntegerScheme::diana) return infinite;
   if (exact_step()) return ranks * std::ldexp(norm, -23);  // the exact fp32 step
@@ -249,8 +257,7 @@ double IntegerCodec::max_abs_error(double norm, int ranks, Algorithm) const {
 // independently, so the mean's error is Σ_l d_l/(4·n·α_l²). Holds for the
 // randomized rounding of the adaptive scheme when nothing is clipped (see
 // last_step_stats().clipped); the heuristic clips by design at the edge.
-std::optional<double> IntegerCodec::variance_bound(double, std::size_t d, int ranks,
-                                                   Algorithm) const {
+std::optional<double> IntegerCodec::variance(std::size_t d, int ranks) const {
   if (config_.scheme != IntegerScheme::adaptive || config_.rounding != IntRounding::random ||
       !ready() || d != scaled_length()) {
     return std::nullopt;
@@ -303,9 +310,9 @@ void IntegerCodec::allreduce_mean(Communicator& comm, std::span<double> data,
   check_length(d);
   CollectiveCall call = begin_step(comm, setup, local_norm_statistic(std::span<const double>(data),
                                                                      NormKind::inf),
-                                   d, options);
+                                   d, options, {scales_digest(setup.summed)});
   const int n = comm.size();
-  stats_ = CodecStepStats{};
+  step_stats() = CodecStepStats{};
   if (exact_step()) {  // §4.1: the first communication is exact
     call.move([&](int) {
       allreduce_values<double>(comm.transport(), data, ReduceOp::sum, call.timeout());
@@ -313,7 +320,7 @@ void IntegerCodec::allreduce_mean(Communicator& comm, std::span<double> data,
     for (double& x : data) x /= n;
   } else if (config_.scheme == IntegerScheme::heuristic && setup.norm == 0.0) {
     std::fill(data.begin(), data.end(), 0.0);
-    stats_.integer = true;
+    step_stats().integer = true;
   } else {
     sum_integers_fp64(comm, call, setup, data, options);
   }
@@ -342,8 +349,8 @@ void IntegerCodec::sum_integers_fp64(Communicator& comm, CollectiveCall& call,
   call.move([&](int tag) {
     allreduce_body(comm, tag, fp32_view_, fp32_view_, *reduction, options);
   });
-  stats_ = CodecStepStats{true, reduction->clipped(), reduction->largest_sent(),
-                          reduction->largest_sum()};
+  step_stats() = CodecStepStats{true, reduction->clipped(), reduction->largest_sent(),
+                                reduction->largest_sum()};
   finish_integers_of_wire<double>(data, alphas_, setup.ranks, {});
 }
 

@@ -46,25 +46,20 @@ struct IntegerCodecConfig {
   double epsilon = 1e-8;
 };
 
-class IntegerCodec final : public Codec {
+class IntegerCodec final : public Codec, public StepFeedback {
  public:
   IntegerCodec(IntegerCodecConfig config, CodecSettings settings);
 
   std::string spec() const override;
-  bool unbiased() const override { return config_.rounding == IntRounding::random; }
-  Aggregation aggregation() const override { return Aggregation::compressed_domain; }
-  std::size_t wire_bytes(std::size_t count) const override;
-  bool supports(CodecOperation operation) const override;
-  // Only the first step (exact fp32) could; the integer sums cannot.
-  bool has_native_equivalent() const override { return false; }
-  double max_abs_error(double norm, int ranks, Algorithm algorithm) const override;
-  std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
-                                       Algorithm algorithm) const override;
+  // No native equivalent: only the first step (exact fp32) could; the
+  // integer sums cannot.
+  CodecTraits traits() const override;
+  CodecBounds bounds(const BoundsQuery& query) const override;
 
-  bool wants_step_feedback() const override { return config_.scheme != IntegerScheme::heuristic; }
+  // Optimizer feedback (offered by adaptive IntSGD and IntDIANA, whose
+  // scales follow the model's updates; not by the heuristic).
   void observe_step(double next_step_size, std::span<const float> update) override;
   void observe_step(double next_step_size, std::span<const double> update);
-  CodecStepStats last_step_stats() const override { return stats_; }
   std::vector<std::byte> save_state() const override;
   void load_state(std::span<const std::byte> state) override;
 
@@ -80,12 +75,16 @@ class IntegerCodec final : public Codec {
   std::vector<double> scales(std::size_t length, int ranks) const;
 
  protected:
-  void check_step(const StepSetup& setup) const override;
-  std::string state_digest(const StepSetup& setup) const override;
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override;
-  void move_data(Communicator& comm, int tag, const StepSetup& setup, Reduction& reduction,
+  // The length checks, and the scales' digest: the scales enter the call
+  // check, so ranks whose optimizer histories differ (and hence their α)
+  // fail with a MismatchError instead of decoding each other's integers
+  // with the wrong scale.
+  StepPreparation prepare(Communicator& comm, const StepSetup& setup, const Operation& operation,
+                          const CollectiveOptions& options) override;
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override;
+  void move_data(Communicator& comm, int tag, const StepSetup& setup, Encoding& encoding,
                  const Operation& operation, const CollectiveOptions& options) override;
-  void complete_step(const StepSetup& setup, Reduction* reduction,
+  void complete_step(const StepSetup& setup, Encoding* encoding,
                      const Operation& operation) override;
 
  private:
@@ -94,7 +93,10 @@ class IntegerCodec final : public Codec {
   bool exact_step() const { return config_.scheme != IntegerScheme::heuristic && !ready(); }
   std::span<double> scale_state(const TensorSlice& tensor) const;
   std::vector<double> step_scales(double norm, std::size_t length, int ranks) const;
-  IntegerSumSetup reduction_setup(const StepSetup& setup, std::size_t length) const;
+  std::string scales_digest(int ranks) const;
+  double abs_error(double norm, int ranks) const;
+  std::optional<double> variance(std::size_t d, int ranks) const;
+  IntegerSumSetup reduction_setup(const StepSetup& setup, std::size_t length);
   template <class T>
   void observe(double next_step_size, std::span<const T> update);
   // IntDIANA's h_i (local) and h (global) of a tensor, in the store.
@@ -115,13 +117,14 @@ class IntegerCodec final : public Codec {
   IntegerCodecConfig config_;
   AdaptiveScale scale_;
   std::size_t observed_length_ = 0;  // length of the last observed update
-  CodecStepStats stats_;
-  // Reused buffers (mutable: the reduction a const step_reduction() builds
-  // writes the integers here).
-  mutable std::vector<double> difference_;
-  mutable std::vector<float> fp32_view_;
-  mutable std::vector<std::byte> local_integers_, summed_integers_;  // in the wire type
-  mutable std::vector<double> alphas_;                               // this step's scales
+  // This step's integer sums (from step_encoding until complete_step; null
+  // on an exact or all-zero step), whose counters complete_step reads.
+  IntegerSumReduction* integers_ = nullptr;
+  // Reused buffers (the step's reduction writes the integers here).
+  std::vector<double> difference_;
+  std::vector<float> fp32_view_;
+  std::vector<std::byte> local_integers_, summed_integers_;  // in the wire type
+  std::vector<double> alphas_;                               // this step's scales
 };
 
 std::unique_ptr<Codec> make_intsgd_codec(const CodecSpec& spec, CodecSettings settings);

@@ -77,10 +77,10 @@ void unpack_indices(const std::byte* in, int bits, std::span<std::uint8_t> q) {
 
 // One rank's encoding of a chunk: [fp32 min, fp32 max] per bucket, then the
 // level indices, `bits` bits each (bytes for 8, nibble pairs for 4).
-class MinMaxReduction final : public Reduction {
+class MinMaxEncoding final : public Encoding {
  public:
   using Tables = MinMaxCodec::Tables;
-  MinMaxReduction(std::string name, const MinMaxConfig& config, std::shared_ptr<const Tables> tables,
+  MinMaxEncoding(std::string name, const MinMaxConfig& config, std::shared_ptr<const Tables> tables,
                   CounterRng rng, double shift, std::pair<float, float> whole)
       : name_(std::move(name)), config_(config), tables_(std::move(tables)), rng_(rng),
         shift_(shift), whole_(whole) {}
@@ -123,11 +123,6 @@ class MinMaxReduction final : public Reduction {
   void decode_contribution(std::span<const std::byte> in, std::size_t first,
                            std::span<float> out) override {
     decode(in, first, out);
-  }
-  std::size_t reduce(std::span<const std::byte>, std::span<std::byte>, std::size_t,
-                     const ReduceContext&) override {
-    throw InvalidArgument(name_ + " has no in-transit reduction: its ranks' bucket ranges "
-                          "differ, so it aggregates by allgather");
   }
 
  private:
@@ -262,27 +257,28 @@ std::string MinMaxCodec::spec() const {
          (config_.learned ? ",refit=" + std::to_string(config_.refit) : "");
 }
 
-std::size_t MinMaxCodec::wire_bytes(std::size_t count) const {
+std::size_t MinMaxCodec::encoded_bytes(std::size_t count) const {
   const std::size_t buckets = config_.bucket == 0 ? 1 : (count + config_.bucket - 1) / config_.bucket;
   return 2 * sizeof(float) * buckets + (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
 }
 
 std::span<const double> MinMaxCodec::levels() const { return tables_->index.levels(); }
 
-// A value errs by less than one interval of its bucket's range, at most
-// 2·‖v‖_∞ wide; on the shifted lattice by at most δ/2. Learned levels may
-// change at the next refit, and an interval may then span the whole range.
-double MinMaxCodec::max_abs_error(double inf_norm, int, Algorithm) const {
+// Error: a value errs by less than one interval of its bucket's range, at
+// most 2·‖v‖_∞ wide; on the shifted lattice by at most δ/2. Learned levels
+// may change at the next refit, and an interval may then span the whole
+// range. Variance: per bucket of B values, (max − min)² ≤ 4‖v_b‖², so
+// Lemma 5 and the rounding's (b − u)(u − a) ≤ gap²/4 give B·gap²·‖v_b‖²
+// with gap the widest level interval (1/(2^bits − 1) for uniform levels);
+// the mean of K ranks divides by K².
+CodecBounds MinMaxCodec::bounds(const BoundsQuery& q) const {
   const double gap = config_.learned ? 1.0 : widest_gap(levels());
-  return config_.rounding == MinMaxRounding::shift ? inf_norm * gap : 2 * inf_norm * gap;
-}
-
-std::optional<double> MinMaxCodec::variance_bound(double squared_norm, std::size_t d, int ranks,
-                                                  Algorithm) const {
-  const double b = static_cast<double>(config_.bucket == 0 ? d : std::min(config_.bucket, d));
-  const double gap = config_.learned ? 1.0 : widest_gap(levels());
-  const double k = static_cast<double>(ranks);
-  return b * gap * gap * squared_norm / (k * k);
+  const double error = config_.rounding == MinMaxRounding::shift ? q.inf_norm * gap
+                                                                 : 2 * q.inf_norm * gap;
+  const double b =
+      static_cast<double>(config_.bucket == 0 ? q.count : std::min(config_.bucket, q.count));
+  const double k = static_cast<double>(q.ranks);
+  return {encoded_bytes(q.count), error, b * gap * gap * q.squared_norm / (k * k)};
 }
 
 void MinMaxCodec::install(std::vector<double> levels) {
@@ -300,11 +296,11 @@ bool MinMaxCodec::refit_step(std::uint64_t step) const {
   return std::has_single_bit(step / config_.refit);
 }
 
-void MinMaxCodec::run_operation(Communicator& comm, const Operation& operation,
-                                const CollectiveOptions& options) {
+StepPreparation MinMaxCodec::prepare(Communicator& comm, const StepSetup&,
+                                     const Operation& operation, const CollectiveOptions& options) {
   refitted_ = false;
   if (refit_step(step())) refit(comm, operation.input, options);
-  Codec::run_operation(comm, operation, options);
+  return {tables_->digest};
 }
 
 // §5.2's learned levels from every rank's values: each value's position
@@ -326,21 +322,19 @@ void MinMaxCodec::refit(Communicator& comm, std::span<const float> input,
       }
     }
   }
-  const auto total = sum_level_statistics(comm, local, finite, spec() + state_digest({}), step(), options);
+  const auto total = sum_level_statistics(comm, local, finite, spec() + tables_->digest, step(), options);
   if (!total) return;
   install(total->fit_levels(levels()));
   refitted_ = true;
 }
 
-std::string MinMaxCodec::state_digest(const StepSetup&) const { return tables_->digest; }
-
-std::unique_ptr<Reduction> MinMaxCodec::step_reduction(const StepSetup& setup, double norm) const {
-  if (norm == 0) return nullptr;
+std::unique_ptr<Encoding> MinMaxCodec::step_encoding(const StepSetup& setup) {
+  if (setup.norm == 0) return nullptr;
   // One shift per vector per step, the same on every rank (the shared
   // stream, no rank in the key): never sent, each decoder derives it.
   const CounterRng shared(settings().seed, setup.step, settings().bucket, 0, RngStream::shared);
   const double shift = static_cast<double>(shared.bits64(0) >> 11) * 0x1p-53 - 0.5;
-  return std::make_unique<MinMaxReduction>(
+  return std::make_unique<MinMaxEncoding>(
       spec(), config_, tables_,
       CounterRng(settings().seed, setup.step, settings().bucket,
                  static_cast<std::uint64_t>(setup.rank), RngStream::quantize),

@@ -54,18 +54,13 @@ class MinMaxCodec final : public Codec {
   ~MinMaxCodec() override;
 
   std::string spec() const override;
-  bool unbiased() const override { return true; }
-  Aggregation aggregation() const override { return Aggregation::allgather_decode; }
-  std::size_t wire_bytes(std::size_t count) const override;
-  bool supports(CodecOperation) const override { return true; }
-  std::size_t granularity() const override { return config_.bucket == 0 ? 1 : config_.bucket; }
-  double max_abs_error(double inf_norm, int ranks, Algorithm algorithm) const override;
-  // Per bucket of B values, (max − min)² ≤ 4‖v_b‖², so Lemma 5 and the
-  // rounding's (b − u)(u − a) ≤ gap²/4 give B·gap²·‖v_b‖² with gap the
-  // widest level interval (1/(2^bits − 1) for uniform levels); the mean of
-  // K ranks divides by K².
-  std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
-                                       Algorithm algorithm) const override;
+  CodecTraits traits() const override {
+    return {.unbiased = true,
+            .aggregation = Aggregation::allgather_decode,
+            .granularity = config_.bucket == 0 ? std::size_t{1} : config_.bucket,
+            .means_of_decoded_values = true};
+  }
+  CodecBounds bounds(const BoundsQuery& query) const override;
   std::vector<std::byte> save_state() const override;
   void load_state(std::span<const std::byte> state) override;
 
@@ -78,14 +73,15 @@ class MinMaxCodec final : public Codec {
   struct Tables;
 
  protected:
-  void run_operation(Communicator& comm, const Operation& operation,
-                     const CollectiveOptions& options) override;
-  std::string state_digest(const StepSetup& setup) const override;
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override;
-  bool means_of_decoded_values() const override { return true; }
+  // Refits the learned levels on their steps (a collective of its own
+  // before the step's exchange); ranks must quantize with the same levels.
+  StepPreparation prepare(Communicator& comm, const StepSetup& setup, const Operation& operation,
+                          const CollectiveOptions& options) override;
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override;
 
  private:
   bool refit_step(std::uint64_t step) const;
+  std::size_t encoded_bytes(std::size_t count) const;
   void refit(Communicator& comm, std::span<const float> input, const CollectiveOptions& options);
   void install(std::vector<double> levels);
 

@@ -43,11 +43,11 @@ int window_levels(int rho) { return std::min(kMaxLevels, rho - kSmallestExponent
 // probability equal to its mantissa fraction, 23 random bits against the 23
 // mantissa bits — is C_nat exactly. Below the window's smallest power L =
 // 2^(ρ−levels+1) it rounds to L with probability |x|/L, else to 0. Codes
-// of one rank cannot be summed as codes without rounding again, so reduce()
-// is not defined: the codes are gathered and decoded.
-class NaturalCodesReduction final : public Reduction {
+// of one rank cannot be summed as codes without rounding again, so this is
+// an Encoding, not a Reduction: the codes are gathered and decoded.
+class NaturalCodesEncoding final : public Encoding {
  public:
-  NaturalCodesReduction(std::string name, int rho, CounterRng rng)
+  NaturalCodesEncoding(std::string name, int rho, CounterRng rng)
       : name_(std::move(name)), reference_(std::ldexp(1.0f, rho)), levels_(window_levels(rho)),
         rng_(rng) {}
 
@@ -70,12 +70,6 @@ class NaturalCodesReduction final : public Reduction {
   void decode_contribution(std::span<const std::byte> in, std::size_t first,
                            std::span<float> out) override {
     decode(in, first, out);
-  }
-
-  std::size_t reduce(std::span<const std::byte>, std::span<std::byte>, std::size_t,
-                     const ReduceContext&) override {
-    throw InvalidArgument(name_ + " has no in-transit reduction (a sum of powers of two is none); "
-                          "it aggregates by allgather");
   }
 
  private:
@@ -118,46 +112,44 @@ class NaturalCodec final : public Codec {
   explicit NaturalCodec(CodecSettings settings) : Codec(settings) {}
 
   std::string spec() const override { return "natural"; }
-  bool unbiased() const override { return true; }
-  Aggregation aggregation() const override { return Aggregation::allgather_decode; }
-  std::size_t wire_bytes(std::size_t count) const override { return count; }
-  bool supports(CodecOperation) const override { return true; }
+  CodecTraits traits() const override {
+    return {.unbiased = true,
+            .aggregation = Aggregation::allgather_decode,
+            .means_of_decoded_values = true};  // the decode-and-sum path forms the mean
+  }
+  CodecBounds bounds(const BoundsQuery& q) const override {
+    return {q.count, abs_error(q.inf_norm, q.ranks), variance(q.squared_norm, q.count, q.ranks)};
+  }
 
+ protected:
+  // A zero norm means every rank's input is zero: nothing moves. C_nat may
+  // round the largest magnitude up to 2^ρ; beyond 2^127 that is 2^128,
+  // which fp32 cannot hold: refused on every rank alike.
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
+    if (setup.norm > std::ldexp(1.0, kLargestReference)) {
+      throw InvalidArgument(spec() + ": the inputs' largest magnitude " +
+                            std::to_string(setup.norm) +
+                            " exceeds 2^127; rounding it up to a power of two would overflow fp32");
+    }
+    if (setup.norm == 0.0) return nullptr;
+    return std::make_unique<NaturalCodesEncoding>(
+        spec(), reference_exponent(setup.norm),
+        CounterRng(settings().seed, setup.step, settings().bucket,
+                   static_cast<std::uint64_t>(setup.rank), RngStream::quantize));
+  }
+
+ private:
   // Per rank |C(x) − x| < 2^e <= R/2 in the window (R = 2^ρ), at most L <=
   // R/2 below it, so the mean errs by at most R/2. The fp32 sum of n
   // decoded values (each <= R) in rank order and the division by n add at
   // most n·2^-23·R + 2^-149.
-  double max_abs_error(double norm, int ranks, Algorithm) const override {
+  static double abs_error(double norm, int ranks) {
     if (norm == 0) return 0x1p-149;
     if (norm > std::ldexp(1.0, kLargestReference)) return std::numeric_limits<double>::infinity();
     const double reference = std::ldexp(1.0, reference_exponent(norm));
     return reference / 2 + ranks * 0x1p-23 * reference + 0x1p-149;
   }
-
-  std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
-                                       Algorithm) const override;
-
- protected:
-  // C_nat may round the largest magnitude up to 2^ρ; beyond 2^127 that is
-  // 2^128, which fp32 cannot hold. Refused on every rank alike.
-  void check_norm(const StepSetup&, double norm) const override {
-    if (norm > std::ldexp(1.0, kLargestReference)) {
-      throw InvalidArgument(spec() + ": the inputs' largest magnitude " + std::to_string(norm) +
-                            " exceeds 2^127; rounding it up to a power of two would overflow fp32");
-    }
-  }
-
-  // A zero norm means every rank's input is zero: nothing moves.
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
-    if (norm == 0.0) return nullptr;
-    return std::make_unique<NaturalCodesReduction>(
-        spec(), reference_exponent(norm),
-        CounterRng(settings().seed, setup.step, settings().bucket,
-                   static_cast<std::uint64_t>(setup.rank), RngStream::quantize));
-  }
-
-  // The decode-and-sum path forms the mean of the decoded values.
-  bool means_of_decoded_values() const override { return true; }
+  static double variance(double squared_norm, std::size_t d, int ranks);
 };
 
 // E‖result − x̄‖² for any inputs x_1..x_n (S = Σ_i ‖x_i‖², M = the ∞-norm,
@@ -174,8 +166,7 @@ class NaturalCodec final : public Codec {
 // and the division by n err per element by <= n·2^-23·Σ_i|C(x_i)|/n +
 // 2^-149, with E Σ_i ‖C(x_i)‖² <= (9/8 + n·d·2^-250)·S; Minkowski adds its
 // root to the root of the bound above.
-std::optional<double> NaturalCodec::variance_bound(double squared_norm, std::size_t d, int ranks,
-                                                   Algorithm) const {
+double NaturalCodec::variance(double squared_norm, std::size_t d, int ranks) {
   const double n = ranks, dims = static_cast<double>(d), s2 = squared_norm;
   const double variance = s2 / (8 * n * n) + dims * 0x1p-251 * s2;
   const double moment = (9.0 / 8 + n * dims * 0x1p-250) * s2;

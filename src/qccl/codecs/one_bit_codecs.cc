@@ -5,7 +5,7 @@
 
 #include "qccl/codecs/error_feedback.h"
 #include "qccl/codecs/sign_bits.h"
-#include "qccl/codecs/sign_levels_reduction.h"
+#include "qccl/codecs/sign_levels_encoding.h"
 
 namespace qccl {
 namespace {
@@ -50,48 +50,46 @@ class SignLevelsCodec final : public Codec {
   std::string spec() const override {
     return header_ == SignHeader::scale ? "scaled-sign" : "onebit-quantizer";
   }
-  bool unbiased() const override { return false; }
-  Aggregation aggregation() const override { return Aggregation::allgather_decode; }
-  // One encoding of the whole vector: a header per non-empty tensor of the
-  // layout (one tensor without a layout) and one bit per element. Pipeline
-  // chunks that split a tensor repeat its header.
-  std::size_t wire_bytes(std::size_t count) const override {
-    std::size_t tensors = 0;
-    if (layout().unnamed() || layout().total() != count) {
-      tensors = count > 0;
-    } else {
-      for (const TensorSlice& t : layout().tensors(count)) tensors += t.elements > 0;
-    }
-    return tensors * sign_header_bytes(header_) + sign_bytes(count);
+  // The decode-and-sum path forms the mean of the decoded values.
+  CodecTraits traits() const override {
+    return {.unbiased = false,
+            .aggregation = Aggregation::allgather_decode,
+            .granularity = 8,
+            .means_of_decoded_values = true};
   }
-  bool supports(CodecOperation) const override { return true; }
-  std::size_t granularity() const override { return 8; }
-  // Each level lies between 0 and the tensor's extreme on the side of zero
-  // it stands for (a scale ||p||_1/d <= ||p||_inf; a mean of non-negative
-  // or of negative elements), and so does every element it replaces: each
-  // rank errs by at most its inf-norm, and so does the mean. Plus the fp32
-  // rounding of the sum over ranks, at most n units of 2^-23 of the norm.
-  double max_abs_error(double norm, int ranks, Algorithm) const override {
-    return norm * (1.0 + std::ldexp(static_cast<double>(ranks), -23));
+  // Wire: one encoding of the whole vector, a header per non-empty tensor
+  // of the layout (one tensor without a layout) and one bit per element.
+  // Pipeline chunks that split a tensor repeat its header.
+  // Error: each level lies between 0 and the tensor's extreme on the side
+  // of zero it stands for (a scale ||p||_1/d <= ||p||_inf; a mean of
+  // non-negative or of negative elements), and so does every element it
+  // replaces: each rank errs by at most its inf-norm, and so does the mean.
+  // Plus the fp32 rounding of the sum over ranks, at most n units of 2^-23
+  // of the norm.
+  CodecBounds bounds(const BoundsQuery& q) const override {
+    std::size_t tensors = 0;
+    if (layout().unnamed() || layout().total() != q.count) {
+      tensors = q.count > 0;
+    } else {
+      for (const TensorSlice& t : layout().tensors(q.count)) tensors += t.elements > 0;
+    }
+    return {tensors * sign_header_bytes(header_) + sign_bytes(q.count),
+            q.inf_norm * (1.0 + std::ldexp(static_cast<double>(q.ranks), -23))};
   }
 
  protected:
-  void check_step(const StepSetup& setup) const override {
-    if (setup.operation != CodecOperation::allgather) {
-      layout().check(setup.input.size(), step_name());
-    }
-  }
   // A decoder reads as many headers as the chunk overlaps tensors of its
   // own layout: ranks with different layouts fail the call check instead.
-  std::string state_digest(const StepSetup& setup) const override {
-    return layout_digest(setup);
+  StepPreparation prepare(Communicator&, const StepSetup& setup, const Operation&,
+                          const CollectiveOptions&) override {
+    return layout_preparation(setup);
   }
 
   // The levels of each tensor from the whole input (an allgather: of this
   // rank's shard, one tensor per shard). A zero norm means every rank's
   // input is zero, and so is every level: nothing moves.
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
-    if (norm == 0.0) return nullptr;
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
+    if (setup.norm == 0.0) return nullptr;
     SignLevelsSetup levels;
     levels.name = spec();
     levels.header = header_;
@@ -113,11 +111,8 @@ class SignLevelsCodec final : public Codec {
       levels.bounds.push_back(layout().unnamed() ? static_cast<std::size_t>(-1)
                                                  : setup.input.size());
     }
-    return make_sign_levels_reduction(std::move(levels));
+    return make_sign_levels_encoding(std::move(levels));
   }
-
-  // The decode-and-sum path forms the mean of the decoded values.
-  bool means_of_decoded_values() const override { return true; }
 
  private:
   SignLevels levels_of(std::span<const float> p) const {

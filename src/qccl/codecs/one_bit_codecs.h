@@ -1,6 +1,6 @@
 // 1-bit codecs with per-tensor levels, aggregated by allgather and decode
 // (MergeComp §2, §5, Table 1), each one bit per element plus a header of
-// levels per tensor and chunk (sign_levels_reduction.h):
+// levels per tensor and chunk (sign_levels_encoding.h):
 //
 // - scaled-sign: C(p) = (||p||_1 / d) * sign(p) per tensor, d its size
 //   (Karimireddy et al. 2019, "Error feedback fixes SignSGD", Algorithm 1,

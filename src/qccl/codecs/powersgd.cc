@@ -79,25 +79,30 @@ class PowerSgdCodec final : public Codec {
            ",warm_start=" + on_off(config_.warm_start) + ",ef=" + on_off(config_.error_feedback) +
            ",min_rate=" + format_number(config_.min_rate);
   }
-  bool unbiased() const override { return false; }
-  Aggregation aggregation() const override { return Aggregation::compressed_domain; }
-  std::size_t wire_bytes(std::size_t count) const override;
-  bool supports(CodecOperation operation) const override {
-    return operation == CodecOperation::allreduce_mean;
+  // Allreduce only: the factors are of whole tensors. Both allreduces are
+  // fp32 sums, which the transport's own allreduce can run.
+  CodecTraits traits() const override {
+    return {.unbiased = false,
+            .operations = {.allreduce_mean = true, .reduce_scatter_mean = false, .allgather = false},
+            .native_equivalent = true};
   }
-  double max_abs_error(double inf_norm, int ranks, Algorithm algorithm) const override;
+  CodecBounds bounds(const BoundsQuery& query) const override {
+    return {encoded_bytes(query.count), abs_error(query.inf_norm, query.ranks)};
+  }
 
  protected:
   // What each of the step's two allreduces runs (and what tools time).
-  std::unique_ptr<Reduction> step_reduction(const StepSetup&, double) const override {
+  std::unique_ptr<Encoding> step_encoding(const StepSetup&) override {
     return std::make_unique<Fp32Sum>();
   }
-  std::string state_digest(const StepSetup& setup) const override;
   void run_operation(Communicator& comm, const Operation& operation,
                      const CollectiveOptions& options) override;
 
  private:
   StepPlan plan(std::size_t length) const;
+  std::size_t encoded_bytes(std::size_t count) const;
+  double abs_error(double inf_norm, int ranks) const;
+  std::string digest(const StepSetup& setup) const;
   bool compresses_any() const;
   std::span<const float> compensated(std::span<const float> g, const StepPlan& plan);
   void start_q(const Factor& f, std::span<float> q, std::uint64_t step);
@@ -152,7 +157,7 @@ bool PowerSgdCodec::compresses_any() const {
 
 // What one rank contributes: both factors of every compressed tensor, every
 // other tensor whole.
-std::size_t PowerSgdCodec::wire_bytes(std::size_t count) const {
+std::size_t PowerSgdCodec::encoded_bytes(std::size_t count) const {
   if (layout().unnamed() || layout().total() != count) return count * sizeof(float);
   const StepPlan p = plan(count);
   return (p.first_size + p.second_size) * sizeof(float);
@@ -161,7 +166,7 @@ std::size_t PowerSgdCodec::wire_bytes(std::size_t count) const {
 // Without a compressed tensor the step is the fp32 mean, with its bound; a
 // rank-r approximation has none against the input (and with error feedback
 // the result carries the residuals too).
-double PowerSgdCodec::max_abs_error(double inf_norm, int ranks, Algorithm) const {
+double PowerSgdCodec::abs_error(double inf_norm, int ranks) const {
   if (compresses_any()) return std::numeric_limits<double>::infinity();
   return ranks * std::ldexp(inf_norm, -23);
 }
@@ -169,7 +174,7 @@ double PowerSgdCodec::max_abs_error(double inf_norm, int ranks, Algorithm) const
 // The layout decides the sizes of both allreduces, and the warm-start Q's
 // must be the same on every rank (they are the last step's sums; a rank that
 // resumed from another checkpoint would differ): both enter the call check.
-std::string PowerSgdCodec::state_digest(const StepSetup& setup) const {
+std::string PowerSgdCodec::digest(const StepSetup& setup) const {
   std::string digest = " layout#" + std::to_string(layout().fingerprint());
   if (!config_.warm_start) return digest;
   std::vector<std::size_t> hashes;
@@ -390,7 +395,8 @@ CollectiveCall PowerSgdCodec::begin_checked_step(Communicator& comm, StepSetup& 
                                                  std::span<const float> m,
                                                  const CollectiveOptions& options) const {
   try {
-    return begin_step(comm, setup, local_norm_statistic(m, norm_kind()), m.size(), options);
+    return begin_step(comm, setup, local_norm_statistic(m, norm_kind()), m.size(), options,
+                      {digest(setup)});
   } catch (const NonFiniteError& e) {
     if (!config_.error_feedback) throw;
     throw NonFiniteError(step_name() + ": the gradient plus the residual kept from earlier "

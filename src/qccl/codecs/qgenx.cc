@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "qccl/codecs/kernels.h"
 #include "qccl/codecs/level_statistics.h"
@@ -30,6 +31,8 @@ enum class ChunkMode : std::uint8_t { fixed = 0, entropy = 1 };
 
 int interior_levels(int bits) { return (1 << (bits - 1)) - 2; }
 
+}  // namespace
+
 // One rank's encoding of a chunk: [mode byte][one fp64 L_q norm per bucket
 // (one for the whole vector with bucket=0: C_b = 64 bits)][symbols]. In
 // fixed mode each coordinate takes `bits` bits, the signed level in two's
@@ -37,10 +40,10 @@ int interior_levels(int bits) { return (1 << (bits - 1)) - 2; }
 // each takes its level's code word, then a sign bit if the level is not 0
 // (Appendix K's order). The entropy coder falls back to fixed width for a
 // chunk it would make longer, so no chunk exceeds the fixed size.
-class QGenXReduction final : public Reduction {
+class QGenXEncoding final : public Encoding {
  public:
   using Tables = QGenXCodec::Tables;
-  QGenXReduction(std::string name, const QGenXConfig& config,
+  QGenXEncoding(std::string name, const QGenXConfig& config,
                  std::shared_ptr<const Tables> tables, CounterRng rng, double whole_norm)
       : name_(std::move(name)), config_(config), tables_(std::move(tables)), rng_(rng),
         whole_norm_(whole_norm), counts_(tables_->index.levels().size(), 0) {}
@@ -89,11 +92,6 @@ class QGenXReduction final : public Reduction {
   void decode_contribution(std::span<const std::byte> in, std::size_t first,
                            std::span<float> out) override {
     decode(in, first, out);
-  }
-  std::size_t reduce(std::span<const std::byte>, std::span<std::byte>, std::size_t,
-                     const ReduceContext&) override {
-    throw InvalidArgument(name_ + " has no in-transit reduction: its ranks' norms differ, so it "
-                          "aggregates by allgather");
   }
 
   // This rank's encodings so far, for the step's report.
@@ -275,6 +273,8 @@ class QGenXReduction final : public Reduction {
   std::size_t coordinates_ = 0;
 };
 
+namespace {
+
 std::vector<double> initial_levels(const QGenXConfig& config) {
   const int s = interior_levels(config.bits);
   return config.levels == LevelFamily::exponential ? exponential_levels(s) : uniform_levels(s);
@@ -318,7 +318,7 @@ std::string QGenXCodec::spec() const {
          std::string(coding_name(config_.coding)) + ",refit=" + std::to_string(config_.refit);
 }
 
-std::size_t QGenXCodec::wire_bytes(std::size_t count) const {
+std::size_t QGenXCodec::encoded_bytes(std::size_t count) const {
   const std::size_t norms = config_.bucket == 0 ? 1 : (count + config_.bucket - 1) / config_.bucket;
   return 1 + sizeof(double) * norms + (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
 }
@@ -329,7 +329,7 @@ std::span<const double> QGenXCodec::estimated_probabilities() const { return pro
 // A coordinate errs by less than its interval, at most the widest gap times
 // its bucket's norm, which is at most B^(1/q) times the ∞-norm. QAda's
 // levels may change at the next refit, and an interval may then span [0, 1].
-double QGenXCodec::max_abs_error(double inf_norm, int, Algorithm) const {
+double QGenXCodec::abs_error(double inf_norm) const {
   double gap = config_.levels == LevelFamily::adaptive ? 1.0 : 0.0;
   const auto l = levels();
   for (std::size_t j = 0; j + 1 < l.size(); ++j) gap = std::max(gap, l[j + 1] - l[j]);
@@ -338,12 +338,13 @@ double QGenXCodec::max_abs_error(double inf_norm, int, Algorithm) const {
   return gap * inf_norm * std::pow(static_cast<double>(config_.bucket), 1.0 / config_.norm);
 }
 
-std::optional<double> QGenXCodec::variance_bound(double squared_norm, std::size_t d, int ranks,
-                                                 Algorithm) const {
-  const std::size_t size = config_.bucket == 0 ? d : std::min(config_.bucket, d);
-  const double k = static_cast<double>(ranks);
-  return theorem1_variance_factor(levels(), std::max<std::size_t>(size, 1), config_.norm) *
-         squared_norm / (k * k);
+// Variance: Theorem 1, ε_Q·Σ_k‖v_k‖² / K² for the mean of K ranks.
+CodecBounds QGenXCodec::bounds(const BoundsQuery& q) const {
+  const std::size_t size = config_.bucket == 0 ? q.count : std::min(config_.bucket, q.count);
+  const double k = static_cast<double>(q.ranks);
+  return {encoded_bytes(q.count), abs_error(q.inf_norm),
+          theorem1_variance_factor(levels(), std::max<std::size_t>(size, 1), config_.norm) *
+              q.squared_norm / (k * k)};
 }
 
 bool QGenXCodec::gathers_statistics() const {
@@ -368,11 +369,11 @@ void QGenXCodec::install(std::vector<double> levels, std::vector<double> probabi
   probabilities_ = std::move(probabilities);
 }
 
-void QGenXCodec::run_operation(Communicator& comm, const Operation& operation,
-                               const CollectiveOptions& options) {
+StepPreparation QGenXCodec::prepare(Communicator& comm, const StepSetup&,
+                                    const Operation& operation, const CollectiveOptions& options) {
   refitted_now_ = false;
   if (gathers_statistics() && step() % config_.refit == 0) refit(comm, operation.input, options);
-  Codec::run_operation(comm, operation, options);
+  return {tables_->digest};
 }
 
 // QAda (§3.3) and Proposition 2's probabilities from every rank's
@@ -385,7 +386,7 @@ void QGenXCodec::refit(Communicator& comm, std::span<const float> input,
   const bool finite = std::all_of(input.begin(), input.end(), [](float x) { return std::isfinite(x); });
   if (finite) local.add(input, config_.bucket, config_.norm);
   const auto total =
-      sum_level_statistics(comm, local, finite, spec() + state_digest({}), step(), options);
+      sum_level_statistics(comm, local, finite, spec() + tables_->digest, step(), options);
   if (!total) return;
   std::vector<double> fitted = config_.levels == LevelFamily::adaptive
                                    ? total->fit_levels(levels())
@@ -395,23 +396,23 @@ void QGenXCodec::refit(Communicator& comm, std::span<const float> input,
   refitted_now_ = true;
 }
 
-// Ranks must quantize with the same levels and code.
-std::string QGenXCodec::state_digest(const StepSetup&) const { return tables_->digest; }
-
-std::unique_ptr<Reduction> QGenXCodec::step_reduction(const StepSetup& setup, double norm) const {
-  if (norm == 0) return nullptr;
+std::unique_ptr<Encoding> QGenXCodec::step_encoding(const StepSetup& setup) {
+  encoding_ = nullptr;
+  if (setup.norm == 0) return nullptr;
   const double whole = config_.bucket == 0 ? lq_norm(setup.input, config_.norm) : 0.0;
-  return std::make_unique<QGenXReduction>(
+  auto encoding = std::make_unique<QGenXEncoding>(
       spec(), config_, tables_,
       CounterRng(settings().seed, setup.step, settings().bucket,
                  static_cast<std::uint64_t>(setup.rank), RngStream::quantize),
       whole);
+  encoding_ = encoding.get();
+  return encoding;
 }
 
-void QGenXCodec::complete_step(const StepSetup& setup, Reduction* reduction, const Operation&) {
+void QGenXCodec::complete_step(const StepSetup& setup, Encoding*, const Operation&) {
   report_ = {};
   report_.refitted = refitted_now_;
-  auto* mine = dynamic_cast<QGenXReduction*>(reduction);
+  const QGenXEncoding* mine = std::exchange(encoding_, nullptr);
   if (mine == nullptr) {
     report_.coordinates = setup.input.size();
     return;

@@ -55,21 +55,21 @@ struct QGenXStepReport {
   bool refitted = false;  // levels or code were refitted at this step
 };
 
+class QGenXEncoding;
+
 class QGenXCodec final : public Codec {
  public:
   QGenXCodec(QGenXConfig config, CodecSettings settings);
   ~QGenXCodec() override;
 
   std::string spec() const override;
-  bool unbiased() const override { return true; }
-  Aggregation aggregation() const override { return Aggregation::allgather_decode; }
-  std::size_t wire_bytes(std::size_t count) const override;
-  bool supports(CodecOperation) const override { return true; }
-  std::size_t granularity() const override { return config_.bucket == 0 ? 1 : config_.bucket; }
-  double max_abs_error(double inf_norm, int ranks, Algorithm algorithm) const override;
-  // Theorem 1: ε_Q·Σ_k‖v_k‖² / K² for the mean of K ranks.
-  std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
-                                       Algorithm algorithm) const override;
+  CodecTraits traits() const override {
+    return {.unbiased = true,
+            .aggregation = Aggregation::allgather_decode,
+            .granularity = config_.bucket == 0 ? std::size_t{1} : config_.bucket,
+            .means_of_decoded_values = true};
+  }
+  CodecBounds bounds(const BoundsQuery& query) const override;
   std::vector<std::byte> save_state() const override;
   void load_state(std::span<const std::byte> state) override;
 
@@ -84,16 +84,19 @@ class QGenXCodec final : public Codec {
   struct Tables;
 
  protected:
-  void run_operation(Communicator& comm, const Operation& operation,
-                     const CollectiveOptions& options) override;
-  std::string state_digest(const StepSetup& setup) const override;
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override;
-  void complete_step(const StepSetup& setup, Reduction* reduction,
+  // Refits the levels and the code on their steps (a collective of its own
+  // before the step's exchange); ranks must quantize with the same levels
+  // and code.
+  StepPreparation prepare(Communicator& comm, const StepSetup& setup, const Operation& operation,
+                          const CollectiveOptions& options) override;
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override;
+  void complete_step(const StepSetup& setup, Encoding* encoding,
                      const Operation& operation) override;
-  bool means_of_decoded_values() const override { return true; }
 
  private:
   bool gathers_statistics() const;
+  std::size_t encoded_bytes(std::size_t count) const;
+  double abs_error(double inf_norm) const;
   // The statistics exchange of a refit step and the new levels and code.
   void refit(Communicator& comm, std::span<const float> input, const CollectiveOptions& options);
   void install(std::vector<double> levels, std::vector<double> probabilities);
@@ -102,6 +105,9 @@ class QGenXCodec final : public Codec {
   std::shared_ptr<const Tables> tables_;
   std::vector<double> probabilities_;
   QGenXStepReport report_;
+  // This step's encoding (from step_encoding until complete_step; null when
+  // nothing moved), whose counters the step's report reads.
+  QGenXEncoding* encoding_ = nullptr;
   bool refitted_now_ = false;
 };
 

@@ -26,9 +26,9 @@ struct QsgdConfig {
 // Levels are the linear stochastic rounding of |x|/norm_bucket to s levels,
 // s = 2^(bits-1) - 1, unbiased. reduce is not defined: QSGD's scales differ
 // per rank, so it aggregates by allgather and decode.
-class QsgdReduction final : public Reduction {
+class QsgdEncoding final : public Encoding {
  public:
-  QsgdReduction(std::string name, QsgdConfig config, CounterRng rng)
+  QsgdEncoding(std::string name, QsgdConfig config, CounterRng rng)
       : name_(std::move(name)), config_(config), levels_((1 << (config.bits - 1)) - 1), rng_(rng) {}
 
   std::string name() const override { return name_; }
@@ -80,11 +80,6 @@ class QsgdReduction final : public Reduction {
     decode(in, first, out);
   }
 
-  std::size_t reduce(std::span<const std::byte>, std::span<std::byte>, std::size_t,
-                     const ReduceContext&) override {
-    throw InvalidArgument(name_ + " has no in-transit reduction: its ranks' scales differ, so it "
-                          "aggregates by allgather");
-  }
 
  private:
   static constexpr int kHeaderShift = 8;  // the header holds norm · 2^-8
@@ -111,30 +106,22 @@ class QsgdCodec final : public Codec {
     return "qsgd:bits=" + std::to_string(config_.bits) + ",bucket=" + std::to_string(config_.bucket) +
            ",norm=" + std::string(to_string(config_.norm));
   }
-  bool unbiased() const override { return true; }
-  Aggregation aggregation() const override { return Aggregation::allgather_decode; }
-  std::size_t wire_bytes(std::size_t count) const override {
-    return QsgdReduction(spec(), config_, CounterRng(0, 0, 0, 0, RngStream::quantize)).max_encoded_bytes(count);
-  }
-  NormKind norm_kind() const override { return config_.norm; }
-  bool supports(CodecOperation) const override { return true; }
   // Reduce-scatter blocks hold whole buckets, so each block's encoding is
-  // the ranks' encoding of those buckets.
-  std::size_t granularity() const override { return config_.bucket; }
+  // the ranks' encoding of those buckets. The decode-and-sum path forms the
+  // mean of the decoded values.
+  CodecTraits traits() const override {
+    return {.unbiased = true,
+            .aggregation = Aggregation::allgather_decode,
+            .norm_kind = config_.norm,
+            .granularity = config_.bucket,
+            .means_of_decoded_values = true};
+  }
   // Each rank errs by less than one level of a bucket norm, itself at most
   // the global norm of the same kind; so does their mean.
-  double max_abs_error(double norm, int, Algorithm) const override {
-    return norm / ((1 << (config_.bits - 1)) - 1);
-  }
-
-  // QSGD's Lemma 3.1 per bucket of B elements with its 2-norm:
-  // E||Q(v) - v||^2 <= min(B/s^2, sqrt(B)/s) ||v||^2; the mean of n
-  // independent ranks divides by n^2. (Stated for the 2-norm only.)
-  std::optional<double> variance_bound(double squared_norm, std::size_t, int ranks,
-                                       Algorithm) const override {
-    if (config_.norm != NormKind::two) return std::nullopt;
-    const double s = (1 << (config_.bits - 1)) - 1, b = static_cast<double>(config_.bucket);
-    return std::min(b / (s * s), std::sqrt(b) / s) * squared_norm / (static_cast<double>(ranks) * ranks);
+  CodecBounds bounds(const BoundsQuery& q) const override {
+    const QsgdEncoding sizes(spec(), config_, CounterRng(0, 0, 0, 0, RngStream::quantize));
+    return {sizes.max_encoded_bytes(q.count), q.inf_norm / levels(),
+            variance(q.squared_norm, q.ranks)};
   }
 
  protected:
@@ -143,16 +130,24 @@ class QsgdCodec final : public Codec {
   // direct exchange of blocks), which decode each and add them in rank order
   // — the same values in the same order everywhere — then divide by n. The
   // norm exchange only detects NaN/Inf on any rank.
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double) const override {
-    return std::make_unique<QsgdReduction>(
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
+    return std::make_unique<QsgdEncoding>(
         spec(), config_,
         CounterRng(settings().seed, setup.step, settings().bucket,
                    static_cast<std::uint64_t>(setup.rank), RngStream::quantize));
   }
-  // The decode-and-sum path forms the mean of the decoded values.
-  bool means_of_decoded_values() const override { return true; }
 
  private:
+  double levels() const { return (1 << (config_.bits - 1)) - 1; }
+  // QSGD's Lemma 3.1 per bucket of B elements with its 2-norm:
+  // E||Q(v) - v||^2 <= min(B/s^2, sqrt(B)/s) ||v||^2; the mean of n
+  // independent ranks divides by n^2. (Stated for the 2-norm only.)
+  std::optional<double> variance(double squared_norm, int ranks) const {
+    if (config_.norm != NormKind::two) return std::nullopt;
+    const double s = levels(), b = static_cast<double>(config_.bucket);
+    return std::min(b / (s * s), std::sqrt(b) / s) * squared_norm / (static_cast<double>(ranks) * ranks);
+  }
+
   QsgdConfig config_;
 };
 

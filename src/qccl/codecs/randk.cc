@@ -42,9 +42,6 @@ class RandkReduction final : public Reduction {
       : name_(std::move(name)), selected_(std::move(selected)), factors_(std::move(factors)),
         scaling_(scaling) {}
 
-  // Whether decode() gives the mean (values scaled) rather than the sum.
-  bool decodes_to_mean() const { return scaling_.active(); }
-
   std::string name() const override { return name_; }
   std::size_t max_encoded_bytes(std::size_t count) const override {
     return sizeof(float) * std::min(count, selected_.size());
@@ -126,26 +123,26 @@ class RandkCodec final : public Codec {
   }
 
   std::string spec() const override { return randk_spec(config_); }
-  bool unbiased() const override { return config_.unbiased; }
-  Aggregation aggregation() const override { return Aggregation::compressed_domain; }
+  // The kept values are summed in transit, but only qccl's collectives
+  // know which positions a chunk holds: no native equivalent.
+  CodecTraits traits() const override { return {.unbiased = config_.unbiased}; }
   // Exactly 4·Σ_t k_t bytes for `count` elements (the layout's tensors, or
   // one when it does not cover `count`), however the vector is chunked.
-  std::size_t wire_bytes(std::size_t count) const override {
+  CodecBounds bounds(const BoundsQuery& q) const override {
     std::size_t kept = 0;
-    for (const TensorSlice& t : selection_tensors(layout(), count)) {
+    for (const TensorSlice& t : selection_tensors(layout(), q.count)) {
       kept += sparse_count(config_.ratio, t.elements);
     }
-    return sizeof(float) * kept;
+    return {sizeof(float) * kept, abs_error(q.inf_norm, q.ranks),
+            variance(q.squared_norm, q.count, q.ranks)};
   }
-  bool supports(CodecOperation) const override { return true; }
-  bool has_native_equivalent() const override { return false; }
 
   // On a kept position the result is s·mean (s = d_t/k_t, or 1), off by
   // (s − 1)·|mean|; elsewhere it is 0, off by |mean|. Since
   // k_t >= ratio·d_t·(1 − 1e-12), s <= 1/ratio (to 1e-9). Rounding: each
   // value s·x, the n − 1 sums of values <= s·norm and the division, within
   // s·n·2^-23 of the norm.
-  double max_abs_error(double norm, int ranks, Algorithm) const override {
+  double abs_error(double norm, int ranks) const {
     const double s = config_.unbiased ? 1.0 / (config_.ratio * (1.0 - 1e-9)) : 1.0;
     return norm * (std::max(1.0, s - 1.0) + s * ranks * std::ldexp(1.0, -23));
   }
@@ -159,8 +156,7 @@ class RandkCodec final : public Codec {
   // and ||x̄||² <= (1/n)·Σ_i ||x_i||² gives the bound
   // (max_t d_t/k_t − 1)·squared_norm / n. (Equality when every rank's input
   // is the same and one tensor.)
-  std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
-                                       Algorithm) const override {
+  std::optional<double> variance(double squared_norm, std::size_t d, int ranks) const {
     if (!config_.unbiased) return std::nullopt;
     double largest = 1.0;
     for (const TensorSlice& t : selection_tensors(layout(), d)) {
@@ -172,18 +168,19 @@ class RandkCodec final : public Codec {
   }
 
  protected:
-  void check_step(const StepSetup& setup) const override {
-    if (setup.operation != CodecOperation::allgather) {
-      layout().check(setup.input.size(), step_name());
-    }
-  }
   // The positions follow the step: ranks whose step counters differ would
   // add values of different positions, so the call check compares them.
-  std::string state_digest(const StepSetup& setup) const override {
-    return " step " + std::to_string(setup.step) + layout_digest(setup);
+  StepPreparation prepare(Communicator&, const StepSetup& setup, const Operation&,
+                          const CollectiveOptions&) override {
+    StepPreparation preparation = layout_preparation(setup);
+    preparation.digest = " step " + std::to_string(setup.step) + preparation.digest;
+    return preparation;
   }
 
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
+    check_scaled_range(setup);
+    decodes_to_mean_ = false;
+    const double norm = setup.norm;
     if (norm == 0.0) return nullptr;  // every rank's input is zero, and so is the mean
     std::vector<std::size_t> selected;
     std::vector<float> factors;
@@ -196,13 +193,16 @@ class RandkCodec final : public Codec {
     }
     const float largest =
         factors.empty() ? 1.0f : *std::max_element(factors.begin(), factors.end());
+    const SumScaling scaling = SumScaling::for_sum(largest * norm, setup.summed);
+    decodes_to_mean_ = scaling.active();
     return std::make_unique<RandkReduction>(spec(), std::move(selected), std::move(factors),
-                                            SumScaling::for_sum(largest * norm, setup.summed));
+                                            scaling);
   }
 
   // scale=unbiased sends (d_t/k_t)·x, which for x near fp32's largest value
   // fp32 cannot hold: refused on every rank before anything moves.
-  void check_norm(const StepSetup& setup, double norm) const override {
+  void check_scaled_range(const StepSetup& setup) const {
+    const double norm = setup.norm;
     if (!config_.unbiased) return;
     // Every shard's factors for an allgather, so that every rank decides alike.
     std::vector<std::size_t> lengths{setup.input.size()};
@@ -227,9 +227,8 @@ class RandkCodec final : public Codec {
     }
   }
 
-  void complete_step(const StepSetup& setup, Reduction* reduction,
-                     const Operation& operation) override {
-    if (reduction != nullptr && static_cast<RandkReduction*>(reduction)->decodes_to_mean()) return;
+  void complete_step(const StepSetup& setup, Encoding*, const Operation& operation) override {
+    if (decodes_to_mean_) return;
     sum_to_mean(setup, operation);
   }
 
@@ -254,6 +253,7 @@ class RandkCodec final : public Codec {
   }
 
   RandkConfig config_;
+  bool decodes_to_mean_ = false;  // this step's values travel scaled and decode to the mean
   mutable std::vector<std::uint64_t> bitmap_;  // Floyd's membership, reused
 };
 

@@ -1,12 +1,11 @@
 #include "qccl/codecs/sign_vote.h"
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 #include <vector>
 
 #include "qccl/codecs/sign_bits.h"
-#include "qccl/codecs/sign_levels_reduction.h"
+#include "qccl/codecs/sign_levels_encoding.h"
 #include "qccl/codecs/vote_count_reduction.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/reduce_scatter.h"
@@ -32,47 +31,48 @@ class SignVoteCodec final : public Codec {
   std::string spec() const override {
     return momentum_ ? "signum:momentum=" + format_number(*momentum_) : "signsgd";
   }
-  bool unbiased() const override { return false; }
-  // The path up to 16 ranks; beyond, the vote is counted in transit
-  // (votes_counted_in_transit).
-  Aggregation aggregation() const override { return Aggregation::allgather_decode; }
+  // Aggregation: the path up to 16 ranks; beyond, the vote is counted in
+  // transit (votes_counted_in_transit). Whole bytes of bits per
+  // reduce-scatter block. SigNUM's momentum follows the whole vector: no
+  // allgather.
+  CodecTraits traits() const override {
+    return {.unbiased = false,
+            .aggregation = Aggregation::allgather_decode,
+            .granularity = 8,
+            .operations = {.allgather = !momentum_}};
+  }
   // One bit per element: what each rank sends as its vote (the in-transit
-  // count sends int8 counters instead, 2(n-1)/n bytes per element).
-  std::size_t wire_bytes(std::size_t count) const override { return sign_bytes(count); }
-  bool supports(CodecOperation operation) const override {
-    return operation != CodecOperation::allgather || !momentum_;
-  }
-  // Whole bytes of bits per reduce-scatter block.
-  std::size_t granularity() const override { return 8; }
-  // The vote is a direction in {-1, 0, +1}, not an approximation of the mean.
-  double max_abs_error(double, int, Algorithm) const override {
-    return std::numeric_limits<double>::infinity();
-  }
+  // count sends int8 counters instead, 2(n-1)/n bytes per element). The
+  // vote is a direction in {-1, 0, +1}, not an approximation of the mean:
+  // no error bound.
+  CodecBounds bounds(const BoundsQuery& q) const override { return {.wire_bytes = sign_bytes(q.count)}; }
 
  protected:
   // SigNUM's data must cover its layout, and each tensor its momentum
   // (TensorStateStore throws if a tensor changed size): checked on every
   // rank before anything is exchanged.
-  void check_step(const StepSetup& setup) const override {
-    if (!momentum_) return;
+  StepPreparation prepare(Communicator&, const StepSetup& setup, const Operation&,
+                          const CollectiveOptions&) override {
+    if (!momentum_) return {};
     layout().check(setup.input.size(), step_name());
     for (const TensorSlice& t : layout().tensors(setup.input.size())) {
       state_store().floats(t.name, kMomentumField, t.elements);
     }
+    return {};
   }
 
   // Bits for an allgather, and for a vote gathered as bits; +/-1 counters
   // for a vote counted in transit. Never null: an all-zero input votes +1.
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double) const override {
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
     if (counts_in_transit(setup)) return make_vote_count_reduction(spec(), setup.ranks);
     SignLevelsSetup signs;
     signs.name = spec();
-    return make_sign_levels_reduction(std::move(signs));
+    return make_sign_levels_encoding(std::move(signs));
   }
 
   // The signs of this rank's input, or of its new momentum (kept aside
   // until the step completes), move by the path of this step's rank count.
-  void move_data(Communicator& comm, int tag, const StepSetup& setup, Reduction& reduction,
+  void move_data(Communicator& comm, int tag, const StepSetup& setup, Encoding& encoding,
                  const Operation& operation, const CollectiveOptions& options) override {
     Operation voted = operation;
     if (momentum_) {
@@ -80,19 +80,20 @@ class SignVoteCodec final : public Codec {
       voted.input = next_momentum_;
     }
     if (!counts_in_transit(setup)) {
-      Codec::move_data(comm, tag, setup, reduction, voted, options);
+      default_move_data(comm, tag, setup, encoding, voted, options);
     } else if (setup.operation == CodecOperation::allreduce_mean) {
-      allreduce_body(comm, tag, voted.input, voted.output, reduction, options, voted.own);
+      allreduce_body(comm, tag, voted.input, voted.output, in_transit(encoding), options,
+                     voted.own);
     } else {
-      reduce_scatter_body(comm, tag, voted.input, voted.pieces, voted.output, reduction, options,
-                          voted.own);
+      reduce_scatter_body(comm, tag, voted.input, voted.pieces, voted.output,
+                          in_transit(encoding), options, voted.own);
     }
   }
 
   // The output holds the vote counts sum_i sign(x_i) (gathered bits added
   // in rank order, or counted in transit): their signs are the vote. An
   // allgather's +/-1 values are left as they are. Then the momentum is kept.
-  void complete_step(const StepSetup& setup, Reduction*, const Operation& operation) override {
+  void complete_step(const StepSetup& setup, Encoding*, const Operation& operation) override {
     if (setup.operation != CodecOperation::allgather) {
       for (float& v : operation.output) v = v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : 0.0f;
     }

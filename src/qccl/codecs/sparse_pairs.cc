@@ -9,15 +9,15 @@
 
 namespace qccl {
 
-SparsePairsReduction::SparsePairsReduction(std::string name, std::vector<std::size_t> selected,
+SparsePairsEncoding::SparsePairsEncoding(std::string name, std::vector<std::size_t> selected,
                                            std::size_t max_pairs)
     : name_(std::move(name)), selected_(std::move(selected)), max_pairs_(max_pairs) {}
 
-std::size_t SparsePairsReduction::max_encoded_bytes(std::size_t count) const {
+std::size_t SparsePairsEncoding::max_encoded_bytes(std::size_t count) const {
   return sparse_pairs_bytes(std::min(count, max_pairs_));
 }
 
-std::size_t SparsePairsReduction::encode(std::span<const float> in, std::size_t first,
+std::size_t SparsePairsEncoding::encode(std::span<const float> in, std::size_t first,
                                          std::span<std::byte> out) {
   if (in.size() > std::numeric_limits<std::uint32_t>::max()) {
     throw InvalidArgument(name_ + ": a chunk of " + std::to_string(in.size()) +
@@ -45,7 +45,7 @@ std::size_t SparsePairsReduction::encode(std::span<const float> in, std::size_t 
   return bytes;
 }
 
-void SparsePairsReduction::decode(std::span<const std::byte> in, std::size_t first,
+void SparsePairsEncoding::decode(std::span<const std::byte> in, std::size_t first,
                                   std::span<float> out) {
   const auto corrupt = [&](const std::string& why) {
     return CommError(name_ + ": the chunk of elements [" + std::to_string(first) + ", " +
@@ -82,10 +82,5 @@ void SparsePairsReduction::decode(std::span<const std::byte> in, std::size_t fir
   }
 }
 
-std::size_t SparsePairsReduction::reduce(std::span<const std::byte>, std::span<std::byte>,
-                                         std::size_t, const ReduceContext&) {
-  throw InvalidArgument(name_ + " has no in-transit reduction: its ranks keep different "
-                        "elements, so it aggregates by allgather");
-}
 
 }  // namespace qccl

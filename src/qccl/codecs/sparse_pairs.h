@@ -13,17 +13,17 @@
 #include <string>
 #include <vector>
 
-#include "qccl/collectives/reduction.h"
+#include "qccl/collectives/encoding.h"
 
 namespace qccl {
 
-class SparsePairsReduction final : public Reduction {
+class SparsePairsEncoding final : public Encoding {
  public:
   // `selected`: this rank's kept positions in the collective's element
   // space (increasing). `max_pairs`: the most positions any rank keeps in
   // this step — the same on every rank, so that every rank reserves room
   // for every rank's chunks.
-  SparsePairsReduction(std::string name, std::vector<std::size_t> selected, std::size_t max_pairs);
+  SparsePairsEncoding(std::string name, std::vector<std::size_t> selected, std::size_t max_pairs);
 
   std::string name() const override { return name_; }
   std::size_t max_encoded_bytes(std::size_t count) const override;
@@ -39,9 +39,6 @@ class SparsePairsReduction final : public Reduction {
                            std::span<float> out) override {
     decode(in, first, out);
   }
-  // Pairs of different ranks are not summed in transit (allgather_decode).
-  std::size_t reduce(std::span<const std::byte>, std::span<std::byte>, std::size_t,
-                     const ReduceContext&) override;
 
   const std::vector<std::size_t>& selected() const { return selected_; }
 

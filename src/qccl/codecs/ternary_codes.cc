@@ -65,9 +65,11 @@ struct TensorScale {
 // rounded by encode_levels with one level on that tensor's s_t, which is
 // exactly that Bernoulli rounding; the levels of all ranks share s_t, so
 // they add up as integers. See ternary_codes.h for the two wires.
-class TernaryLevelsReduction final : public TernaryReduction {
+}  // namespace
+
+class TernaryLevels {
  public:
-  TernaryLevelsReduction(TernarySetup setup, CounterRng rng)
+  TernaryLevels(TernarySetup setup, CounterRng rng)
       : setup_(std::move(setup)), rng_(rng) {
     if (setup_.summed < 1 || (int8() && setup_.summed > kTernaryInt8MaxRanks)) {
       throw InvalidArgument(setup_.name + ": int8 partial sums of " +
@@ -77,13 +79,13 @@ class TernaryLevelsReduction final : public TernaryReduction {
     set_scales(std::move(setup_.scales));
   }
 
-  std::string name() const override { return setup_.name; }
-  std::size_t granularity() const override { return int8() ? 1 : kCodesPerByte; }
-  std::size_t max_encoded_bytes(std::size_t count) const override {
+  std::string name() const { return setup_.name; }
+  std::size_t granularity() const { return int8() ? 1 : kCodesPerByte; }
+  std::size_t max_encoded_bytes(std::size_t count) const {
     return int8() ? count : packed_bytes(count);
   }
 
-  void set_scales(TernaryScales scales) override {
+  void set_scales(TernaryScales scales) {
     check_scales(scales, setup_.name);
     setup_.scales = std::move(scales);
     tensors_.clear();
@@ -92,9 +94,9 @@ class TernaryLevelsReduction final : public TernaryReduction {
                           static_cast<float>(s / static_cast<double>(setup_.summed))});
     }
   }
-  const TernaryScales& scales() const override { return setup_.scales; }
+  const TernaryScales& scales() const { return setup_.scales; }
 
-  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
+  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) {
     if (int8()) {
       encode_ternary(in, first, reinterpret_cast<std::int8_t*>(out.data()));
       return in.size();
@@ -111,7 +113,7 @@ class TernaryLevelsReduction final : public TernaryReduction {
     return bytes;
   }
 
-  void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) override {
+  void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) {
     if (int8()) {
       decode_tensors(checked_sums(in, out.size()), first, out, &TensorScale::mean_step);
     } else if (setup_.integer_levels) {
@@ -122,7 +124,7 @@ class TernaryLevelsReduction final : public TernaryReduction {
   }
 
   void decode_contribution(std::span<const std::byte> in, std::size_t first,
-                           std::span<float> out) override {
+                           std::span<float> out) {
     const std::int8_t* q = int8() ? checked_sums(in, out.size()) : unpack(in, out.size());
     decode_tensors(q, first, out, &TensorScale::value);
   }
@@ -130,11 +132,7 @@ class TernaryLevelsReduction final : public TernaryReduction {
   // int8: the integer addition of Global-QSGD's linear sum reduction
   // (linear_dither.cc) with one level per rank, |Σq| <= summed.
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
-                     std::size_t accum_bytes, const ReduceContext& context) override {
-    if (!int8()) {
-      throw InvalidArgument(setup_.name + " with 2-bit codes has no in-transit reduction (a sum "
-                            "of ternary values needs more bits); it aggregates by gathering");
-    }
+                     std::size_t accum_bytes, const ReduceContext& context) {
     checked_sums(incoming, context.count);
     require_chunk_bytes(setup_.name, accum_bytes, context.count, context.count);
     if (!kernels::add_i8_checked(reinterpret_cast<std::int8_t*>(accum.data()),
@@ -146,8 +144,9 @@ class TernaryLevelsReduction final : public TernaryReduction {
     return accum_bytes;
   }
 
- private:
   bool int8() const { return setup_.wire == TernaryWire::int8_sums; }
+
+ private:
 
   // Levels of elements [first, first + in.size()) into q, each tensor's
   // segment on its own scale. A tensor with s_t = 0 is zero on every rank:
@@ -216,11 +215,59 @@ class TernaryLevelsReduction final : public TernaryReduction {
   std::vector<std::int8_t> scratch_;  // levels of one 2-bit chunk
 };
 
+namespace {
+
+// The two wires as collectives see them, on one step's shared levels: the
+// 2-bit codes are only gathered (an Encoding); the int8 sums also add in
+// transit (a Reduction).
+template <class Base>
+class TernaryView : public Base {
+ public:
+  explicit TernaryView(std::shared_ptr<TernaryLevels> levels) : levels_(std::move(levels)) {}
+  std::string name() const override { return levels_->name(); }
+  std::size_t granularity() const override { return levels_->granularity(); }
+  std::size_t max_encoded_bytes(std::size_t count) const override {
+    return levels_->max_encoded_bytes(count);
+  }
+  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
+    return levels_->encode(in, first, out);
+  }
+  void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) override {
+    levels_->decode(in, first, out);
+  }
+  void decode_contribution(std::span<const std::byte> in, std::size_t first,
+                           std::span<float> out) override {
+    levels_->decode_contribution(in, first, out);
+  }
+
+ protected:
+  std::shared_ptr<TernaryLevels> levels_;
+};
+
+using TernaryCodesEncoding = TernaryView<Encoding>;
+
+class TernarySumsReduction final : public TernaryView<Reduction> {
+ public:
+  using TernaryView::TernaryView;
+  std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
+                     std::size_t accum_bytes, const ReduceContext& context) override {
+    return levels_->reduce(incoming, accum, accum_bytes, context);
+  }
+};
+
 }  // namespace
 
-std::unique_ptr<TernaryReduction> make_ternary_reduction(TernarySetup setup, CounterRng quantize) {
-  return std::make_unique<TernaryLevelsReduction>(std::move(setup), quantize);
+TernaryStep::TernaryStep(TernarySetup setup, CounterRng quantize)
+    : levels_(std::make_shared<TernaryLevels>(std::move(setup), quantize)) {}
+
+std::unique_ptr<Encoding> TernaryStep::encoding() const {
+  if (levels_->int8()) return std::make_unique<TernarySumsReduction>(levels_);
+  return std::make_unique<TernaryCodesEncoding>(levels_);
 }
+
+void TernaryStep::set_scales(TernaryScales scales) { levels_->set_scales(std::move(scales)); }
+
+const TernaryScales& TernaryStep::scales() const { return levels_->scales(); }
 
 void scale_level_sums(const TernaryScales& scales, std::size_t first, std::span<float> out,
                       int summed) {

@@ -56,20 +56,26 @@ struct TernarySetup {
 // linear_dither.h with one level (encode_levels, the same random numbers,
 // keyed by element), on each tensor's scale. A chunk may span tensors: it
 // is encoded and decoded segment by segment.
-// - int8_sums: reduce() adds levels, |partial sum| <= summed; decode()
-//   writes (Σq) · fl(s_t / summed), the mean.
-// - codes: reduce() is not defined; decode() writes q · fl(s_t), or q
-//   itself with integer_levels.
+// - int8_sums: the encoding is a Reduction whose reduce() adds levels,
+//   |partial sum| <= summed; decode() writes (Σq) · fl(s_t / summed), the
+//   mean.
+// - codes: the encoding is gathered, not reduced; decode() writes q · fl(s_t),
+//   or q itself with integer_levels.
 // decode_contribution() writes one rank's q · fl(s_t). The scales may be
 // replaced (set_scales) until the first chunk is encoded: a codec learns
-// them in an exchange inside the step's call, after building the reduction.
-class TernaryReduction : public Reduction {
+// them in an exchange inside the step's call, after building the encoding.
+class TernaryLevels;
+class TernaryStep {
  public:
-  virtual void set_scales(TernaryScales scales) = 0;
-  virtual const TernaryScales& scales() const = 0;
-};
+  TernaryStep(TernarySetup setup, CounterRng quantize);
+  // An encoding of this step's levels (several share them).
+  std::unique_ptr<Encoding> encoding() const;
+  void set_scales(TernaryScales scales);
+  const TernaryScales& scales() const;
 
-std::unique_ptr<TernaryReduction> make_ternary_reduction(TernarySetup setup, CounterRng quantize);
+ private:
+  std::shared_ptr<TernaryLevels> levels_;
+};
 
 // The 2-bit wire's means: out[i], the exact sum over `summed` ranks of the
 // levels of element first + i, becomes out[i] · fl(s_t / summed) for its

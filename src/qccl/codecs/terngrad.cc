@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "qccl/codecs/kernels.h"
@@ -77,49 +78,39 @@ class TernGradCodec final : public Codec {
     return std::string("terngrad:clip=") + (config_.clip ? "2.5" : "off") +
            ",wire=" + (int8_wire() ? "int8" : "2bit");
   }
-  // Unbiased unless clipped.
-  bool unbiased() const override { return !config_.clip; }
-  Aggregation aggregation() const override {
-    return int8_wire() ? Aggregation::compressed_domain : Aggregation::allgather_decode;
+  // Unbiased unless clipped. One rank's encoding: a level per byte (int8)
+  // or four per byte (2bit).
+  CodecTraits traits() const override {
+    return {.unbiased = !config_.clip,
+            .aggregation = int8_wire() ? Aggregation::compressed_domain
+                                       : Aggregation::allgather_decode,
+            .granularity = int8_wire() ? std::size_t{1} : std::size_t{4}};
   }
-  // One rank's encoding: a level per byte (int8) or four per byte (2bit).
-  std::size_t wire_bytes(std::size_t count) const override {
-    return int8_wire() ? count : (count + 3) / 4;
+  CodecBounds bounds(const BoundsQuery& q) const override {
+    return {int8_wire() ? q.count : (q.count + 3) / 4, abs_error(q.inf_norm, q.ranks),
+            variance(q.squared_norm, q.count, q.ranks)};
   }
-  bool supports(CodecOperation) const override { return true; }
-  std::size_t granularity() const override { return int8_wire() ? 1 : 4; }
-
-  // Each rank's value is 0 or s_t with the sign of x, where |x| <= s_t <= M,
-  // the inputs' ∞-norm (clipping keeps signs and only shrinks magnitudes),
-  // so it errs by at most max(|x|, s_t − |x|) <= M per element, and so does
-  // the mean; decoding k · fl(s_t/n) in fp32 adds at most 2^-22 · s_t
-  // (plus n · 2^-149 should s_t/n be subnormal).
-  double max_abs_error(double norm, int ranks, Algorithm) const override {
-    return norm * (1 + 0x1p-22) + ranks * 0x1p-149;
-  }
-
-  std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
-                                       Algorithm) const override;
 
  protected:
   void run_operation(Communicator& comm, const Operation& operation,
                      const CollectiveOptions& options) override;
 
-  void check_step(const StepSetup& setup) const override {
-    if (int8_wire() && setup.summed > kMaxInt8Ranks) throw_too_many_ranks(setup.summed);
-    if (per_layer(setup)) layout().check(setup.input.size(), step_name());
-  }
   // The scales' exchange has one entry per tensor of the layout: ranks
   // with different layouts fail the call check instead.
-  std::string state_digest(const StepSetup& setup) const override {
-    return per_layer(setup) ? layout_digest(setup) : std::string();
+  StepPreparation prepare(Communicator&, const StepSetup& setup, const Operation&,
+                          const CollectiveOptions&) override {
+    if (int8_wire() && setup.summed > kMaxInt8Ranks) throw_too_many_ranks(setup.summed);
+    if (!per_layer(setup)) return {};
+    layout().check(setup.input.size(), step_name());
+    return {layout_digest(setup)};
   }
 
   // On the global ∞-norm for every tensor, which is s_t itself when there
   // is one tensor; move_data sets the per-tensor scales otherwise. A zero
   // norm means every rank's input is zero: nothing moves.
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
-    if (norm == 0.0) return nullptr;
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
+    ternary_.reset();
+    if (setup.norm == 0.0) return nullptr;
     if (int8_wire() && setup.summed > kMaxInt8Ranks) throw_too_many_ranks(setup.summed);
     const CounterRng rng(settings().seed, setup.step, settings().bucket,
                          static_cast<std::uint64_t>(setup.rank), RngStream::quantize);
@@ -128,31 +119,30 @@ class TernGradCodec final : public Codec {
     ternary.wire = config_.wire;
     ternary.summed = setup.summed;
     ternary.integer_levels = setup.operation != CodecOperation::allgather;
-    ternary.scales = TernaryScales::uniform(norm);
-    return make_ternary_reduction(std::move(ternary), rng);
+    ternary.scales = TernaryScales::uniform(setup.norm);
+    ternary_.emplace(std::move(ternary), rng);
+    return ternary_->encoding();
   }
 
-  void move_data(Communicator& comm, int tag, const StepSetup& setup, Reduction& reduction,
+  void move_data(Communicator& comm, int tag, const StepSetup& setup, Encoding& encoding,
                  const Operation& operation, const CollectiveOptions& options) override {
     const bool shards = setup.operation == CodecOperation::allgather && setup.pieces.size() > 1;
     if (per_layer(setup) || shards) {
-      static_cast<TernaryReduction&>(reduction).set_scales(
-          exchange_scales(comm, tag, setup, operation, options));
+      ternary_->set_scales(exchange_scales(comm, tag, setup, operation, options));
     }
-    Codec::move_data(comm, tag, setup, reduction, operation, options);
+    default_move_data(comm, tag, setup, encoding, operation, options);
   }
 
   // 2bit means: the gathered levels were summed exactly (integers below
   // 2^24 in fp32); scaled once per tensor by fl(s_t/n), as the int8 decode
   // does.
-  void complete_step(const StepSetup& setup, Reduction* reduction,
+  void complete_step(const StepSetup& setup, Encoding* encoding,
                      const Operation& operation) override {
-    if (int8_wire() || reduction == nullptr || setup.operation == CodecOperation::allgather) return;
+    if (int8_wire() || encoding == nullptr || setup.operation == CodecOperation::allgather) return;
     const std::size_t first = setup.operation == CodecOperation::reduce_scatter_mean
                                   ? setup.pieces[static_cast<std::size_t>(setup.rank)].first
                                   : 0;
-    scale_level_sums(static_cast<TernaryReduction*>(reduction)->scales(), first, operation.output,
-                     setup.summed);
+    scale_level_sums(ternary_->scales(), first, operation.output, setup.summed);
   }
 
  private:
@@ -171,8 +161,17 @@ class TernGradCodec final : public Codec {
                           std::to_string(kMaxInt8Ranks) + " ranks); use wire=2bit");
   }
 
+  // Each rank's value is 0 or s_t with the sign of x, where |x| <= s_t <= M,
+  // the inputs' ∞-norm (clipping keeps signs and only shrinks magnitudes),
+  // so it errs by at most max(|x|, s_t − |x|) <= M per element, and so does
+  // the mean; decoding k · fl(s_t/n) in fp32 adds at most 2^-22 · s_t
+  // (plus n · 2^-149 should s_t/n be subnormal).
+  static double abs_error(double norm, int ranks) { return norm * (1 + 0x1p-22) + ranks * 0x1p-149; }
+  std::optional<double> variance(double squared_norm, std::size_t d, int ranks) const;
+
   TernGradConfig config_;
   std::vector<float> clipped_;  // clip=2.5: the clipped input, reused by every step
+  std::optional<TernaryStep> ternary_;  // this step's levels, from step_encoding
 };
 
 // TernGrad's scalar sharing (Wen et al. 2017, §3) per tensor: each rank's
@@ -262,8 +261,8 @@ void TernGradCodec::run_operation(Communicator& comm, const Operation& operation
 // s_t² <= S); and decoding k · fl(s_t/n) errs by <= 2^-22 s_t + n·2^-149
 // (Minkowski adds the two in the root). Clipped, the result is biased: no
 // bound in these terms.
-std::optional<double> TernGradCodec::variance_bound(double squared_norm, std::size_t d, int ranks,
-                                                    Algorithm) const {
+std::optional<double> TernGradCodec::variance(double squared_norm, std::size_t d,
+                                              int ranks) const {
   if (config_.clip) return std::nullopt;
   constexpr double kProbability = 0x1p-21;
   constexpr double kDecode = 0x1p-22;

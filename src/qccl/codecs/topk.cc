@@ -21,46 +21,43 @@ std::string topk_spec(double ratio, bool error_feedback) {
 // k_t = max(1, ⌈ratio·d_t⌉) elements of largest magnitude — exactly, ties
 // to the lower index (select_largest) — when the step's reduction is built,
 // so every operation times its selection. The pairs travel by the
-// allgather-decode bodies (SparsePairsReduction); every rank decodes each
+// allgather-decode bodies (SparsePairsEncoding); every rank decodes each
 // rank's pairs and adds them in rank order, then divides by n.
 class TopkCodec final : public Codec {
  public:
   TopkCodec(double ratio, CodecSettings settings) : Codec(settings), ratio_(ratio) {}
 
   std::string spec() const override { return topk_spec(ratio_, false); }
-  // Dropping the small entries shrinks the result toward zero.
-  bool unbiased() const override { return false; }
-  Aggregation aggregation() const override { return Aggregation::allgather_decode; }
-  // Exactly what one rank sends for `count` elements in one chunk: a 4-byte
-  // pair count and Σ_t k_t (index, value) pairs over the layout's tensors
-  // (one tensor when the layout does not cover `count`). A collective that
-  // cuts the vector into c pipeline chunks sends 4·(c − 1) bytes more.
-  std::size_t wire_bytes(std::size_t count) const override {
-    return sparse_pairs_bytes(kept(count));
+  // Dropping the small entries shrinks the result toward zero. The
+  // decode-and-sum path forms the mean of the decoded values.
+  CodecTraits traits() const override {
+    return {.unbiased = false,
+            .aggregation = Aggregation::allgather_decode,
+            .means_of_decoded_values = true};
   }
-  bool supports(CodecOperation) const override { return true; }
-  // Every rank's kept values are exact, and what it drops is at most the
-  // ∞-norm, so the mean errs by at most the ∞-norm (all ranks dropping an
-  // element: the result is 0), plus fp32's rounding of the sum of n values
-  // and the division, n·2^-23 of the norm.
-  double max_abs_error(double norm, int ranks, Algorithm) const override {
-    return norm * (1.0 + ranks * std::ldexp(1.0, -23));
+  // Wire: exactly what one rank sends for `count` elements in one chunk: a
+  // 4-byte pair count and Σ_t k_t (index, value) pairs over the layout's
+  // tensors (one tensor when the layout does not cover `count`). A
+  // collective that cuts the vector into c pipeline chunks sends 4·(c − 1)
+  // bytes more.
+  // Error: every rank's kept values are exact, and what it drops is at most
+  // the ∞-norm, so the mean errs by at most the ∞-norm (all ranks dropping
+  // an element: the result is 0), plus fp32's rounding of the sum of n
+  // values and the division, n·2^-23 of the norm.
+  CodecBounds bounds(const BoundsQuery& q) const override {
+    return {sparse_pairs_bytes(kept(q.count)),
+            q.inf_norm * (1.0 + q.ranks * std::ldexp(1.0, -23))};
   }
 
  protected:
   // The selection follows the tensors: ranks must agree on them.
-  std::string state_digest(const StepSetup& setup) const override {
-    return layout_digest(setup);
+  StepPreparation prepare(Communicator&, const StepSetup& setup, const Operation&,
+                          const CollectiveOptions&) override {
+    return layout_preparation(setup);
   }
 
-  void check_step(const StepSetup& setup) const override {
-    if (setup.operation != CodecOperation::allgather) {
-      layout().check(setup.input.size(), step_name());
-    }
-  }
-
-  std::unique_ptr<Reduction> step_reduction(const StepSetup& setup, double norm) const override {
-    if (norm == 0.0) return nullptr;  // every rank's input is zero, and so is the mean
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
+    if (setup.norm == 0.0) return nullptr;  // every rank's input is zero, and so is the mean
     const bool gather = setup.operation == CodecOperation::allgather;
     // An allgather's pairs are indexed in the output, where this rank's
     // shard starts at its piece.
@@ -74,11 +71,8 @@ class TopkCodec final : public Codec {
     if (gather) {  // shards may differ in length (allgatherv)
       for (const Range& shard : setup.pieces) max_pairs = std::max(max_pairs, kept(shard.count));
     }
-    return std::make_unique<SparsePairsReduction>(spec(), std::move(selected), max_pairs);
+    return std::make_unique<SparsePairsEncoding>(spec(), std::move(selected), max_pairs);
   }
-
-  // The decode-and-sum path forms the mean of the decoded values.
-  bool means_of_decoded_values() const override { return true; }
 
  private:
   // Σ_t k_t over the tensors of data of `length` elements.

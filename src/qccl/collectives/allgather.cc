@@ -96,26 +96,26 @@ std::vector<std::size_t> allgather_counts_body(Communicator& comm, int tag, std:
 }
 
 void allgather_body(Communicator& comm, int tag, std::span<const float> shard,
-                    std::span<const Range> shards, std::span<float> output, Reduction& reduction,
+                    std::span<const Range> shards, std::span<float> output, Encoding& encoding,
                     const CollectiveOptions& options, std::span<float> own) {
   if (options.algorithm == Algorithm::native) {
-    native_allgather(comm, shard, shards, output, reduction, options, own);
+    native_allgather(comm, shard, shards, output, encoding, options, own);
     return;
   }
   if (output.empty()) return;
   const auto me = static_cast<std::size_t>(comm.rank());
   const Range mine = shards[me];
-  const bool identity = reduction.identity_layout();
-  const std::size_t granularity = reduction.granularity();
-  SlotLayout layout(shards, chunks_for(shards, options.chunk_bytes), granularity, reduction);
+  const bool identity = encoding.identity_layout();
+  const std::size_t granularity = encoding.granularity();
+  SlotLayout layout(shards, chunks_for(shards, options.chunk_bytes), granularity, encoding);
   std::span<std::byte> work = identity ? std::as_writable_bytes(output)
                                        : comm.scratch(Scratch::work, layout.total_bytes());
   if (identity && !shard.empty() && shard.data() != output.data() + mine.first) {
     std::memmove(output.data() + mine.first, shard.data(), shard.size_bytes());
   }
   const Timeout timeout = comm.timeout(options.timeout);
-  if (overlaps_codec(reduction, options)) {
-    CodecQueue codec(reduction, layout, work, {shard, mine.first, own}, {output, 0},
+  if (overlaps_codec(encoding, options)) {
+    CodecQueue codec(encoding, layout, work, {shard, mine.first, own}, {output, 0},
                      options.phases);
     run_schedule(comm, tag, layout, work, nullptr, SchedulePhases::allgather, options, timeout,
                  "allgather", &codec);
@@ -123,12 +123,12 @@ void allgather_body(Communicator& comm, int tag, std::span<const float> shard,
   }
   {
     PhaseScope timed(options.phases, &PhaseTimes::encode);
-    encode_slots(reduction, layout, segment_slots(layout, me), shard, mine.first, work, own);
+    encode_slots(encoding, layout, segment_slots(layout, me), shard, mine.first, work, own);
   }
   run_schedule(comm, tag, layout, work, nullptr, SchedulePhases::allgather, options, timeout,
                "allgather");
   PhaseScope timed(options.phases, &PhaseTimes::decode);
-  decode_slots(reduction, layout, work, all_slots(layout), output, 0);
+  decode_slots(encoding, layout, work, all_slots(layout), output, 0);
 }
 
 }  // namespace qccl

@@ -7,7 +7,7 @@
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/options.h"
-#include "qccl/collectives/reduction.h"
+#include "qccl/collectives/encoding.h"
 #include "qccl/common/export.h"
 
 QCCL_API_BEGIN
@@ -56,7 +56,7 @@ std::vector<std::size_t> allgather_counts_body(Communicator& comm, int tag, std:
 // every rank ends with bitwise identical values. With a non-empty `own` (as
 // long as the shard), this rank's decoded shard, Q(shard), is written there.
 void allgather_body(Communicator& comm, int tag, std::span<const float> shard,
-                    std::span<const Range> shards, std::span<float> output, Reduction& reduction,
+                    std::span<const Range> shards, std::span<float> output, Encoding& encoding,
                     const CollectiveOptions& options, std::span<float> own = {});
 
 }  // namespace qccl

@@ -5,12 +5,12 @@
 
 namespace qccl {
 
-CodecQueue::CodecQueue(Reduction& reduction, SlotLayout& layout, std::span<std::byte> work,
+CodecQueue::CodecQueue(Encoding& encoding, SlotLayout& layout, std::span<std::byte> work,
                        Source source, Target target, PhaseTimes* phases)
-    : reduction_(reduction), layout_(layout), work_(work), source_(source), target_(target),
+    : encoding_(encoding), layout_(layout), work_(work), source_(source), target_(target),
       phases_(phases), position_(layout.slot_count(), kNotPlanned) {
-  if (reduction.identity_layout()) {
-    throw InvalidArgument("codec queue: reduction '" + reduction.name() +
+  if (encoding.identity_layout()) {
+    throw InvalidArgument("codec queue: encoding '" + encoding.name() +
                           "' has the identity layout and needs no encoding");
   }
 }
@@ -55,7 +55,7 @@ void CodecQueue::drain() {
 
 void CodecQueue::encode_next() {
   PhaseScope timed(phases_, &PhaseTimes::encode);
-  encode_slots(reduction_, layout_, {order_[encoded_], 1}, source_.input, source_.first, work_,
+  encode_slots(encoding_, layout_, {order_[encoded_], 1}, source_.input, source_.first, work_,
                source_.own);
   ++encoded_;
 }
@@ -63,7 +63,7 @@ void CodecQueue::encode_next() {
 void CodecQueue::decode(std::size_t slot) {
   require_encoded(slot);  // the output may be the input: never decode over unread elements
   PhaseScope timed(phases_, &PhaseTimes::decode);
-  decode_slots(reduction_, layout_, work_, {slot, 1}, target_.output, target_.first);
+  decode_slots(encoding_, layout_, work_, {slot, 1}, target_.output, target_.first);
 }
 
 }  // namespace qccl

@@ -21,7 +21,7 @@
 
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/options.h"
-#include "qccl/collectives/reduction.h"
+#include "qccl/collectives/encoding.h"
 
 namespace qccl {
 
@@ -41,9 +41,9 @@ class CodecQueue {
     std::size_t first = 0;
   };
 
-  // `reduction` must not have the identity layout (that needs no coding).
+  // `encoding` must not have the identity layout (that needs no coding).
   // Encode and decode times are added to `phases` if it is not null.
-  CodecQueue(Reduction& reduction, SlotLayout& layout, std::span<std::byte> work, Source source,
+  CodecQueue(Encoding& encoding, SlotLayout& layout, std::span<std::byte> work, Source source,
              Target target, PhaseTimes* phases);
 
   // The slots to encode, in the order they will first be needed.
@@ -65,7 +65,7 @@ class CodecQueue {
 
   static constexpr std::size_t kNotPlanned = static_cast<std::size_t>(-1);
 
-  Reduction& reduction_;
+  Encoding& encoding_;
   SlotLayout& layout_;
   std::span<std::byte> work_;
   Source source_;

@@ -6,10 +6,10 @@
 
 namespace qccl {
 
-void encode_slots(Reduction& reduction, SlotLayout& layout, SlotRange slots,
+void encode_slots(Encoding& encoding, SlotLayout& layout, SlotRange slots,
                   std::span<const float> input, std::size_t input_first, std::span<std::byte> work,
                   std::span<float> own) {
-  const bool identity = reduction.identity_layout();
+  const bool identity = encoding.identity_layout();
   if (identity && !own.empty() && own.data() != input.data()) {
     std::copy(input.begin(), input.end(), own.begin());
   }
@@ -20,28 +20,28 @@ void encode_slots(Reduction& reduction, SlotLayout& layout, SlotRange slots,
       continue;
     }
     const std::size_t at = slot.elements.first - input_first;
-    slot.size = reduction.encode(input.subspan(at, slot.elements.count), slot.elements.first,
+    slot.size = encoding.encode(input.subspan(at, slot.elements.count), slot.elements.first,
                                  work.subspan(slot.offset, slot.capacity));
     if (slot.size > slot.capacity) {
-      throw InvalidArgument("reduction '" + reduction.name() + "' encoded " +
+      throw InvalidArgument("encoding '" + encoding.name() + "' encoded " +
                             std::to_string(slot.elements.count) + " elements into " +
                             std::to_string(slot.size) + " bytes, over its declared bound of " +
                             std::to_string(slot.capacity));
     }
     if (!own.empty()) {
-      reduction.decode_contribution(work.subspan(slot.offset, slot.size), slot.elements.first,
+      encoding.decode_contribution(work.subspan(slot.offset, slot.size), slot.elements.first,
                                     own.subspan(at, slot.elements.count));
     }
   }
 }
 
-void decode_slots(Reduction& reduction, SlotLayout& layout, std::span<const std::byte> work,
+void decode_slots(Encoding& encoding, SlotLayout& layout, std::span<const std::byte> work,
                   SlotRange slots, std::span<float> output, std::size_t output_first) {
-  if (reduction.identity_layout()) return;
+  if (encoding.identity_layout()) return;
   for (std::size_t i = slots.first; i < slots.first + slots.count; ++i) {
     const Slot& slot = layout.slot(i);
     if (slot.elements.count == 0) continue;
-    reduction.decode(work.subspan(slot.offset, slot.size), slot.elements.first,
+    encoding.decode(work.subspan(slot.offset, slot.size), slot.elements.first,
                      output.subspan(slot.elements.first - output_first, slot.elements.count));
   }
 }

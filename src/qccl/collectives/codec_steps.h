@@ -26,14 +26,14 @@ inline SlotRange segment_slots(const SlotLayout& layout, std::size_t segment) {
 // bytes. With a non-empty `own` (indexed like `input`), each slot's own
 // encoding is also decoded into it (Reduction::decode_contribution), before
 // any reduction changes it.
-void encode_slots(Reduction& reduction, SlotLayout& layout, SlotRange slots,
+void encode_slots(Encoding& encoding, SlotLayout& layout, SlotRange slots,
                   std::span<const float> input, std::size_t input_first, std::span<std::byte> work,
                   std::span<float> own = {});
 
 // Decodes the slots in `slots` of `work` into `output`, where output[0] is
 // element `output_first` of the slots' element space. Skipped for identity
 // layouts, whose work buffer is the output already.
-void decode_slots(Reduction& reduction, SlotLayout& layout, std::span<const std::byte> work,
+void decode_slots(Encoding& encoding, SlotLayout& layout, std::span<const std::byte> work,
                   SlotRange slots, std::span<float> output, std::size_t output_first);
 
 // Reduces `incoming` into `slot` (an empty slot stays empty) and checks the

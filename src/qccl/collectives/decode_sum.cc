@@ -32,7 +32,7 @@ struct SumChunk {
 // and divided there; |mean| <= the largest |decoded value|, so it is finite
 // in fp32 too. Every rank's chunk is decoded a second time only then.
 template <class BytesOf>
-void divide_chunk(Reduction& reduction, std::size_t ranks, const SumChunk& chunk,
+void divide_chunk(Encoding& encoding, std::size_t ranks, const SumChunk& chunk,
                   std::span<float> sum, std::span<float> decoded, int divide_by,
                   BytesOf& bytes_of) {
   std::vector<std::size_t> overflowed;
@@ -44,7 +44,7 @@ void divide_chunk(Reduction& reduction, std::size_t ranks, const SumChunk& chunk
   if (overflowed.empty()) return;
   std::vector<double> sums(overflowed.size(), 0.0);
   for (std::size_t q = 0; q < ranks; ++q) {
-    reduction.decode(bytes_of(q), chunk.first, decoded);
+    encoding.decode(bytes_of(q), chunk.first, decoded);
     for (std::size_t j = 0; j < overflowed.size(); ++j) sums[j] += decoded[overflowed[j]];
   }
   for (std::size_t j = 0; j < overflowed.size(); ++j) {
@@ -57,12 +57,12 @@ void divide_chunk(Reduction& reduction, std::size_t ranks, const SumChunk& chunk
 // being rank q's encoding of chunk c. It goes chunk by chunk (the
 // pipeline's chunks, at most chunk_bytes of fp32), each rank's decoding
 // added while the chunk's running sum is still in the cache
-// (Reduction::decode_add, fused where the reduction has a kernel for it),
+// (Encoding::decode_add, fused where the encoding has a kernel for it),
 // where decoding each rank's whole vector into scratch space and adding it
 // streamed that vector through memory once per rank. The additions and
 // their order are the same, so the bits are too.
 template <class BytesOf>
-void sum_in_rank_order(Communicator& comm, Reduction& reduction, std::span<const SumChunk> chunks,
+void sum_in_rank_order(Communicator& comm, Encoding& encoding, std::span<const SumChunk> chunks,
                        std::span<float> output, int divide_by, BytesOf&& bytes_of) {
   const auto ranks = static_cast<std::size_t>(comm.size());
   std::size_t largest = 0;
@@ -74,11 +74,11 @@ void sum_in_rank_order(Communicator& comm, Reduction& reduction, std::span<const
     const auto sum = output.subspan(chunk.at, chunk.count);
     const auto decoded = scratch.first(chunk.count);
     auto chunk_bytes = [&](std::size_t q) { return bytes_of(q, c); };
-    reduction.decode(chunk_bytes(0), chunk.first, sum);
+    encoding.decode(chunk_bytes(0), chunk.first, sum);
     for (std::size_t q = 1; q < ranks; ++q) {
-      reduction.decode_add(chunk_bytes(q), chunk.first, sum, decoded);
+      encoding.decode_add(chunk_bytes(q), chunk.first, sum, decoded);
     }
-    if (divide_by != 1) divide_chunk(reduction, ranks, chunk, sum, decoded, divide_by, chunk_bytes);
+    if (divide_by != 1) divide_chunk(encoding, ranks, chunk, sum, decoded, divide_by, chunk_bytes);
   }
 }
 
@@ -95,9 +95,9 @@ std::vector<SumChunk> segment_chunks(const SlotLayout& layout, std::size_t segme
   return chunks;
 }
 
-void require_encoded(const Reduction& reduction, std::string_view operation) {
-  if (reduction.identity_layout()) {
-    throw InvalidArgument(std::string(operation) + ": '" + reduction.name() +
+void require_encoded(const Encoding& encoding, std::string_view operation) {
+  if (encoding.identity_layout()) {
+    throw InvalidArgument(std::string(operation) + ": '" + encoding.name() +
                           "' sums in transit; use the ring or halving-doubling body");
   }
 }
@@ -160,22 +160,22 @@ std::vector<std::size_t> send_blocks_to_owners(Communicator& comm, int tag,
 }  // namespace
 
 void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const float> input,
-                                 std::span<float> output, Reduction& reduction,
+                                 std::span<float> output, Encoding& encoding,
                                  const CollectiveOptions& options, std::span<float> own,
                                  int divide_by) {
-  require_encoded(reduction, "allreduce by allgather");
+  require_encoded(encoding, "allreduce by allgather");
   const std::size_t d = input.size();
   if (d == 0) return;
   const auto n = static_cast<std::size_t>(comm.size());
   const auto me = static_cast<std::size_t>(comm.rank());
   // Segment q: rank q's encoding of the whole vector.
   const std::vector<Range> segments(n, Range{0, d});
-  SlotLayout layout(segments, chunks_for(segments, options.chunk_bytes), reduction.granularity(),
-                    reduction);
+  SlotLayout layout(segments, chunks_for(segments, options.chunk_bytes), encoding.granularity(),
+                    encoding);
   auto work = comm.scratch(Scratch::work, layout.total_bytes());
   {
     PhaseScope timed(options.phases, &PhaseTimes::encode);
-    encode_slots(reduction, layout, segment_slots(layout, me), input, 0, work, own);
+    encode_slots(encoding, layout, segment_slots(layout, me), input, 0, work, own);
   }
   const Timeout timeout = comm.timeout(options.timeout);
   run_schedule(comm, tag, layout, work, nullptr, SchedulePhases::allgather, options, timeout,
@@ -183,7 +183,7 @@ void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const fl
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   // Every segment is the whole vector, cut into the same chunks.
   const std::size_t k = layout.chunks_per_segment();
-  sum_in_rank_order(comm, reduction, segment_chunks(layout, me, 0), output, divide_by,
+  sum_in_rank_order(comm, encoding, segment_chunks(layout, me, 0), output, divide_by,
                     [&](std::size_t q, std::size_t c) {
                       const Slot& slot = layout.slot(q * k + c);
                       return std::span<const std::byte>(work.subspan(slot.offset, slot.size));
@@ -192,20 +192,20 @@ void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const fl
 
 void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<const float> input,
                                      std::span<const Range> blocks, std::span<float> output,
-                                     Reduction& reduction, const CollectiveOptions& options,
+                                     Encoding& encoding, const CollectiveOptions& options,
                                      std::span<float> own, int divide_by) {
   constexpr std::string_view op = "reduce-scatter by exchange";
-  require_encoded(reduction, op);
+  require_encoded(encoding, op);
   if (input.empty()) return;
   const auto n = static_cast<std::size_t>(comm.size());
   const auto me = static_cast<std::size_t>(comm.rank());
   const Range mine = blocks[me];
-  SlotLayout layout(blocks, chunks_for(blocks, options.chunk_bytes), reduction.granularity(),
-                    reduction);
+  SlotLayout layout(blocks, chunks_for(blocks, options.chunk_bytes), encoding.granularity(),
+                    encoding);
   auto work = comm.scratch(Scratch::work, layout.total_bytes());
   {
     PhaseScope timed(options.phases, &PhaseTimes::encode);
-    encode_slots(reduction, layout, all_slots(layout), input, 0, work, own);
+    encode_slots(encoding, layout, all_slots(layout), input, 0, work, own);
   }
   const std::size_t k = layout.chunks_per_segment();
   const auto offsets = own_chunk_offsets(layout, me);
@@ -216,7 +216,7 @@ void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<cons
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   // Chunk c of rank q's encoding: this rank's own in `work`, the others' at
   // their place in `incoming`.
-  sum_in_rank_order(comm, reduction, segment_chunks(layout, me, mine.first), output, divide_by,
+  sum_in_rank_order(comm, encoding, segment_chunks(layout, me, mine.first), output, divide_by,
                     [&](std::size_t q, std::size_t c) {
                       if (q == me) {
                         const Slot& slot = layout.slot(me * k + c);

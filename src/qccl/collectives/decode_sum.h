@@ -16,7 +16,7 @@
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/options.h"
-#include "qccl/collectives/reduction.h"
+#include "qccl/collectives/encoding.h"
 
 namespace qccl {
 
@@ -24,7 +24,7 @@ namespace qccl {
 // (ring, or recursive doubling for algorithm halving-doubling); every rank
 // decodes each and adds them in rank order into `output`.
 void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const float> input,
-                                 std::span<float> output, Reduction& reduction,
+                                 std::span<float> output, Encoding& encoding,
                                  const CollectiveOptions& options, std::span<float> own = {},
                                  int divide_by = 1);
 
@@ -34,7 +34,7 @@ void allreduce_by_allgather_body(Communicator& comm, int tag, std::span<const fl
 // encodings of its block and adds them in rank order into `output`.
 void reduce_scatter_by_exchange_body(Communicator& comm, int tag, std::span<const float> input,
                                      std::span<const Range> blocks, std::span<float> output,
-                                     Reduction& reduction, const CollectiveOptions& options,
+                                     Encoding& encoding, const CollectiveOptions& options,
                                      std::span<float> own = {}, int divide_by = 1);
 
 }  // namespace qccl

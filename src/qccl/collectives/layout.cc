@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "qccl/collectives/reduction.h"
+#include "qccl/collectives/encoding.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -42,9 +42,9 @@ std::vector<Range> split_range(Range whole, std::size_t parts, std::size_t granu
 }
 
 SlotLayout::SlotLayout(std::span<const Range> segments, std::size_t chunks_per_segment,
-                       std::size_t granularity, const Reduction& reduction)
+                       std::size_t granularity, const Encoding& encoding)
     : segments_(segments.size()), chunks_(std::max<std::size_t>(1, chunks_per_segment)) {
-  const bool identity = reduction.identity_layout();
+  const bool identity = encoding.identity_layout();
   exact_ = identity;
   slots_.reserve(segments_ * chunks_);
   std::size_t offset = 0;
@@ -52,10 +52,10 @@ SlotLayout::SlotLayout(std::span<const Range> segments, std::size_t chunks_per_s
     for (const Range& chunk : split_range(segment, chunks_, granularity)) {
       Slot s;
       s.elements = chunk;
-      s.capacity = reduction.max_encoded_bytes(chunk.count);
+      s.capacity = encoding.max_encoded_bytes(chunk.count);
       if (identity) {
         if (s.capacity != chunk.count * sizeof(float)) {
-          throw InvalidArgument("reduction '" + reduction.name() +
+          throw InvalidArgument("encoding '" + encoding.name() +
                                 "' claims identity layout but its chunk of " +
                                 std::to_string(chunk.count) + " elements takes " +
                                 std::to_string(s.capacity) + " bytes");

@@ -12,7 +12,7 @@
 QCCL_API_BEGIN
 namespace qccl {
 
-class Reduction;
+class Encoding;
 
 struct Range {
   std::size_t first = 0;
@@ -42,10 +42,10 @@ struct Slot {
 class SlotLayout {
  public:
   // Segments split into chunks_per_segment chunks each; a slot's capacity is
-  // reduction.max_encoded_bytes(count). With identity layout (fp32 sum) the
+  // encoding.max_encoded_bytes(count). With identity layout (fp32 sum) the
   // byte offset of element i is 4*i, so the work buffer is the fp32 vector.
   SlotLayout(std::span<const Range> segments, std::size_t chunks_per_segment,
-             std::size_t granularity, const Reduction& reduction);
+             std::size_t granularity, const Encoding& encoding);
   // Raw bytes: segment s is `segment_bytes[s]` bytes, stored back to back.
   SlotLayout(std::span<const std::size_t> segment_bytes, std::size_t chunks_per_segment);
 

@@ -10,13 +10,13 @@ namespace {
 
 // Encodes `input` as one chunk (element `first` onward) into `work`;
 // decodes this rank's contribution into `own` when asked.
-std::size_t encode_whole(Reduction& reduction, std::span<const float> input, std::size_t first,
+std::size_t encode_whole(Encoding& encoding, std::span<const float> input, std::size_t first,
                          std::span<std::byte> work, std::span<float> own,
                          const CollectiveOptions& options) {
   PhaseScope timed(options.phases, &PhaseTimes::encode);
   if (input.empty()) return 0;
-  const std::size_t bytes = reduction.encode(input, first, work);
-  if (!own.empty()) reduction.decode_contribution(work.first(bytes), first, own);
+  const std::size_t bytes = encoding.encode(input, first, work);
+  if (!own.empty()) encoding.decode_contribution(work.first(bytes), first, own);
   return bytes;
 }
 
@@ -79,25 +79,25 @@ void native_reduce_scatter(Communicator& comm, std::span<const float> input,
 }
 
 void native_allgather(Communicator& comm, std::span<const float> shard,
-                      std::span<const Range> shards, std::span<float> output, Reduction& reduction,
+                      std::span<const Range> shards, std::span<float> output, Encoding& encoding,
                       const CollectiveOptions& options, std::span<float> own) {
   const Timeout timeout = comm.timeout(options.timeout);
   const Range mine = shards[static_cast<std::size_t>(comm.rank())];
-  if (reduction.identity_layout()) {
+  if (encoding.identity_layout()) {
     if (!own.empty()) std::copy(shard.begin(), shard.end(), own.begin());
     comm.transport().allgather(std::as_bytes(shard), std::as_writable_bytes(output),
                                range_counts(shards, sizeof(float)), timeout);
     return;
   }
-  const std::size_t element = size_of(reduction.native_equivalent()->type);
+  const std::size_t element = size_of(encoding.native_equivalent()->type);
   auto encoded = comm.scratch(Scratch::staging, element * shard.size());
   auto all = comm.scratch(Scratch::work, element * output.size());
-  encode_whole(reduction, shard, mine.first, encoded, own, options);
+  encode_whole(encoding, shard, mine.first, encoded, own, options);
   comm.transport().allgather(encoded, all, range_counts(shards, element), timeout);
   PhaseScope timed(options.phases, &PhaseTimes::decode);
   for (const Range& r : shards) {
     if (r.count == 0) continue;
-    reduction.decode(all.subspan(element * r.first, element * r.count), r.first,
+    encoding.decode(all.subspan(element * r.first, element * r.count), r.first,
                      output.subspan(r.first, r.count));
   }
 }

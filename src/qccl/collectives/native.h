@@ -28,7 +28,7 @@ void native_reduce_scatter(Communicator& comm, std::span<const float> input,
                            Reduction& reduction, const CollectiveOptions& options,
                            std::span<float> own);
 void native_allgather(Communicator& comm, std::span<const float> shard,
-                      std::span<const Range> shards, std::span<float> output, Reduction& reduction,
+                      std::span<const Range> shards, std::span<float> output, Encoding& encoding,
                       const CollectiveOptions& options, std::span<float> own);
 
 }  // namespace qccl

@@ -29,8 +29,8 @@ HalvingDoublingPhases halving_doubling_phases(SchedulePhases phases) {
 
 }  // namespace
 
-bool overlaps_codec(const Reduction& reduction, const CollectiveOptions& options) {
-  return options.algorithm == Algorithm::ring && !reduction.identity_layout();
+bool overlaps_codec(const Encoding& encoding, const CollectiveOptions& options) {
+  return options.algorithm == Algorithm::ring && !encoding.identity_layout();
 }
 
 void run_schedule(Communicator& comm, int tag, SlotLayout& layout, std::span<std::byte> work,

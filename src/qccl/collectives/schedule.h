@@ -35,8 +35,8 @@ void run_schedule(Communicator& comm, int tag, SlotLayout& layout, std::span<std
                   Reduction* reduction, SchedulePhases phases, const CollectiveOptions& options,
                   Timeout timeout, std::string_view what, CodecQueue* codec = nullptr);
 
-// True when the schedule interleaves `reduction`'s encoding and decoding with
-// its transfers (a CodecQueue): the ring, for reductions that encode.
-bool overlaps_codec(const Reduction& reduction, const CollectiveOptions& options);
+// True when the schedule interleaves `encoding`'s encoding and decoding with
+// its transfers (a CodecQueue): the ring, for encodings that are not fp32 itself.
+bool overlaps_codec(const Encoding& encoding, const CollectiveOptions& options);
 
 }  // namespace qccl

@@ -2,7 +2,7 @@
 
 #include <functional>
 
-#include "qccl/collectives/reduction.h"
+#include "qccl/collectives/encoding.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -42,10 +42,10 @@ void check_no_partial_overlap(std::span<const float> input, std::span<const floa
   }
 }
 
-std::size_t checked_granularity(const Reduction& reduction, std::string_view operation) {
-  const std::size_t g = reduction.granularity();
+std::size_t checked_granularity(const Encoding& encoding, std::string_view operation) {
+  const std::size_t g = encoding.granularity();
   if (g == 0) {
-    throw InvalidArgument(std::string(operation) + ": reduction '" + reduction.name() +
+    throw InvalidArgument(std::string(operation) + ": encoding '" + encoding.name() +
                           "' declares granularity 0");
   }
   return g;

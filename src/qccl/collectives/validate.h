@@ -10,14 +10,14 @@
 
 namespace qccl {
 
-class Reduction;
+class Encoding;
 
 void validate_options(const CollectiveOptions& options, std::string_view operation);
 void check_same_length(std::size_t input, std::size_t output, std::string_view operation);
 // Input and output must be the same span (in place) or not overlap at all.
 void check_no_partial_overlap(std::span<const float> input, std::span<const float> output,
                               std::string_view operation);
-std::size_t checked_granularity(const Reduction& reduction, std::string_view operation);
+std::size_t checked_granularity(const Encoding& encoding, std::string_view operation);
 // Only `algorithm` ring is implemented for this operation.
 void require_ring(const CollectiveOptions& options, std::string_view operation);
 

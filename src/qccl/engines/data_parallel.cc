@@ -53,6 +53,7 @@ DataParallelEngine::DataParallelEngine(Communicator& comm, std::vector<NamedTens
       options_(std::move(options)),
       parameters_(std::move(parameters)),
       reducer_(comm, options_.collective) {
+  offer_exchange_counters(this);
   if (!options_.policy) options_.policy = std::make_shared<SizeCappedPolicy>();
   for (const auto& [name, p] : parameters_) tensors_.push_back(p);
   seen_.assign(parameters_.size(), 0);
@@ -89,7 +90,7 @@ void DataParallelEngine::build_buckets(std::uint64_t codec_step) {
       bucket_tensors_.back().push_back(parameters_[t].second);
     }
     codecs_.back()->set_layout(TensorLayout::of_shapes(names, shapes), codec_state_);
-    wants_feedback_ = wants_feedback_ || codecs_.back()->wants_step_feedback();
+    wants_feedback_ = wants_feedback_ || codecs_.back()->step_feedback() != nullptr;
     buckets_.emplace_back(plan_.bucket_elements[b], 0.0f);
     elements_ += plan_.bucket_elements[b];
   }
@@ -409,7 +410,9 @@ void DataParallelEngine::observe_update(double next_step_size) {
     for (std::int64_t i = 0; i < p.numel(); ++i) update[i] = now[i] - update[i];
   }
   for (std::size_t b = 0; b < codecs_.size(); ++b) {
-    codecs_[b]->observe_step(next_step_size, snapshot_[b]);
+    if (StepFeedback* feedback = codecs_[b]->step_feedback()) {
+      feedback->observe_step(next_step_size, snapshot_[b]);
+    }
   }
 }
 

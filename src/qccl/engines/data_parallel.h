@@ -62,7 +62,7 @@ struct ReduceTimes {
 
 using NamedTensor = std::pair<std::string, torch::Tensor>;
 
-class DataParallelEngine final : public Engine {
+class DataParallelEngine final : public Engine, public ExchangeCounters {
  public:
   // Plans buckets for `parameters` (fp32, contiguous, in registration
   // order), builds a codec per bucket, checks that every rank has the same

@@ -51,12 +51,27 @@ struct OracleResult {
   Clock::time_point timeline_origin{};
 };
 
+// The integer codecs' counters of an engine's last exchange (IntSGD §4.2),
+// an optional capability: engines whose codecs report them offer it
+// (Engine::exchange_counters()), the others do not.
+class ExchangeCounters {
+ public:
+  // Over buckets: largest integer sent, clipped coordinates summed.
+  virtual CodecStepStats exchange_stats() const = 0;
+
+ protected:
+  ~ExchangeCounters() = default;
+};
+
 // Receives a part of the optimizer's tensors whose mean gradients are final.
 using PartReady = std::function<void(std::span<const torch::Tensor> parameters)>;
 
 class Engine {
  public:
+  Engine() = default;
   virtual ~Engine() = default;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
 
   // The tensors the optimizer updates: the model's parameters (data
   // parallel) or this rank's shards of them (sharded).
@@ -119,13 +134,19 @@ class Engine {
   // Data bytes this rank's gradient (or weight) exchanges have sent so far,
   // as its transports counted them (Communicator::data_bytes_sent).
   virtual std::uint64_t bytes_sent() const = 0;
-  // The integer codecs' counters of the last exchange, over buckets:
-  // largest integer sent, clipped coordinates summed.
-  virtual CodecStepStats exchange_stats() const = 0;
+  // The integer codecs' counters of the last exchange, where the engine
+  // offers them; null otherwise.
+  const ExchangeCounters* exchange_counters() const { return exchange_counters_; }
   // Oracles begun so far (failed and skipped ones included), which messages
   // name; a resumed run sets it once.
   virtual std::uint64_t steps_begun() const = 0;
   virtual void set_steps_begun(std::uint64_t steps) = 0;
+
+ protected:
+  void offer_exchange_counters(const ExchangeCounters* counters) { exchange_counters_ = counters; }
+
+ private:
+  const ExchangeCounters* exchange_counters_ = nullptr;
 };
 
 // The exact parameters in the model for the lifetime of the scope.

@@ -112,7 +112,6 @@ class ShardedEngine final : public Engine, public BlockRunner {
   // vector, which a reduce-scatter sends about (n − 1)/n of).
   double payload_bytes() const override;
   std::uint64_t bytes_sent() const override;
-  CodecStepStats exchange_stats() const override { return {}; }
   std::uint64_t steps_begun() const override { return step_; }
   void set_steps_begun(std::uint64_t steps) override { step_ = steps; }
   // The exact fp32 parameters in the model (an allgather of the shards);

@@ -89,7 +89,7 @@ void validate(const TrainConfig& c) {
     require(weights->supports(CodecOperation::allgather),
             "--engine sharded gathers weights, which '" + weights->spec() +
                 "' does not offer; choose a codec with an allgather (fp32, fp16, minmax, ...)");
-    require(!codec->wants_step_feedback() && !weights->wants_step_feedback(),
+    require(codec->step_feedback() == nullptr && weights->step_feedback() == nullptr,
             "--engine sharded gives codecs no optimizer feedback; '" + codec->spec() +
                 "' needs it (use it with --engine data-parallel)");
     require(c.algorithm != Algorithm::native, "--engine sharded runs on ring or halving-doubling, "

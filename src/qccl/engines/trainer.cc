@@ -477,8 +477,9 @@ void TrainingRun::log_step(std::int64_t epoch, double loss, double lr, double se
             {"communication_page_faults", split.communication_faults},
             {"payload_bytes", summary_.payload_bytes_per_step},
             {"sent_bytes", sent},       {"skipped", skipped}};
-  if (const auto stats = engine_->exchange_stats(); stats.integer) {  // IntSGD's counters
-    line["largest_integer_sent"] = stats.largest_sent;
+  const ExchangeCounters* counters = engine_->exchange_counters();
+  if (const auto stats = counters ? counters->exchange_stats() : CodecStepStats{}; stats.integer) {
+    line["largest_integer_sent"] = stats.largest_sent;  // IntSGD's counters
     line["clipped"] = stats.clipped;
   }
   // [start, end] pairs, seconds since the forward pass began (engine.h).

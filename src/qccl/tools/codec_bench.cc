@@ -121,10 +121,11 @@ std::vector<CodecBenchRow> run_codec_bench(const CodecBenchConfig& config) {
       t_decode.push_back(seconds_of([&] {
         single->decode(std::span(encoded).first(encoded_bytes), 0, output);
       }));
-      if (codec->aggregation() != Aggregation::compressed_domain) continue;
+      Reduction* reduction = pair->in_transit();  // compressed-domain codecs only
+      if (codec->aggregation() != Aggregation::compressed_domain || reduction == nullptr) continue;
       std::memcpy(accum.data(), a.data(), a_bytes);
       t_reduce.push_back(seconds_of([&] {
-        pair->reduce(std::span(b).first(b_bytes), accum, a_bytes, {0, count, 0, 0});
+        reduction->reduce(std::span(b).first(b_bytes), accum, a_bytes, {0, count, 0, 0});
       }));
     }
     const double s = static_cast<double>(count * sizeof(float));

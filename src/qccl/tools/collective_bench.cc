@@ -284,7 +284,7 @@ class BenchCase {
   // or from the exact mean, which every rank knows in full (reduce-scatter
   // leaves each rank only its block of the result).
   void feed_back() {
-    if (!codec_->wants_step_feedback()) return;
+    if (codec_->step_feedback() == nullptr) return;
     if (config_.operation == BenchOperation::allreduce) {
       feed_sgd_step(*codec_, output_);
       return;

@@ -1,14 +1,14 @@
-#include "qccl/collectives/reduction.h"
+#include "qccl/collectives/encoding.h"
 
 #include "qccl/common/errors.h"
 
 namespace qccl {
 
-// Decodes into the scratch space, then adds it: what a reduction without a
+// Decodes into the scratch space, then adds it: what an encoding without a
 // fused kernel does. The sum is one fp32 addition per element, so a fused
 // version must give the same bits.
-void Reduction::decode_add(std::span<const std::byte> in, std::size_t first, std::span<float> out,
-                           std::span<float> scratch) {
+void Encoding::decode_add(std::span<const std::byte> in, std::size_t first, std::span<float> out,
+                          std::span<float> scratch) {
   if (scratch.size() < out.size()) {
     throw InvalidArgument(name() + ": decode_add needs scratch space for " +
                           std::to_string(out.size()) + " values, got " +

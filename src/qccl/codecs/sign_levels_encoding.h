@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "qccl/collectives/reduction.h"
+#include "qccl/collectives/encoding.h"
 
 namespace qccl {
 
@@ -47,6 +47,6 @@ struct SignLevelsSetup {
 // Header bytes per tensor a chunk overlaps: 0, 4 or 8.
 std::size_t sign_header_bytes(SignHeader header);
 
-std::unique_ptr<Reduction> make_sign_levels_reduction(SignLevelsSetup setup);
+std::unique_ptr<Encoding> make_sign_levels_encoding(SignLevelsSetup setup);
 
 }  // namespace qccl

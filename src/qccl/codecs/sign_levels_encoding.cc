@@ -1,4 +1,4 @@
-#include "qccl/codecs/sign_levels_reduction.h"
+#include "qccl/codecs/sign_levels_encoding.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,9 +21,9 @@ std::size_t sign_header_bytes(SignHeader header) {
 
 namespace {
 
-class SignLevelsReduction final : public Reduction {
+class SignLevelsEncoding final : public Encoding {
  public:
-  explicit SignLevelsReduction(SignLevelsSetup setup)
+  explicit SignLevelsEncoding(SignLevelsSetup setup)
       : setup_(std::move(setup)), header_bytes_(sign_header_bytes(setup_.header)) {
     if (setup_.bounds.size() < 2 || setup_.levels.size() + 1 != setup_.bounds.size() ||
         !std::is_sorted(setup_.bounds.begin(), setup_.bounds.end())) {
@@ -88,11 +88,6 @@ class SignLevelsReduction final : public Reduction {
     decode(in, first, out);
   }
 
-  std::size_t reduce(std::span<const std::byte>, std::span<std::byte>, std::size_t,
-                     const ReduceContext&) override {
-    throw InvalidArgument(setup_.name + " has no in-transit reduction: its chunks are sign bits "
-                          "(and levels that differ per rank), so it aggregates by allgather");
-  }
 
  private:
   // f(t, begin, end) for each tensor t that elements [first, first + count)
@@ -142,8 +137,8 @@ class SignLevelsReduction final : public Reduction {
 
 }  // namespace
 
-std::unique_ptr<Reduction> make_sign_levels_reduction(SignLevelsSetup setup) {
-  return std::make_unique<SignLevelsReduction>(std::move(setup));
+std::unique_ptr<Encoding> make_sign_levels_encoding(SignLevelsSetup setup) {
+  return std::make_unique<SignLevelsEncoding>(std::move(setup));
 }
 
 }  // namespace qccl
