@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/collectives/stream.h"

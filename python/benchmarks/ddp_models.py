@@ -1,4 +1,4 @@
-"""The models of `qccl train` (src/qccl/engines/tasks.cc) in plain PyTorch:
+"""The models of `qccl train` (src/qccl/models/tasks.cc) in plain PyTorch:
 the same layers, losses and initial distributions, so that DDP and qccl
 train the same thing."""
 

@@ -9,7 +9,7 @@
 #include "compressor.h"
 #include "context.h"
 #include "module_parts.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::python {

@@ -4,55 +4,14 @@
 
 #include "compressor.h"
 #include "errors.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/common/byte_io.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::python {
 namespace {
 
 constexpr std::uint64_t kStateMagic = 0x716363'6c686f6f6bULL;  // "qcclhook"
-
-void put(std::vector<std::byte>& out, std::uint64_t value) {
-  const auto* bytes = reinterpret_cast<const std::byte*>(&value);
-  out.insert(out.end(), bytes, bytes + sizeof value);
-}
-
-void put(std::vector<std::byte>& out, std::span<const std::byte> block) {
-  put(out, block.size());
-  out.insert(out.end(), block.begin(), block.end());
-}
-
-// Reads what put() wrote, refusing anything short or inconsistent.
-class Reader {
- public:
-  explicit Reader(std::span<const std::byte> bytes) : bytes_(bytes) {}
-  std::uint64_t number() {
-    need(sizeof(std::uint64_t));
-    std::uint64_t value;
-    std::memcpy(&value, bytes_.data() + at_, sizeof value);
-    at_ += sizeof value;
-    return value;
-  }
-  std::vector<std::byte> block() {
-    const std::uint64_t size = number();
-    need(size);
-    std::vector<std::byte> block(bytes_.begin() + static_cast<std::ptrdiff_t>(at_),
-                                 bytes_.begin() + static_cast<std::ptrdiff_t>(at_ + size));
-    at_ += size;
-    return block;
-  }
-  bool done() const { return at_ == bytes_.size(); }
-
- private:
-  void need(std::uint64_t size) const {
-    if (size > bytes_.size() - at_) {
-      throw InvalidArgument("the DDP hook state is truncated or corrupt: load the bytes that "
-                            "state_dict() returned, unchanged");
-    }
-  }
-  std::span<const std::byte> bytes_;
-  std::size_t at_ = 0;
-};
 
 }  // namespace
 
@@ -228,24 +187,27 @@ void BucketHook::run_on_stream(const std::string& what,
   work.wait(wait_timeout_);
 }
 
+// [magic][the shared store][bucket count], then per bucket its index, its
+// codec's step and its codec's state; the numbers as uint64, each state as
+// its length and bytes (byte_io.h).
 std::vector<std::byte> BucketHook::save_state() {
-  std::vector<std::byte> out;
+  ByteWriter out;
   run_on_stream("saving the hook's state", [&](Communicator&) {
-    put(out, kStateMagic);
-    put(out, store_->save());
-    put(out, codecs_.size() + loaded_.size());
+    out.value<std::uint64_t>(kStateMagic);
+    out.values(store_->save());
+    out.value<std::uint64_t>(codecs_.size() + loaded_.size());
     for (const auto& [bucket, entry] : codecs_) {
-      put(out, bucket);
-      put(out, entry.codec->step());
-      put(out, entry.codec->save_state());
+      out.value<std::uint64_t>(bucket);
+      out.value<std::uint64_t>(entry.codec->step());
+      out.values(entry.codec->save_state());
     }
     for (const auto& [bucket, loaded] : loaded_) {  // loaded, not yet used
-      put(out, bucket);
-      put(out, loaded.first);
-      put(out, loaded.second);
+      out.value<std::uint64_t>(bucket);
+      out.value<std::uint64_t>(loaded.first);
+      out.values(loaded.second);
     }
   });
-  return out;
+  return out.take();
 }
 
 void BucketHook::load_state(std::vector<std::byte> bytes) {
@@ -253,16 +215,17 @@ void BucketHook::load_state(std::vector<std::byte> bytes) {
     if (!codecs_.empty()) {
       throw InvalidArgument("load the DDP hook's state before the first backward pass");
     }
-    Reader in(bytes);
-    if (in.number() != kStateMagic) {
+    ByteReader in(bytes, "the DDP hook state",
+                  "load the bytes that state_dict() returned, unchanged");
+    if (in.value<std::uint64_t>("the header") != kStateMagic) {
       throw InvalidArgument("these bytes are not a qccl DDP hook state (state_dict()['native'])");
     }
-    const auto store = in.block();
+    const auto store = in.values<std::byte>("the codecs' shared state");
     std::map<std::size_t, std::pair<std::uint64_t, std::vector<std::byte>>> loaded;
-    for (std::uint64_t n = in.number(); n > 0; --n) {
-      const auto bucket = in.number();
-      const auto step = in.number();
-      loaded[bucket] = {step, in.block()};
+    for (auto n = in.value<std::uint64_t>("the bucket count"); n > 0; --n) {
+      const auto bucket = in.value<std::uint64_t>("a bucket index");
+      const auto step = in.value<std::uint64_t>("a codec step");
+      loaded[bucket] = {step, in.values<std::byte>("a codec state")};
     }
     if (!in.done()) throw InvalidArgument("the DDP hook state has trailing bytes: it is corrupt");
     store_->load(store);

@@ -1,6 +1,6 @@
 #include "compressor.h"
 
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::python {

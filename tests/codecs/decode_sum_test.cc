@@ -13,7 +13,7 @@
 #include "../support/patterns.h"
 #include "../support/test_names.h"
 #include "../support/world.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/allgather.h"
 
 namespace qccl::test {

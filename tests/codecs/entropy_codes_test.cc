@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "qccl/codecs/entropy_codes.h"
+#include "qccl/codecs/entropy/entropy_codes.h"
 #include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 

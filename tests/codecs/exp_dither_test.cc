@@ -14,9 +14,9 @@
 #include "../support/world.h"
 #include "../support/test_names.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/counter_rng.h"
-#include "qccl/codecs/exp_dither.h"
+#include "qccl/codecs/quantizers/exp_dither.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::test {

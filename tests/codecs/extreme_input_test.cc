@@ -18,7 +18,7 @@
 #include "../support/patterns.h"
 #include "../support/test_names.h"
 #include "../support/world.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::test {

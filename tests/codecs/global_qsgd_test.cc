@@ -14,8 +14,8 @@
 #include "../support/world.h"
 #include "../support/test_names.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_registry.h"
-#include "qccl/codecs/global_qsgd.h"
+#include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/codecs/quantizers/global_qsgd.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::test {

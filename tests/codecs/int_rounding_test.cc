@@ -8,8 +8,8 @@
 #include <limits>
 #include <vector>
 
-#include "qccl/codecs/adaptive_scale.h"
-#include "qccl/codecs/int_rounding.h"
+#include "qccl/codecs/quantizers/adaptive_scale.h"
+#include "qccl/codecs/quantizers/int_rounding.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::test {

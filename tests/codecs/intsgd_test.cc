@@ -15,8 +15,8 @@
 #include "../support/patterns.h"
 #include "../support/world.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_registry.h"
-#include "qccl/codecs/intsgd.h"
+#include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/codecs/quantizers/intsgd.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::test {
@@ -388,7 +388,7 @@ template <class Int>
 void expect_corrupt_integers_rejected(const std::string& spec, int ranks) {
   SCOPED_TRACE(spec);
   const auto codec = make_codec(spec);
-  const auto reduction = codec->reduction_for(1.0, ranks, 0, Algorithm::ring);
+  const auto reduction = codec->encoding_for(1.0, ranks, 0, Algorithm::ring);
   const Int limit = static_cast<Int>(per_rank_clip(sizeof(Int) == 1   ? IntWire::int8
                                                    : sizeof(Int) == 4 ? IntWire::int32
                                                                       : IntWire::int64,

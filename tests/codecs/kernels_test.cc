@@ -20,8 +20,8 @@
 #include "../support/patterns.h"
 #include "qccl/common/checksum.h"
 #include "qccl/common/counter_rng.h"
-#include "qccl/codecs/exp_dither.h"
-#include "qccl/codecs/kernels.h"
+#include "qccl/codecs/quantizers/exp_dither.h"
+#include "qccl/codecs/kernels/kernels.h"
 
 namespace qccl {
 namespace {

@@ -1,4 +1,4 @@
-// QSDP's quantizers (qsdp.txt Definition 1, Lemma 5, §5.1–§5.2) as a
+// QSDP's quantizers (QSDP Definition 1, Lemma 5, §5.1–§5.2) as a
 // specification: the random-shift lattice Q^w_δ is unbiased over the shift,
 // each value's error uniform on ±δ/2, and moves every value of a bucket by
 // the same shift; the shared dither on the fixed grid is unbiased with
@@ -15,9 +15,9 @@
 #include "../support/test_names.h"
 #include "../support/world.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_registry.h"
-#include "qccl/codecs/level_statistics.h"
-#include "qccl/codecs/minmax.h"
+#include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/codecs/quantizers/level_statistics.h"
+#include "qccl/codecs/quantizers/minmax.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::test {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "../support/patterns.h"
-#include "qccl/codecs/kernels.h"
+#include "qccl/codecs/kernels/kernels.h"
 #include "qccl/codecs/levels.h"
-#include "qccl/codecs/linear_dither.h"
+#include "qccl/codecs/quantizers/linear_dither.h"
 
 namespace qccl {
 namespace {

@@ -1,4 +1,4 @@
-// Q-GenX's quantizer (q-genx.txt Definition 1, Eq. 3.1, Theorem 1, §3.3,
+// Q-GenX's quantizer (Q-GenX Definition 1, Eq. 3.1, Theorem 1, §3.3,
 // Theorem 2, Appendix K) as a specification: unbiased with exactly Eq.
 // (3.1)'s variance, within Theorem 1's bound, for every norm and level
 // family; QAda never worse than the levels it starts from on the data it
@@ -15,9 +15,9 @@
 #include "../support/test_names.h"
 #include "../support/world.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_registry.h"
-#include "qccl/codecs/level_statistics.h"
-#include "qccl/codecs/qgenx.h"
+#include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/codecs/quantizers/level_statistics.h"
+#include "qccl/codecs/quantizers/qgenx.h"
 #include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 

@@ -5,7 +5,7 @@
 #include "../support/patterns.h"
 #include "../support/test_names.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::test {
@@ -33,7 +33,7 @@ INSTANTIATE_TEST_SUITE_P(SpecsRanks, QsgdTest,
 
 TEST(QsgdCodecTest, NoInTransitReductionBecauseScalesDiffer) {
   auto codec = make_codec("qsgd");
-  auto encoding = codec->reduction_for(1.0, 2, 0, Algorithm::ring);
+  auto encoding = codec->encoding_for(1.0, 2, 0, Algorithm::ring);
   EXPECT_EQ(encoding->in_transit(), nullptr);
   EXPECT_EQ(codec->aggregation(), Aggregation::allgather_decode);
 }

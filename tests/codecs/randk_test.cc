@@ -13,8 +13,8 @@
 #include "../support/patterns.h"
 #include "../support/world.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_registry.h"
-#include "qccl/codecs/sparse_selection.h"
+#include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/codecs/sparsifiers/sparse_selection.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::test {
@@ -129,7 +129,7 @@ std::unique_ptr<Encoding> two_rank_reduction(Codec& codec, std::span<const float
   setup.summed = 2;
   setup.input = input;
   setup.norm = 1.0;
-  return codec.reduction_for(setup);
+  return codec.encoding_for(setup);
 }
 
 // One rank's encoding of the whole vector is 4 bytes per kept element.

@@ -12,8 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "qccl/codecs/sparse_pairs.h"
-#include "qccl/codecs/sparse_selection.h"
+#include "qccl/codecs/sparsifiers/sparse_pairs.h"
+#include "qccl/codecs/sparsifiers/sparse_selection.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {

@@ -10,7 +10,7 @@
 #include "../support/patterns.h"
 #include "../support/counting_transport.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::test {

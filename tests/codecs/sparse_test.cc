@@ -6,7 +6,7 @@
 
 #include "../support/patterns.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::test {

@@ -6,7 +6,7 @@
 #include "../support/codec_checks.h"
 #include "../support/test_names.h"
 #include "../support/world.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 
 namespace qccl::test {
 namespace {

@@ -11,7 +11,7 @@
 #include "../support/codec_checks.h"
 #include "../support/patterns.h"
 #include "../support/world.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/codecs/tensor_layout.h"
 #include "qccl/codecs/tensor_state.h"
 #include "qccl/common/errors.h"

@@ -13,8 +13,8 @@
 #include "../support/collective_checks.h"
 #include "../support/patterns.h"
 #include "../support/world.h"
-#include "qccl/codecs/codec_registry.h"
-#include "qccl/codecs/sparse_selection.h"
+#include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/codecs/sparsifiers/sparse_selection.h"
 #include "qccl/common/errors.h"
 
 namespace qccl::test {

@@ -9,7 +9,7 @@
 #include "../support/test_names.h"
 #include "../support/world.h"
 #include "codec_statistics.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 
 namespace qccl::test {
 namespace {

@@ -12,6 +12,7 @@
 
 #include "../support/world.h"
 #include "qccl/collectives/allgather.h"
+#include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/direct_gather.h"
 #include "qccl/collectives/fingerprint.h"
 #include "qccl/common/errors.h"
@@ -35,7 +36,7 @@ void check_gather(Communicator& comm, int scale) {
   for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = part_byte(comm.rank(), i);
   std::vector<std::size_t> counts;
   std::vector<std::byte> all;
-  comm.run(Fingerprint("allgather bytes test"), kTestTimeout, [&](int tag) {
+  run_collective(comm, Fingerprint("allgather bytes test"), kTestTimeout, [&](int tag) {
     counts = allgather_counts_body(comm, tag, mine.size(), kTestTimeout);
     std::size_t total = 0;
     for (std::size_t c : counts) total += c;
@@ -84,7 +85,7 @@ void check_gather_within(Communicator& comm, int scale) {
   for (std::size_t c : capacities) total += c;
   std::vector<std::byte> all(total, std::byte{0xEE});
   std::vector<std::size_t> sizes;
-  comm.run(Fingerprint("bounded gather test"), kTestTimeout, [&](int tag) {
+  run_collective(comm, Fingerprint("bounded gather test"), kTestTimeout, [&](int tag) {
     sizes = allgatherv_bytes_within(comm, tag, mine, capacities, all, kTestTimeout, "test");
   });
   ASSERT_EQ(sizes.size(), static_cast<std::size_t>(n));
@@ -125,7 +126,7 @@ TEST(AllgatherWithinBoundsTest, APartBeyondItsRoomIsAnError) {
     std::vector<std::byte> mine(comm.rank() == 0 ? 8 : 2);
     std::vector<std::byte> all(capacities[0] + capacities[1]);
     try {
-      comm.run(Fingerprint("bounded gather test"), kTestTimeout, [&](int tag) {
+      run_collective(comm, Fingerprint("bounded gather test"), kTestTimeout, [&](int tag) {
         allgatherv_bytes_within(comm, tag, mine, capacities, all, kTestTimeout, "test");
       });
     } catch (const CommError&) {
@@ -139,7 +140,7 @@ TEST(AllgatherWithinBoundsTest, ALocalPartBeyondItsRoomIsRefused) {
   run_world(1, [](Communicator& comm) {
     std::vector<std::byte> mine(5), all(4);
     const std::vector<std::size_t> capacities{4};
-    comm.run(Fingerprint("bounded gather test"), kTestTimeout, [&](int tag) {
+    run_collective(comm, Fingerprint("bounded gather test"), kTestTimeout, [&](int tag) {
       EXPECT_THROW(allgatherv_bytes_within(comm, tag, mine, capacities, all, kTestTimeout, "test"),
                    InvalidArgument);
     });
@@ -156,7 +157,7 @@ TEST(AllgatherBytesTest, APartOfAnotherSizeThanItsCountIsAnError) {
     std::vector<std::byte> mine(counts[static_cast<std::size_t>(comm.rank())]);
     std::vector<std::byte> all(counts[0] + counts[1]);
     try {
-      comm.run(Fingerprint("direct gather test"), kTestTimeout, [&](int tag) {
+      run_collective(comm, Fingerprint("direct gather test"), kTestTimeout, [&](int tag) {
         allgatherv_bytes_direct(comm, tag, mine, counts, all, kTestTimeout, "direct gather test");
       });
     } catch (const CommError& e) {

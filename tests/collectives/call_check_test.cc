@@ -11,9 +11,10 @@
 #include "../support/counting_transport.h"
 #include "../support/patterns.h"
 #include "../support/world.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/call_check.h"
+#include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/common/errors.h"
 

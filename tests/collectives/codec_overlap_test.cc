@@ -11,7 +11,7 @@
 #include "../support/counting_transport.h"
 #include "../support/sparse_test_reduction.h"
 #include "../support/world.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/codec_queue.h"
@@ -47,7 +47,7 @@ std::vector<float> ring_result(Communicator& comm, int tag, std::span<const floa
   const auto n = static_cast<std::size_t>(comm.size());
   const auto me = static_cast<std::size_t>(comm.rank());
   auto codec = make_codec("global-qsgd");
-  auto encoding = codec->reduction_for(50.0, comm.size(), comm.rank(), Algorithm::ring, input);
+  auto encoding = codec->encoding_for(50.0, comm.size(), comm.rank(), Algorithm::ring, input);
   Reduction& reduction = *encoding->in_transit();  // 8-bit codes are summed in transit
   const auto segments = split_range({0, input.size()}, n, reduction.granularity());
   SlotLayout layout(segments, chunks_for(segments, chunk_bytes), reduction.granularity(),

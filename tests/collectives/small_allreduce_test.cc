@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../support/world.h"
+#include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/fingerprint.h"
 #include "qccl/collectives/small_allreduce.h"
 
@@ -27,7 +28,7 @@ TEST_P(SmallAllreduceTest, MaxAndSumEqualTheirClosedForms) {
     for (const ReduceOp op : {ReduceOp::max, ReduceOp::sum}) {
       std::vector<std::int64_t> values(length);
       for (std::size_t i = 0; i < length; ++i) values[i] = value(comm.rank(), i);
-      comm.run(Fingerprint("small allreduce test"), kTestTimeout, [&](int tag) {
+      run_collective(comm, Fingerprint("small allreduce test"), kTestTimeout, [&](int tag) {
         small_allreduce(comm, tag, values, op, kTestTimeout, "small allreduce test");
       });
       for (std::size_t i = 0; i < length; ++i) {

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "qccl/convex/estimators.h"
-#include "qccl/convex/logistic.h"
-#include "qccl/convex/synthetic.h"
+#include "qccl/experiments/intsgd/estimators.h"
+#include "qccl/experiments/intsgd/logistic.h"
+#include "qccl/experiments/intsgd/synthetic.h"
 
 namespace qccl::convex {
 namespace {

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "qccl/common/errors.h"
-#include "qccl/convex/readers.h"
-#include "qccl/convex/synthetic.h"
+#include "qccl/experiments/intsgd/readers.h"
+#include "qccl/experiments/intsgd/synthetic.h"
 
 namespace qccl::convex {
 namespace {

@@ -7,7 +7,7 @@
 #include <random>
 
 #include "qccl/common/errors.h"
-#include "qccl/engines/frechet.h"
+#include "qccl/experiments/gan/frechet.h"
 
 namespace qccl::engines {
 namespace {

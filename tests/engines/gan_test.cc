@@ -11,10 +11,10 @@
 #include "engines/train_helpers.h"
 #include "qccl/common/errors.h"
 #include "qccl/engines/data_parallel.h"
-#include "qccl/engines/gan_training.h"
+#include "qccl/experiments/gan/gan_training.h"
 #include "qccl/engines/optimizers.h"
 #include "qccl/engines/step_algorithm.h"
-#include "qccl/engines/wgan_gp.h"
+#include "qccl/experiments/gan/wgan_gp.h"
 #include "support/world.h"
 
 namespace qccl::engines {

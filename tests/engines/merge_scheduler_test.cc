@@ -15,7 +15,7 @@
 
 #include "qccl/common/errors.h"
 #include "qccl/engines/data_parallel.h"
-#include "qccl/engines/train_config.h"
+#include "qccl/training/train_config.h"
 #include "engines/train_helpers.h"
 #include "support/world.h"
 

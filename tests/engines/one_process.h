@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "qccl/data/epoch_order.h"
-#include "qccl/engines/tasks.h"
-#include "qccl/engines/train_config.h"
+#include "qccl/models/tasks.h"
+#include "qccl/training/train_config.h"
 
 namespace qccl::engines::test_support {
 

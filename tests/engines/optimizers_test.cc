@@ -16,6 +16,7 @@
 #include "qccl/common/errors.h"
 #include "qccl/engines/adam_kernel.h"
 #include "qccl/engines/optimizers.h"
+#include "qccl/training/optimizer_choice.h"
 
 namespace qccl::engines {
 namespace {

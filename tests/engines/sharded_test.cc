@@ -14,8 +14,8 @@
 
 #include "qccl/common/errors.h"
 #include "qccl/engines/sharded.h"
-#include "qccl/engines/tasks.h"
-#include "qccl/engines/train_config.h"
+#include "qccl/models/tasks.h"
+#include "qccl/training/train_config.h"
 #include "engines/one_process.h"
 #include "engines/train_helpers.h"
 #include "support/world.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "qccl/engines/train_config.h"
+#include "qccl/training/train_config.h"
 #include "support/world.h"
 
 namespace qccl::engines::test_support {

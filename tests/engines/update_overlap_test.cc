@@ -20,7 +20,7 @@
 #include "qccl/common/duration.h"
 #include "qccl/common/errors.h"
 #include "qccl/engines/data_parallel.h"
-#include "qccl/engines/train_config.h"
+#include "qccl/training/train_config.h"
 #include "engines/train_helpers.h"
 #include "support/world.h"
 

@@ -6,7 +6,7 @@
 #include <random>
 #include <set>
 
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/communicator.h"
 #include "qccl/common/errors.h"
 #include "qccl/transport/local_transport.h"
@@ -104,7 +104,7 @@ std::unique_ptr<ReductionTarget> make_target(const std::string& spec, CodecOpera
   }
   set_up(*t, operation, ranks, rank, rng);
   try {
-    t->reduction = t->codec->reduction_for(t->setup);
+    t->reduction = t->codec->encoding_for(t->setup);
   } catch (const InvalidArgument&) {
     return nullptr;
   }

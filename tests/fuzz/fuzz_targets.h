@@ -2,7 +2,7 @@
 // the specs below cover each row and the parameters that change its wire
 // format — for each operation the codec offers, on several rank counts and
 // two ranks of each, built exactly as a codec step builds it
-// (Codec::reduction_for) from a random input; and the saved state of every
+// (Codec::encoding_for) from a random input; and the saved state of every
 // codec that keeps one, as load_state() reads it back.
 #pragma once
 

@@ -11,7 +11,7 @@
 #include "../support/patterns.h"
 #include "../support/stream_checks.h"
 #include "../support/test_names.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/fp32_sum.h"

@@ -12,7 +12,7 @@
 #include "../support/collective_checks.h"
 #include "../support/patterns.h"
 #include "../support/world.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/scheduling/bucket_plan.h"
 #include "qccl/scheduling/bucket_reducer.h"

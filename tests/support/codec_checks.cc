@@ -10,7 +10,7 @@
 
 #include "collective_checks.h"
 #include "patterns.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/common/errors.h"
@@ -111,6 +111,96 @@ void expect_refused(Communicator& comm, Codec& codec, CodecOperation operation,
   EXPECT_EQ(ones[0], static_cast<float>(comm.size()));
 }
 
+// The exact results the ranks' inputs call for: the mean over ranks, the
+// largest magnitude and the sum of squares.
+struct ExactInputs {
+  std::vector<double> mean;
+  double largest = 0, squares = 0;
+};
+
+ExactInputs exact_inputs(int n, std::size_t count, InputValue value) {
+  ExactInputs exact;
+  exact.mean.assign(count, 0.0);
+  for (int q = 0; q < n; ++q) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const double x = value(q, i);
+      exact.mean[i] += x / n;
+      exact.largest = std::max(exact.largest, std::abs(x));
+      exact.squares += x * x;
+    }
+  }
+  return exact;
+}
+
+// Without a bound the value checks cannot run: only codecs known to have
+// none may lack one (error feedback's steps are checked against its inner
+// codec's in error_feedback_test.cc; adaptive IntSGD's bound is lost when
+// its scale may clip; EF-SignSGD, OneBit and a scheme with error feedback
+// of its own, ef=on, are error feedback too; DGC carries past steps into the
+// result; signSGD's and SigNUM's vote is a direction, not an approximation
+// of the mean).
+void expect_bound_known(const std::string& spec, const Codec& codec, double bound) {
+  const auto starts = [&](std::string_view prefix) { return spec.rfind(prefix, 0) == 0; };
+  const std::string canonical = codec.spec();
+  EXPECT_TRUE(std::isfinite(bound) || starts("ef(") || starts("intdiana") ||
+              spec == "intsgd" || starts("intsgd:") || spec == "signsgd" ||
+              starts("signum") || spec == "ef-signsgd" || spec == "onebit" ||
+              canonical.find(",ef=on") != std::string::npos || canonical.rfind("dgc:", 0) == 0)
+      << spec << " has no error bound here";
+}
+
+// Rank r's block is within the bound of its mean and, where the paths agree,
+// bitwise the allreduce's block.
+void check_reduce_scatter_block(Communicator& comm, const std::string& spec, Codec& codec,
+                                const Run& run, const std::vector<double>& mean,
+                                const std::vector<float>& input, const CollectiveOptions& options,
+                                double norm) {
+  const auto blocks = codec.reduce_scatter_blocks(input.size(), comm.size());
+  const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
+  expect_within(run.output, std::span<const double>(mean).subspan(mine.first, mine.count),
+                run.bound, "the block's mean");
+  const bool same_path = options.algorithm == Algorithm::ring ||
+                         codec.aggregation() == Aggregation::allgather_decode;
+  if (!same_path) return;
+  auto twin = make_codec(spec, kSettings);
+  const std::vector<float> mean_f(mean.begin(), mean.end());
+  const Run whole =
+      run_twice(*twin, comm, CodecOperation::allreduce_mean, input, mean_f, options, norm);
+  EXPECT_TRUE(bitwise_equal(run.output, std::span<const float>(whole.output)
+                                            .subspan(mine.first, mine.count)))
+      << "the reduce-scatter block differs from the allreduce's";
+  EXPECT_TRUE(bitwise_equal(run.own, whole.own)) << "own contributions differ";
+}
+
+// Every rank's shard within the bound, the same everywhere, and this rank's
+// own decoded shard the one the others received.
+void check_allgather_shards(Communicator& comm, const Run& run, std::size_t count,
+                            InputValue value) {
+  const int n = comm.size(), r = comm.rank();
+  std::vector<double> shards(count * static_cast<std::size_t>(n));
+  for (int q = 0; q < n; ++q) {
+    for (std::size_t i = 0; i < count; ++i) {
+      shards[static_cast<std::size_t>(q) * count + i] = value(q, i);
+    }
+  }
+  expect_within(run.output, shards, run.bound, "the shards");
+  expect_identical_across_ranks(comm, run.output);
+  EXPECT_TRUE(bitwise_equal(run.own, std::span<const float>(run.output)
+                                         .subspan(static_cast<std::size_t>(r) * count, count)))
+      << "this rank's own decoded shard differs from what the ranks received";
+}
+
+// The mean over ranks of the own contributions estimates the exact mean
+// as closely as the result does.
+void check_own_contributions(Communicator& comm, const Run& run, const ExactInputs& exact) {
+  std::vector<double> own_mean(run.own.begin(), run.own.end());
+  for (double& x : own_mean) x /= comm.size();
+  allreduce_values<double>(comm.transport(), own_mean, ReduceOp::sum, comm.options().timeout);
+  std::vector<float> own_mean_f(own_mean.begin(), own_mean.end());
+  expect_within(own_mean_f, exact.mean, run.bound + 1e-6 * exact.largest,
+                "the mean of the own contributions");
+}
+
 }  // namespace
 
 void check_codec_operation(Communicator& comm, const std::string& spec,
@@ -131,83 +221,28 @@ void check_codec_operation(Communicator& comm, const std::string& spec,
   options.algorithm = algorithm;
   options.chunk_bytes = 4096;  // several chunks per segment at the larger sizes
   const auto input = make_vector(count, [&](std::size_t i) { return value(r, i); });
-  std::vector<double> mean(count, 0.0);
-  double largest = 0, squares = 0;
-  for (int q = 0; q < n; ++q) {
-    for (std::size_t i = 0; i < count; ++i) {
-      const double x = value(q, i);
-      mean[i] += x / n;
-      largest = std::max(largest, std::abs(x));
-      squares += x * x;
-    }
-  }
-  std::vector<float> mean_f(mean.begin(), mean.end());
-  const double norm = codec->norm_kind() == NormKind::inf ? largest : std::sqrt(squares);
+  const ExactInputs exact = exact_inputs(n, count, value);
+  std::vector<float> mean_f(exact.mean.begin(), exact.mean.end());
+  const double norm =
+      codec->norm_kind() == NormKind::inf ? exact.largest : std::sqrt(exact.squares);
   const Run run = run_twice(*codec, comm, operation, input, mean_f, options, norm);
-  const double bound = run.bound;
   expect_finite(run.output, "the result");
   expect_finite(run.own, "this rank's own contribution");
-  // Without a bound the value checks below cannot run: only codecs known to
-  // have none may lack one (error feedback's steps are checked against its
-  // inner codec's in error_feedback_test.cc; adaptive IntSGD's bound is lost
-  // when its scale may clip; EF-SignSGD, OneBit and a scheme with error
-  // feedback of its own, ef=on, are error feedback too; DGC carries past
-  // steps into the result; signSGD's and SigNUM's vote is a direction, not
-  // an approximation of the mean).
-  const auto starts = [&](std::string_view prefix) { return spec.rfind(prefix, 0) == 0; };
-  const std::string canonical = codec->spec();
-  EXPECT_TRUE(std::isfinite(bound) || starts("ef(") || starts("intdiana") ||
-              spec == "intsgd" || starts("intsgd:") || spec == "signsgd" ||
-              starts("signum") || spec == "ef-signsgd" || spec == "onebit" ||
-              canonical.find(",ef=on") != std::string::npos || canonical.rfind("dgc:", 0) == 0)
-      << spec << " has no error bound here";
+  expect_bound_known(spec, *codec, run.bound);
 
   switch (operation) {
-    case CodecOperation::allreduce_mean: {
-      expect_within(run.output, mean, bound, "the mean");
+    case CodecOperation::allreduce_mean:
+      expect_within(run.output, exact.mean, run.bound, "the mean");
       expect_identical_across_ranks(comm, run.output);
       break;
-    }
-    case CodecOperation::reduce_scatter_mean: {
-      const auto blocks = codec->reduce_scatter_blocks(count, n);
-      const Range mine = blocks[static_cast<std::size_t>(r)];
-      expect_within(run.output, std::span<const double>(mean).subspan(mine.first, mine.count),
-                    bound, "the block's mean");
-      const bool same_path =
-          algorithm == Algorithm::ring || codec->aggregation() == Aggregation::allgather_decode;
-      if (same_path) {
-        auto twin = make_codec(spec, kSettings);
-        const Run whole =
-            run_twice(*twin, comm, CodecOperation::allreduce_mean, input, mean_f, options, norm);
-        EXPECT_TRUE(bitwise_equal(run.output, std::span<const float>(whole.output)
-                                                  .subspan(mine.first, mine.count)))
-            << "the reduce-scatter block differs from the allreduce's";
-        EXPECT_TRUE(bitwise_equal(run.own, whole.own)) << "own contributions differ";
-      }
+    case CodecOperation::reduce_scatter_mean:
+      check_reduce_scatter_block(comm, spec, *codec, run, exact.mean, input, options, norm);
       break;
-    }
-    case CodecOperation::allgather: {
-      std::vector<double> shards(count * static_cast<std::size_t>(n));
-      for (int q = 0; q < n; ++q) {
-        for (std::size_t i = 0; i < count; ++i) {
-          shards[static_cast<std::size_t>(q) * count + i] = value(q, i);
-        }
-      }
-      expect_within(run.output, shards, bound, "the shards");
-      expect_identical_across_ranks(comm, run.output);
-      EXPECT_TRUE(bitwise_equal(run.own, std::span<const float>(run.output)
-                                             .subspan(static_cast<std::size_t>(r) * count, count)))
-          << "this rank's own decoded shard differs from what the ranks received";
+    case CodecOperation::allgather:
+      check_allgather_shards(comm, run, count, value);
       return;
-    }
   }
-  // The mean over ranks of the own contributions estimates the exact mean
-  // as closely as the result does.
-  std::vector<double> own_mean(run.own.begin(), run.own.end());
-  for (double& x : own_mean) x /= n;
-  allreduce_values<double>(comm.transport(), own_mean, ReduceOp::sum, comm.options().timeout);
-  std::vector<float> own_mean_f(own_mean.begin(), own_mean.end());
-  expect_within(own_mean_f, mean, bound + 1e-6 * largest, "the mean of the own contributions");
+  check_own_contributions(comm, run, exact);
 }
 
 void check_fp32_operations_exact(Communicator& comm, std::size_t count, Algorithm algorithm) {

@@ -4,7 +4,7 @@
 
 #include "../support/world.h"
 #include "bench_helpers.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/tools/bench_report.h"
 #include "qccl/tools/collective_bench.h"

@@ -16,8 +16,8 @@
 #include "../support/world.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
-#include "qccl/tools/gan_experiment.h"
-#include "qccl/tools/png_image.h"
+#include "qccl/experiments/gan/gan_experiment.h"
+#include "qccl/reports/png_image.h"
 
 namespace qccl::tools {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "../support/world.h"
 #include "qccl/common/errors.h"
-#include "qccl/tools/intsgd_experiment.h"
+#include "qccl/experiments/intsgd/intsgd_experiment.h"
 
 namespace qccl::tools {
 namespace {

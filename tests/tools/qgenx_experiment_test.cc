@@ -12,7 +12,7 @@
 
 #include "../support/world.h"
 #include "qccl/common/errors.h"
-#include "qccl/tools/qgenx_experiment.h"
+#include "qccl/experiments/qgenx/qgenx_experiment.h"
 
 namespace qccl::tools {
 namespace {

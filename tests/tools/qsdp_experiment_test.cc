@@ -16,7 +16,7 @@
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
 #include "qccl/tools/qsdp_command.h"
-#include "qccl/tools/qsdp_experiment.h"
+#include "qccl/experiments/qsdp/qsdp_experiment.h"
 
 namespace qccl::tools {
 namespace {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "qccl/common/errors.h"
-#include "qccl/vi/gap.h"
-#include "qccl/vi/problems.h"
+#include "qccl/experiments/qgenx/gap.h"
+#include "qccl/experiments/qgenx/problems.h"
 #include "vi_test_helpers.h"
 
 namespace qccl::vi {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "qccl/common/errors.h"
-#include "qccl/vi/oracle.h"
-#include "qccl/vi/problems.h"
+#include "qccl/experiments/qgenx/oracle.h"
+#include "qccl/experiments/qgenx/problems.h"
 #include "vi_test_helpers.h"
 
 namespace qccl::vi {

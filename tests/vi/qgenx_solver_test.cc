@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "../support/world.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
-#include "qccl/vi/gap.h"
-#include "qccl/vi/problems.h"
+#include "qccl/experiments/qgenx/gap.h"
+#include "qccl/experiments/qgenx/problems.h"
 #include "vi_test_helpers.h"
-#include "qccl/vi/qgenx_solver.h"
-#include "qccl/vi/rate_fit.h"
+#include "qccl/experiments/qgenx/qgenx_solver.h"
+#include "qccl/experiments/qgenx/rate_fit.h"
 
 namespace qccl::vi {
 namespace {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "qccl/vi/problems.h"
-#include "qccl/vi/qgenx_solver.h"
+#include "qccl/experiments/qgenx/problems.h"
+#include "qccl/experiments/qgenx/qgenx_solver.h"
 
 namespace qccl::vi {
 

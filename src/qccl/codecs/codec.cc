@@ -5,6 +5,7 @@
 
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/allreduce.h"
+#include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/decode_sum.h"
 #include "qccl/collectives/reduce_scatter.h"
 #include "qccl/collectives/validate.h"
@@ -13,8 +14,9 @@
 namespace qccl {
 namespace {
 
-// The per-rank slot of the step's exchange that carries shared_value();
-// slot 0 holds the squared 2-norm (norm_statistics).
+// The per-rank slot of the step's exchange that carries the preparation's
+// shared value (StepPreparation::shared); slot 0 holds the squared 2-norm
+// (norm_statistics).
 constexpr std::size_t kSharedValue = 1;
 
 }  // namespace
@@ -41,7 +43,7 @@ bool CodecOperations::has(CodecOperation operation) const {
   return false;
 }
 
-std::unique_ptr<Encoding> Codec::reduction_for(double norm, int ranks, int rank,
+std::unique_ptr<Encoding> Codec::encoding_for(double norm, int ranks, int rank,
                                                Algorithm algorithm, std::span<const float> input) {
   StepSetup setup = step_setup(CodecOperation::allreduce_mean, algorithm, ranks, rank);
   setup.norm = norm;

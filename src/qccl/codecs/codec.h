@@ -1,5 +1,5 @@
 // A codec: one compression scheme's wire format, encoding, decoding and way
-// of aggregating, behind one interface for every scheme (PRODUCT.md, layer 3).
+// of aggregating, behind one interface for every scheme (the codecs layer).
 //
 // A codec instance belongs to one tensor or bucket and keeps its state
 // across steps (the step counter here; scales, shifts and residuals in the
@@ -50,6 +50,7 @@
 #include "qccl/codecs/global_norm.h"
 #include "qccl/codecs/tensor_layout.h"
 #include "qccl/codecs/tensor_state.h"
+#include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/encoding.h"
 #include "qccl/collectives/layout.h"
@@ -205,6 +206,15 @@ class Codec {
   virtual std::string spec() const = 0;
   virtual CodecTraits traits() const = 0;
   virtual CodecBounds bounds(const BoundsQuery& query) const = 0;
+  // The spec of this scheme for one tensor of `elements` elements: spec()
+  // itself, unless a part of it does not pay off on a tensor that small.
+  // Learned quantization levels (QSDP §5.2 learns levels for layers over
+  // 10^5 parameters; Q-GenX's QAda) fall back to uniform ones below
+  // `learned_levels_min` elements.
+  virtual std::string spec_for_tensor(std::size_t /*elements*/,
+                                      std::size_t /*learned_levels_min*/) const {
+    return spec();
+  }
 
   // Shorthands for the traits and bounds.
   bool unbiased() const { return traits().unbiased; }
@@ -230,11 +240,11 @@ class Codec {
 
   // The Encoding a step with this setup runs (setup.norm the global norm of
   // the ranks' inputs); exposed so tools can time encode, reduce and decode.
-  std::unique_ptr<Encoding> reduction_for(const StepSetup& setup) { return step_encoding(setup); }
+  std::unique_ptr<Encoding> encoding_for(const StepSetup& setup) { return step_encoding(setup); }
   // The allreduce encoding on rank `rank` of `ranks` (tools' shorthand), for
   // this rank's `input`: codecs that select or scale from the whole input
   // (Top-k, the scaled signs) build it from there.
-  std::unique_ptr<Encoding> reduction_for(double norm, int ranks, int rank, Algorithm algorithm,
+  std::unique_ptr<Encoding> encoding_for(double norm, int ranks, int rank, Algorithm algorithm,
                                           std::span<const float> input = {});
 
   // Replaces `data` on every rank by the (compressed) mean over ranks of the
@@ -329,7 +339,8 @@ class Codec {
   // Moves the data: by default the collective body of the codec's
   // aggregation for the operation (default_move_data). A codec with a data
   // path of its own (sparse Global-QSGD, IntDIANA's differences, TernGrad's
-  // per-tensor scales) does its part and calls it.
+  // per-tensor scales, signSGD's votes counted in transit) does its part and
+  // calls default_move_data().
   virtual void move_data(Communicator& comm, int tag, const StepSetup& setup, Encoding& encoding,
                          const Operation& operation, const CollectiveOptions& options);
   // 3. After the data moved: post-processing of the output and of this

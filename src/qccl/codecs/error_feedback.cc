@@ -68,7 +68,7 @@ class ErrorFeedbackCodec final : public Codec {
 
  protected:
   std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
-    return inner_->reduction_for(setup);
+    return inner_->encoding_for(setup);
   }
 
   // p = x + e; the inner codec's operation on p, which also yields Q(p);

@@ -1,7 +1,7 @@
 // Error feedback around any codec, `ef(SPEC)` (EF-SGD: Stich, Cordonnier and
 // Jaggi 2018, "Sparsified SGD with memory"; Karimireddy et al. 2019, "Error
 // feedback fixes SignSGD", Algorithm 2 — the EF baselines of
-// global-qsgd.txt §2 and intsgd.txt §1): each step compresses
+// Global-QSGD §2 and IntSGD §1): each step compresses
 //   p = x + e        (this rank's input plus the residual it kept)
 // with the inner codec, which reports what this rank contributed, Q(p)
 // (Codec's `own` output, from Reduction::decode_contribution), and keeps

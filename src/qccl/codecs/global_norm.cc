@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "qccl/codecs/kernels.h"
+#include "qccl/codecs/kernels/kernels.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {

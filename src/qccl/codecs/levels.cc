@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "qccl/codecs/kernels.h"
+#include "qccl/codecs/kernels/kernels.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "qccl/common/byte_io.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -26,64 +27,13 @@ std::span<T> buffer(Map& map, std::string_view tensor, std::string_view field, s
 // 2 = f32), tensor name, field, count, values; lengths as uint64.
 constexpr std::string_view kMagic = "qccl-tensor-state-1";
 
-class Writer {
- public:
-  void bytes(const void* data, std::size_t size) {
-    const auto* p = static_cast<const std::byte*>(data);
-    out_.insert(out_.end(), p, p + size);
-  }
-  void u64(std::uint64_t v) { bytes(&v, sizeof v); }
-  void text(std::string_view s) {
-    u64(s.size());
-    bytes(s.data(), s.size());
-  }
-  std::vector<std::byte> take() { return std::move(out_); }
-
- private:
-  std::vector<std::byte> out_;
-};
-
-class Reader {
- public:
-  explicit Reader(std::span<const std::byte> in) : in_(in) {}
-  void bytes(void* data, std::size_t size) {
-    if (size > in_.size() - at_) {
-      throw InvalidArgument("saved codec state is truncated (was the checkpoint damaged?)");
-    }
-    if (size == 0) return;  // a zero-element tensor: nothing to copy (data may be null)
-    std::memcpy(data, in_.data() + at_, size);
-    at_ += size;
-  }
-  std::uint64_t u64() {
-    std::uint64_t v;
-    bytes(&v, sizeof v);
-    return v;
-  }
-  std::string text() {
-    const std::uint64_t size = u64();
-    if (size > in_.size() - at_) {
-      throw InvalidArgument("saved codec state is truncated (was the checkpoint damaged?)");
-    }
-    std::string s(size, '\0');
-    bytes(s.data(), size);
-    return s;
-  }
-  bool done() const { return at_ == in_.size(); }
-  std::size_t remaining() const { return in_.size() - at_; }
-
- private:
-  std::span<const std::byte> in_;
-  std::size_t at_ = 0;
-};
-
 template <class Map>
-void write_buffers(Writer& w, const Map& map, std::uint64_t kind) {
+void write_buffers(ByteWriter& w, const Map& map, std::uint64_t kind) {
   for (const auto& [key, values] : map) {
-    w.u64(kind);
+    w.value(kind);
     w.text(key.first);
     w.text(key.second);
-    w.u64(values.size());
-    w.bytes(values.data(), values.size() * sizeof(values[0]));
+    w.values(values);
   }
 }
 
@@ -110,36 +60,32 @@ void TensorStateStore::clear() {
 }
 
 std::vector<std::byte> TensorStateStore::save() const {
-  Writer w;
+  ByteWriter w;
   w.text(kMagic);
-  w.u64(size());
+  w.value<std::uint64_t>(size());
   write_buffers(w, doubles_, 1);
   write_buffers(w, floats_, 2);
   return w.take();
 }
 
 void TensorStateStore::load(std::span<const std::byte> bytes) {
-  Reader r(bytes);
-  if (r.text() != kMagic) {
+  ByteReader r(bytes, "saved codec state", "was the checkpoint damaged?");
+  if (r.text("the header") != kMagic) {
     throw InvalidArgument("saved codec state is not a qccl tensor state (was the checkpoint "
                           "written by another version, or damaged?)");
   }
   TensorStateStore loaded;
-  const std::uint64_t buffers = r.u64();
+  const auto buffers = r.value<std::uint64_t>("the buffer count");
   for (std::uint64_t b = 0; b < buffers; ++b) {
-    const std::uint64_t kind = r.u64();
-    const std::string tensor = r.text(), field = r.text();
-    const std::uint64_t count = r.u64();
+    const auto kind = r.value<std::uint64_t>("a buffer kind");
+    const std::string tensor = r.text("a tensor name"), field = r.text("a field name");
+    const auto count = r.value<std::uint64_t>("a buffer length");
     const std::size_t width = kind == 1 ? sizeof(double) : sizeof(float);
-    if (count > r.remaining() / width) {
-      throw InvalidArgument("saved codec state is truncated (was the checkpoint damaged?)");
-    }
+    if (count > r.remaining() / width) r.fail("the values of " + tensor + " " + field);
     if (kind == 1) {
-      auto values = loaded.doubles(tensor, field, count);
-      r.bytes(values.data(), values.size_bytes());
+      r.bytes(std::as_writable_bytes(loaded.doubles(tensor, field, count)), "a buffer");
     } else if (kind == 2) {
-      auto values = loaded.floats(tensor, field, count);
-      r.bytes(values.data(), values.size_bytes());
+      r.bytes(std::as_writable_bytes(loaded.floats(tensor, field, count)), "a buffer");
     } else {
       throw InvalidArgument("saved codec state has an unknown buffer kind " +
                             std::to_string(kind) + " (damaged?)");

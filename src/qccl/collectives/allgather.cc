@@ -5,6 +5,7 @@
 
 #include "qccl/collectives/codec_queue.h"
 #include "qccl/collectives/codec_steps.h"
+#include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/direct_gather.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/collectives/native.h"
@@ -57,7 +58,7 @@ void allgatherv(Communicator& comm, std::span<const float> input,
   Fingerprint fingerprint(op);
   fingerprint.add_text("algorithm", to_string(options.algorithm)).add("counts", hash62(counts));
   const auto shards = ranges_from_counts(counts);
-  comm.run(fingerprint, comm.timeout(options.timeout), [&](int tag) {
+  run_collective(comm, fingerprint, comm.timeout(options.timeout), [&](int tag) {
     allgather_body(comm, tag, input, shards, output, identity, options);
   });
 }
@@ -71,7 +72,7 @@ void allgatherv_bytes(Communicator& comm, std::span<const std::byte> input,
   check_allgather_arguments(input.size(), output.size(), byte_counts, comm.size(), comm.rank());
   Fingerprint fingerprint("allgatherv bytes");
   fingerprint.add("counts", hash62(byte_counts));
-  comm.run(fingerprint, comm.timeout(options.timeout), [&](int tag) {
+  run_collective(comm, fingerprint, comm.timeout(options.timeout), [&](int tag) {
     allgatherv_bytes_body(comm, tag, input, byte_counts, output, options);
   });
 }
@@ -81,7 +82,7 @@ std::vector<std::size_t> allgather_counts(Communicator& comm, std::size_t count,
   validate_options(options, "allgather counts");
   const Timeout timeout = comm.timeout(options.timeout);
   std::vector<std::size_t> counts;
-  comm.run(Fingerprint("allgather counts"), timeout,
+  run_collective(comm, Fingerprint("allgather counts"), timeout,
            [&](int tag) { counts = allgather_counts_body(comm, tag, count, timeout); });
   return counts;
 }

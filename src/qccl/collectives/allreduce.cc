@@ -4,6 +4,7 @@
 
 #include "qccl/collectives/codec_queue.h"
 #include "qccl/collectives/codec_steps.h"
+#include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/halving_doubling.h"
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/native.h"
@@ -30,7 +31,7 @@ void allreduce(Communicator& comm, std::span<const float> input, std::span<float
   fingerprint.add_text("algorithm", to_string(options.algorithm))
       .add("element count", static_cast<std::int64_t>(input.size()))
       .add_text("reduction", reduction.name());
-  comm.run(fingerprint, comm.timeout(options.timeout), [&](int tag) {
+  run_collective(comm, fingerprint, comm.timeout(options.timeout), [&](int tag) {
     allreduce_body(comm, tag, input, output, reduction, options);
   });
 }

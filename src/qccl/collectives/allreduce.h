@@ -3,6 +3,7 @@
 
 #include <span>
 
+#include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
 #include "qccl/collectives/reduction.h"

@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/validate.h"
 #include "qccl/common/errors.h"
@@ -26,7 +27,7 @@ void broadcast_bytes(Communicator& comm, std::span<std::byte> data, int root,
   Fingerprint fingerprint(op);
   fingerprint.add("root", root).add("byte count", static_cast<std::int64_t>(data.size()));
 
-  comm.run(fingerprint, timeout, [&](int tag) {
+  run_collective(comm, fingerprint, timeout, [&](int tag) {
     if (n == 1 || data.empty()) return;
     const int v = (comm.rank() - root + n) % n;
     const int low_bit = v == 0 ? 0 : (v & -v);

@@ -1,5 +1,6 @@
 // A communicator: the collectives' view of one transport. It assigns each
-// collective call its own tag, checks that all ranks made the same call,
+// collective call its own tag (the call and its check across ranks:
+// collective_call.h), checks that all ranks made the same call,
 // bounds every wait by a timeout, keeps reusable scratch buffers, and once a
 // call fails mid-flight it is poisoned: every later call fails at once with
 // the original cause, instead of exchanging messages with peers that are in
@@ -23,7 +24,6 @@
 #include <string>
 #include <vector>
 
-#include "qccl/collectives/call_check.h"
 #include "qccl/collectives/fingerprint.h"
 #include "qccl/common/duration.h"
 #include "qccl/common/export.h"
@@ -88,10 +88,6 @@ class Communicator {
     return sent > exchanged ? sent - exchanged : 0;
   }
 
-  // Runs one collective call with no statistics: see CollectiveCall.
-  void run(const Fingerprint& fingerprint, Timeout timeout,
-           const std::function<void(int tag)>& body);
-
   // Waits for `request`, naming `operation` in the error on failure. Waits in
   // short slices, so that cancel() from another thread stops it promptly.
   void wait(Request& request, Timeout timeout, std::string_view operation);
@@ -123,46 +119,6 @@ class Communicator {
   std::atomic<std::uint64_t> exchanges_{0}, exchange_bytes_{0};
   std::string poison_;
   std::vector<std::byte> scratch_[3];
-};
-
-// One collective call, in two parts.
-//
-// Constructing it starts the call on this rank: it fails at once if the
-// communicator is poisoned, takes the call's sequence number and tag, and
-// checks the call across ranks — one MAX allreduce of the fingerprint
-// (operation, arguments, call number) folded with the caller's statistics, if
-// any (call_check.h). Ranks that disagree all raise a MismatchError naming
-// the field and the ranks; no data has moved, so the communicator stays
-// usable. The caller may then act on the gathered statistics (raise a
-// NonFiniteError, choose a scale) on every rank alike — still before any
-// data moves, so still without poisoning.
-//
-// move() runs the data movement on the call's tag; any failure in it poisons
-// the communicator.
-class CollectiveCall {
- public:
-  CollectiveCall(Communicator& comm, Fingerprint fingerprint, Timeout timeout,
-                 const CallStatistics* statistics = nullptr);
-
-  int tag() const { return tag_; }
-  std::uint64_t sequence() const { return sequence_; }
-  Timeout timeout() const { return timeout_; }
-  // Every rank's statistics (only when the caller gave some).
-  const GatheredStatistics& statistics() const { return statistics_; }
-
-  void move(const std::function<void(int tag)>& body);
-
- private:
-  [[noreturn]] void report_mismatch(const std::vector<std::int64_t>& mine);
-  // The error's context: "stream 'gradients': " for a split communicator.
-  std::string where() const;
-
-  Communicator& comm_;
-  Fingerprint fingerprint_;
-  Timeout timeout_;
-  std::uint64_t sequence_ = 0;
-  int tag_ = 0;
-  GatheredStatistics statistics_;
 };
 
 }  // namespace qccl

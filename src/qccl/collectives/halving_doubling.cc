@@ -50,84 +50,75 @@ std::vector<std::size_t> block_starts(HalvingDoublingPhases phases, int n, int p
   return starts;
 }
 
-}  // namespace
+// One run of the schedule on this rank (see halving_doubling.h): the fold
+// of the ranks beyond the largest power of two p, recursive halving and
+// doubling among p survivors, and the unfold.
+class HalvingDoublingPass {
+ public:
+  HalvingDoublingPass(Communicator& comm, int tag, SlotLayout& layout, std::span<std::byte> work,
+                      Reduction* reduction, HalvingDoublingPhases phases,
+                      const CollectiveOptions& options, Timeout timeout, std::string_view op)
+      : comm_(comm), tag_(tag), layout_(layout), work_(work), reduction_(reduction),
+        phases_(phases), options_(options), timeout_(timeout), op_(op), n_(comm.size()),
+        r_(comm.rank()), p_(static_cast<int>(halving_doubling_blocks(n_))), m_(n_ - p_),
+        k_(layout.chunks_per_segment()), starts_(block_starts(phases, n_, p_, k_)) {}
 
-void run_halving_doubling(Communicator& comm, int tag, SlotLayout& layout,
-                          std::span<std::byte> work, Reduction* reduction,
-                          HalvingDoublingPhases phases, const CollectiveOptions& options,
-                          Timeout timeout, std::string_view op) {
-  const int n = comm.size();
-  const int r = comm.rank();
-  if (n == 1) return;
-  const bool reduces = phases != HalvingDoublingPhases::allgather;
-  const bool gathers = phases != HalvingDoublingPhases::reduce_scatter;
-  if (reduces && reduction == nullptr) {
-    throw InvalidArgument(std::string(op) + ": halving needs a reduction");
+  void run() {
+    // 1. Fold, and 4. for the even side: it takes no part in between.
+    if (r_ < 2 * m_ && r_ % 2 == 0) {
+      fold_and_unfold_even();
+      return;
+    }
+    if (r_ < 2 * m_) fold_odd();
+    const int v = r_ < 2 * m_ ? r_ / 2 : r_ - m_;
+    int lo = v, hi = v + 1;
+    if (phases_ != HalvingDoublingPhases::allgather) halve(v, lo, hi);
+    if (phases_ != HalvingDoublingPhases::reduce_scatter) double_up(v, lo, hi);
+    // 4. Unfold (odd side).
+    if (r_ < 2 * m_) {
+      exchange(to(r_ - 1, phases_ == HalvingDoublingPhases::reduce_scatter ? segment(r_ - 1) : whole()),
+               {}, nullptr, 0);
+    }
   }
-  const int p = static_cast<int>(halving_doubling_blocks(n));
-  const int m = n - p;
-  const std::size_t k = layout.chunks_per_segment();
-  const std::size_t all = layout.slot_count();
-  const auto starts = block_starts(phases, n, p, k);
-  auto real_rank = [&](int v) { return v < m ? 2 * v + 1 : v + m; };
-  auto blocks = [&](int lo, int hi) {
-    const auto first = starts[static_cast<std::size_t>(lo)];
-    return SlotTransfer{-1, first, starts[static_cast<std::size_t>(hi)] - first};
-  };
-  auto segment = [&](int rank) {
-    return SlotTransfer{-1, static_cast<std::size_t>(rank) * k, k};
-  };
-  auto to = [](int peer, SlotTransfer t) {
-    t.peer = peer;
-    return t;
-  };
-  auto exchange = [&](const SlotTransfer& out, const SlotTransfer& in, Reduction* reduce, int hop) {
-    exchange_slots(comm, tag, layout, work, out, in, reduce, hop, options, timeout, op);
-  };
-  const SlotTransfer whole{-1, 0, all};
-  int hop = 0;
 
-  // 1. Fold, and 4. for the even side: it takes no part in between.
-  if (r < 2 * m && r % 2 == 0) {
-    if (phases == HalvingDoublingPhases::allgather) {
-      exchange(to(r + 1, segment(r)), {}, nullptr, 0);
+ private:
+  void fold_and_unfold_even() {
+    if (phases_ == HalvingDoublingPhases::allgather) {
+      exchange(to(r_ + 1, segment(r_)), {}, nullptr, 0);
     } else {
-      exchange(to(r + 1, whole), {}, nullptr, 0);
+      exchange(to(r_ + 1, whole()), {}, nullptr, 0);
     }
     const SlotTransfer result =
-        phases == HalvingDoublingPhases::reduce_scatter ? segment(r) : whole;
-    exchange({}, to(r + 1, result), nullptr, 0);
-    return;
+        phases_ == HalvingDoublingPhases::reduce_scatter ? segment(r_) : whole();
+    exchange({}, to(r_ + 1, result), nullptr, 0);
   }
-  if (r < 2 * m) {
-    if (phases == HalvingDoublingPhases::allgather) {
-      exchange({}, to(r - 1, segment(r - 1)), nullptr, 0);
+
+  void fold_odd() {
+    if (phases_ == HalvingDoublingPhases::allgather) {
+      exchange({}, to(r_ - 1, segment(r_ - 1)), nullptr, 0);
     } else {
-      exchange({}, to(r - 1, whole), reduction, hop++);
+      exchange({}, to(r_ - 1, whole()), reduction_, hop_++);
     }
   }
-  const int v = r < 2 * m ? r / 2 : r - m;
 
-  // 2. Recursive halving.
-  int lo = 0, hi = p;
-  if (reduces) {
-    for (int mask = p / 2; mask >= 1; mask /= 2) {
+  // 2. Recursive halving: survivor v ends owning the reduced blocks [lo, hi).
+  void halve(int v, int& lo, int& hi) {
+    lo = 0;
+    hi = p_;
+    for (int mask = p_ / 2; mask >= 1; mask /= 2) {
       const int partner = real_rank(v ^ mask);
       const int mid = (lo + hi) / 2;
       const bool upper = (v & mask) != 0;
       const auto keep = upper ? blocks(mid, hi) : blocks(lo, mid);
       const auto give = upper ? blocks(lo, mid) : blocks(mid, hi);
-      exchange(to(partner, give), to(partner, keep), reduction, hop++);
+      exchange(to(partner, give), to(partner, keep), reduction_, hop_++);
       if (upper) lo = mid; else hi = mid;
     }
-  } else {
-    lo = v;
-    hi = v + 1;
   }
 
-  // 3. Recursive doubling.
-  if (gathers) {
-    for (int mask = 1; mask < p; mask *= 2) {
+  // 3. Recursive doubling: from blocks [lo, hi) to all of them.
+  void double_up(int v, int lo, int hi) {
+    for (int mask = 1; mask < p_; mask *= 2) {
       const int partner = real_rank(v ^ mask);
       const int length = hi - lo;
       const int other_lo = (v & mask) ? lo - length : hi;
@@ -138,11 +129,49 @@ void run_halving_doubling(Communicator& comm, int tag, SlotLayout& layout,
     }
   }
 
-  // 4. Unfold (odd side).
-  if (r < 2 * m) {
-    exchange(to(r - 1, phases == HalvingDoublingPhases::reduce_scatter ? segment(r - 1) : whole), {},
-             nullptr, 0);
+  int real_rank(int v) const { return v < m_ ? 2 * v + 1 : v + m_; }
+  SlotTransfer blocks(int lo, int hi) const {
+    const auto first = starts_[static_cast<std::size_t>(lo)];
+    return SlotTransfer{-1, first, starts_[static_cast<std::size_t>(hi)] - first};
   }
+  SlotTransfer segment(int rank) const {
+    return SlotTransfer{-1, static_cast<std::size_t>(rank) * k_, k_};
+  }
+  SlotTransfer whole() const { return SlotTransfer{-1, 0, layout_.slot_count()}; }
+  static SlotTransfer to(int peer, SlotTransfer t) {
+    t.peer = peer;
+    return t;
+  }
+  void exchange(const SlotTransfer& out, const SlotTransfer& in, Reduction* reduce, int hop) {
+    exchange_slots(comm_, tag_, layout_, work_, out, in, reduce, hop, options_, timeout_, op_);
+  }
+
+  Communicator& comm_;
+  int tag_;
+  SlotLayout& layout_;
+  std::span<std::byte> work_;
+  Reduction* reduction_;
+  HalvingDoublingPhases phases_;
+  const CollectiveOptions& options_;
+  Timeout timeout_;
+  std::string_view op_;
+  int n_, r_, p_, m_;
+  std::size_t k_;
+  std::vector<std::size_t> starts_;
+  int hop_ = 0;
+};
+
+}  // namespace
+
+void run_halving_doubling(Communicator& comm, int tag, SlotLayout& layout,
+                          std::span<std::byte> work, Reduction* reduction,
+                          HalvingDoublingPhases phases, const CollectiveOptions& options,
+                          Timeout timeout, std::string_view op) {
+  if (comm.size() == 1) return;
+  if (phases != HalvingDoublingPhases::allgather && reduction == nullptr) {
+    throw InvalidArgument(std::string(op) + ": halving needs a reduction");
+  }
+  HalvingDoublingPass(comm, tag, layout, work, reduction, phases, options, timeout, op).run();
 }
 
 }  // namespace qccl

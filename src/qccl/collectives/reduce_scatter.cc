@@ -4,6 +4,7 @@
 
 #include "qccl/collectives/codec_queue.h"
 #include "qccl/collectives/codec_steps.h"
+#include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/native.h"
 #include "qccl/collectives/schedule.h"
 #include "qccl/collectives/validate.h"
@@ -61,7 +62,7 @@ void reduce_scatter(Communicator& comm, std::span<const float> input, std::span<
       .add("element count", static_cast<std::int64_t>(input.size()))
       .add("block counts", hash62(range_counts(blocks)))
       .add_text("reduction", reduction.name());
-  comm.run(fingerprint, comm.timeout(options.timeout), [&](int tag) {
+  run_collective(comm, fingerprint, comm.timeout(options.timeout), [&](int tag) {
     reduce_scatter_body(comm, tag, input, blocks, output, reduction, options);
   });
 }

@@ -1,5 +1,6 @@
 #include "qccl/collectives/stream.h"
 
+#include "qccl/collectives/collective_call.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {

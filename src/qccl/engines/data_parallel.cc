@@ -4,8 +4,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/broadcast.h"
+#include "qccl/collectives/collective_call.h"
 #include "qccl/common/errors.h"
 #include "qccl/engines/archive_bytes.h"
 
@@ -54,6 +55,7 @@ DataParallelEngine::DataParallelEngine(Communicator& comm, std::vector<NamedTens
       parameters_(std::move(parameters)),
       reducer_(comm, options_.collective) {
   offer_exchange_counters(this);
+  offer_bucketed_exchange(this);
   if (!options_.policy) options_.policy = std::make_shared<SizeCappedPolicy>();
   for (const auto& [name, p] : parameters_) tensors_.push_back(p);
   seen_.assign(parameters_.size(), 0);
@@ -127,7 +129,7 @@ void DataParallelEngine::check_layout_agrees() {
       .add_text("bucket policy", options_.policy->name())
       .add_text("codec", codecs_.front()->spec())
       .add_text("algorithm", to_string(options_.collective.algorithm));
-  comm_.run(fingerprint, comm_.timeout(options_.collective.timeout), [](int) {});
+  run_collective(comm_, fingerprint, comm_.timeout(options_.collective.timeout), [](int) {});
 }
 
 void DataParallelEngine::broadcast_from_root(std::vector<torch::Tensor> buffers) {

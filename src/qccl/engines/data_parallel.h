@@ -62,7 +62,9 @@ struct ReduceTimes {
 
 using NamedTensor = std::pair<std::string, torch::Tensor>;
 
-class DataParallelEngine final : public Engine, public ExchangeCounters {
+class DataParallelEngine final : public Engine,
+                                 public ExchangeCounters,
+                                 public BucketedExchange {
  public:
   // Plans buckets for `parameters` (fp32, contiguous, in registration
   // order), builds a codec per bucket, checks that every rank has the same
@@ -88,6 +90,7 @@ class DataParallelEngine final : public Engine, public ExchangeCounters {
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
   std::string codec_spec() const override { return codecs_.front()->spec(); }
+  std::string layout_name() const override { return policy().name(); }
   std::size_t bucket_count() const override { return plan_.bucket_count(); }
   std::size_t elements() const override { return elements_; }
   double payload_bytes() const override;
@@ -122,18 +125,18 @@ class DataParallelEngine final : public Engine, public ExchangeCounters {
   // per-tensor state (residuals, scales, shifts) carries over: MergeComp's
   // switch from the profiling layout to its plan. Throws InvalidArgument
   // inside a step.
-  void replan(std::shared_ptr<const BucketPolicy> policy);
+  void replan(std::shared_ptr<const BucketPolicy> policy) override;
   // The last step's profile, per tensor in registration order: seconds from
   // begin_step() until the tensor's gradient reached its hook (NaN for a
   // parameter backward did not reach), and until backward returned
   // (finish_step() was called).
-  const std::vector<double>& ready_seconds() const { return ready_seconds_; }
-  double backward_seconds() const { return backward_seconds_; }
+  const std::vector<double>& ready_seconds() const override { return ready_seconds_; }
+  double backward_seconds() const override { return backward_seconds_; }
   // Elements of each parameter, in registration order.
-  std::vector<std::size_t> tensor_elements() const;
+  std::vector<std::size_t> tensor_elements() const override;
 
-  const BucketPlan& plan() const { return plan_; }
-  const BucketPolicy& policy() const { return *options_.policy; }
+  const BucketPlan& plan() const override { return plan_; }
+  const BucketPolicy& policy() const override { return *options_.policy; }
   Codec& codec(std::size_t bucket) { return *codecs_[bucket]; }
   // A description of bucket b for messages: "bucket 2 (fc1.weight .. conv1.bias)".
   std::string describe_bucket(std::size_t bucket) const;

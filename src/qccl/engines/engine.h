@@ -16,6 +16,7 @@
 #include "qccl/codecs/codec.h"
 #include "qccl/common/duration.h"
 #include "qccl/common/export.h"
+#include "qccl/scheduling/bucket_plan.h"
 
 QCCL_API_BEGIN
 namespace qccl::engines {
@@ -61,6 +62,28 @@ class ExchangeCounters {
 
  protected:
   ~ExchangeCounters() = default;
+};
+
+// An exchange cut into buckets of whole tensors that can be re-planned
+// between steps, with the profile MergeComp plans from (MergeComp §4.3):
+// an optional capability (Engine::bucketed_exchange()).
+class BucketedExchange {
+ public:
+  // Elements of each parameter, in registration order, and all of them.
+  virtual std::vector<std::size_t> tensor_elements() const = 0;
+  virtual std::size_t elements() const = 0;
+  // The last step's profile, per tensor in registration order: seconds from
+  // the step's start until the tensor's gradient was ready (NaN for a
+  // parameter backward did not reach), and until backward returned.
+  virtual const std::vector<double>& ready_seconds() const = 0;
+  virtual double backward_seconds() const = 0;
+  virtual const BucketPlan& plan() const = 0;
+  virtual const BucketPolicy& policy() const = 0;
+  // Rebuilds the buckets with `policy` between steps (collective).
+  virtual void replan(std::shared_ptr<const BucketPolicy> policy) = 0;
+
+ protected:
+  ~BucketedExchange() = default;
 };
 
 // Receives a part of the optimizer's tensors whose mean gradients are final.
@@ -125,8 +148,12 @@ class Engine {
   // equal on every rank; 0 where they are.
   virtual std::uint64_t computed_checksum() const { return 0; }
 
-  // For summaries and logs.
+  // For summaries and logs: the gradients' codec, the weights' where the
+  // engine gathers weights (empty otherwise), and how the exchange is laid
+  // out ("ddp: 25 MiB cap, ...", "sharded: 5 groups, ...").
   virtual std::string codec_spec() const = 0;
+  virtual std::string weights_codec_spec() const { return {}; }
+  virtual std::string layout_name() const = 0;
   virtual std::size_t bucket_count() const = 0;
   virtual std::size_t elements() const = 0;
   // Bytes of one rank's encoded exchange per oracle.
@@ -137,6 +164,9 @@ class Engine {
   // The integer codecs' counters of the last exchange, where the engine
   // offers them; null otherwise.
   const ExchangeCounters* exchange_counters() const { return exchange_counters_; }
+  // The re-plannable buckets, where the engine has them (data parallel);
+  // null otherwise.
+  BucketedExchange* bucketed_exchange() const { return bucketed_exchange_; }
   // Oracles begun so far (failed and skipped ones included), which messages
   // name; a resumed run sets it once.
   virtual std::uint64_t steps_begun() const = 0;
@@ -144,9 +174,11 @@ class Engine {
 
  protected:
   void offer_exchange_counters(const ExchangeCounters* counters) { exchange_counters_ = counters; }
+  void offer_bucketed_exchange(BucketedExchange* buckets) { bucketed_exchange_ = buckets; }
 
  private:
   const ExchangeCounters* exchange_counters_ = nullptr;
+  BucketedExchange* bucketed_exchange_ = nullptr;
 };
 
 // The exact parameters in the model for the lifetime of the scope.

@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "qccl/common/export.h"
-#include "qccl/engines/train_config.h"
 
 QCCL_API_BEGIN
 namespace qccl::engines {
@@ -91,10 +90,6 @@ void InPlaceAdamW::update(torch::Tensor& p, const torch::optim::OptimizerOptions
 extern template class InPlace<torch::optim::SGD>;
 extern template class InPlace<torch::optim::Adam>;
 extern template class InPlace<torch::optim::AdamW>;
-
-// The optimizer `config` names (sgd, adam, adamw) with its settings.
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config,
-                                                        std::vector<torch::Tensor> parameters);
 
 }  // namespace qccl::engines
 QCCL_API_END

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "qccl/collectives/collective_call.h"
 #include "qccl/transport/transport.h"
 
 namespace qccl::engines {
@@ -39,7 +40,7 @@ std::vector<std::int64_t> rows_of_ranks(Communicator& comm, std::span<const std:
   Fingerprint fingerprint("rows of ranks");
   fingerprint.add_text("what", what).add("row length", static_cast<std::int64_t>(k));
   const Timeout timeout = comm.timeout(std::nullopt);
-  comm.run(fingerprint, timeout, [&](int) {
+  run_collective(comm, fingerprint, timeout, [&](int) {
     if (comm.size() > 1) {
       allreduce_values<std::int64_t>(comm.transport(), table, ReduceOp::sum, timeout);
     }

@@ -9,156 +9,22 @@
 #include <optional>
 #include <unordered_set>
 
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/broadcast.h"
+#include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/fingerprint.h"
 #include "qccl/common/checksum.h"
 #include "qccl/common/duration.h"
 #include "qccl/common/errors.h"
 #include "qccl/engines/archive_bytes.h"
+#include "qccl/engines/sharded_parts.h"
 
 namespace qccl::engines {
-namespace {
-torch::Tensor empty_storage_tensor(std::size_t elements);
-}  // namespace
-
-// One flat vector of a unit's parameters that share codecs: its matrices,
-// or its vectors (biases, normalization), which stay full precision.
-struct ShardedEngine::Group {
-  std::string name;
-  std::size_t unit = 0;
-  std::vector<torch::Tensor> parameters;
-  std::vector<std::vector<std::int64_t>> shapes;  // theirs (their data is freed between uses)
-  std::vector<std::size_t> offsets;  // of each parameter in the flat vector
-  std::size_t elements = 0;
-  std::vector<Range> shards;         // every rank's, in rank order
-  std::vector<std::size_t> counts;   // their lengths
-  torch::Tensor shard;               // this rank's fp32 values: what the optimizer updates
-  std::unique_ptr<Codec> weights, gradients;
-
-  std::int64_t length(std::size_t j) const {
-    return std::accumulate(shapes[j].begin(), shapes[j].end(), std::int64_t{1}, std::multiplies<>());
-  }
-  // The whole group while gathered: one tensor whose storage is filled by
-  // each gather and emptied at each release, in place, so that the views
-  // of it that a block's autograd graph saved in forward see the weights
-  // gathered again for its backward.
-  torch::Tensor flat;
-
-  // Gives `flat` fresh memory (before a gather writes into it).
-  void allocate() {
-    auto fresh = torch::empty({static_cast<std::int64_t>(elements)});
-    auto* from = fresh.storage().unsafeGetStorageImpl();
-    auto* to = flat.storage().unsafeGetStorageImpl();
-    to->set_data_ptr_noswap(from->set_data_ptr(at::DataPtr(nullptr, from->device())));
-    to->set_nbytes(elements * sizeof(float));
-    from->set_nbytes(0);
-  }
-  // Points the parameters at their parts of `flat`.
-  void point_at_flat() {
-    for (std::size_t j = 0; j < parameters.size(); ++j) {
-      parameters[j].set_data(
-          flat.narrow(0, static_cast<std::int64_t>(offsets[j]), length(j)).view(shapes[j]));
-    }
-  }
-  // Frees the parameters' data (they become empty until the next gather)
-  // and `flat`'s memory.
-  void free_data() {
-    for (auto& p : parameters) p.set_data(torch::empty({0}));
-    flat.storage().unsafeGetStorageImpl()->reset();
-  }
-  // The parameters' gradients (zero where undefined) as one flat vector.
-  torch::Tensor flat_gradient(const std::vector<torch::Tensor>& gradients) const {
-    auto out = torch::empty({static_cast<std::int64_t>(elements)});
-    for (std::size_t j = 0; j < gradients.size(); ++j) {
-      auto part = out.narrow(0, static_cast<std::int64_t>(offsets[j]), length(j));
-      if (gradients[j].defined()) part.copy_(gradients[j].reshape({-1}));
-      else part.zero_();
-    }
-    return out;
-  }
-};
-
-struct ShardedEngine::Unit {
-  std::string name;
-  std::vector<std::size_t> groups;
-  // checksum64_lanes of the latest gather's weights, group after group:
-  // written by the gather on the weights stream, read once it is waited for.
-  std::uint64_t gathered_checksum = 0;
-  bool held = false;  // gathered or being gathered: from submit_gather() to release()
-  // A block's biases and norms: in unit 0's group of vectors, gathered for
-  // the whole oracle; the block's backward sets their gradients.
-  std::vector<torch::Tensor> vectors;
-  Work gather;  // the latest gather submitted
-};
-
-namespace {
-
-// One stream's encode and decode times, and the rest of its exchanges'
-// time (transfers and waits for them), summed over an oracle.
-struct StreamTimes {
-  PhaseTimes phases;
-  double communicate = 0;
-  // Runs `exchange(&phases)` (which adds its encoding and decoding to
-  // them) and adds the rest of its time to `communicate`.
-  template <typename Exchange>
-  void time(Exchange&& exchange) {
-    const auto start = Clock::now();
-    const double coded = phases.encode + phases.decode;
-    exchange(&phases);
-    communicate += seconds_since(start) - (phases.encode + phases.decode - coded);
-  }
-};
-
-}  // namespace
-
-// The oracle in progress: every exchange it submitted, and its times.
-struct ShardedEngine::StepState {
-  std::uint64_t codec_step = 0;
-  std::size_t next_block = 0, backward_blocks = 0;
-  std::vector<Work> exchanges;
-  double waiting = 0;
-  std::size_t gathered_now = 0;
-  std::uint64_t checksum = kChecksumSeed;
-  // Per unit, the checksum of its forward gather: its backward gather must
-  // bring the same bits (the same codec step), or backward would
-  // differentiate at other weights than forward ran with.
-  std::vector<std::optional<std::uint64_t>> forward_checksums;
-  // Written by the streams' threads, read after their work is waited for:
-  // the weights stream's and the gradients stream's, whatever they run.
-  StreamTimes weights, gradients;
-  StreamTimes& times_of(const Stream& stream, const Stream& weights_stream) {
-    return &stream == &weights_stream ? weights : gradients;
-  }
-};
-
 namespace {
 
 constexpr std::string_view kMatrices = "matrices", kVectors = "biases and norms";
 
 std::string_view group_kind(const torch::Tensor& p) { return p.dim() >= 2 ? kMatrices : kVectors; }
-
-// `spec` with learned levels replaced by uniform ones (QSDP §5.2 learns
-// levels only for layers over 10^5 parameters); wrappers ("ef(...)") are
-// left alone. A spec is "name:key=value,key=value".
-std::string levels_for_size(const std::string& spec, std::size_t elements, std::size_t minimum) {
-  const auto colon = spec.find(':');
-  if (elements >= minimum || colon == std::string::npos || spec.find('(') != std::string::npos) {
-    return spec;
-  }
-  std::string text = spec.substr(0, colon + 1);
-  std::size_t start = colon + 1;
-  while (start <= spec.size()) {
-    const auto end = std::min(spec.find(',', start), spec.size());
-    const std::string item = spec.substr(start, end - start);
-    const bool learned = item == "levels=learned" || item == "levels=qada";
-    text += (start == colon + 1 ? "" : ",") + (learned ? std::string("levels=uniform") : item);
-    start = end + 1;
-  }
-  return text;
-}
-
-float* floats(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
 // A tensor of `elements` floats whose storage holds no memory yet.
 torch::Tensor empty_storage_tensor(std::size_t elements) {
@@ -290,9 +156,12 @@ void ShardedEngine::add_group(std::size_t unit, std::string name,
     group->elements += static_cast<std::size_t>(p.numel());
   }
   if (group->elements == 0) return;
+  // Matrices take the options' codecs as they fit a tensor of this size
+  // (learned levels only from learned_levels_min elements); vectors fp32.
   const bool quantized = group_kind(parameters.front().second) == kMatrices;
   const auto spec_for = [&](const std::string& spec) {
-    return levels_for_size(quantized ? spec : "fp32", group->elements, options_.learned_levels_min);
+    if (!quantized) return std::string("fp32");
+    return make_codec(spec)->spec_for_tensor(group->elements, options_.learned_levels_min);
   };
   const std::uint64_t id = groups_.size();
   group->weights = make_codec(spec_for(options_.weights_codec), CodecSettings{options_.seed, 2 * id});
@@ -325,7 +194,7 @@ void ShardedEngine::check_layout_agrees() {
       .add("parameter elements", static_cast<std::int64_t>(elements_))
       .add_text("groups and codecs", layout)
       .add_text("algorithm", to_string(options_.collective.algorithm));
-  comm_.run(fingerprint, comm_.timeout(options_.collective.timeout), [](int) {});
+  run_collective(comm_, fingerprint, comm_.timeout(options_.collective.timeout), [](int) {});
 }
 
 void ShardedEngine::take_shards_from_root() {
@@ -367,7 +236,7 @@ void ShardedEngine::broadcast_from_root(std::vector<torch::Tensor> buffers) {
 // training thread's path.
 void ShardedEngine::submit_gather(std::size_t unit, Stream& stream) {
   auto& state = *state_;
-  StreamTimes& times = state.times_of(stream, *weights_stream_);
+  ShardedStreamTimes& times = state.times_of(stream, *weights_stream_);
   units_[unit].held = true;
   std::vector<float*> outputs;
   for (const std::size_t g : units_[unit].groups) {
@@ -580,7 +449,7 @@ void ShardedEngine::scatter_unit(std::size_t unit, const std::vector<torch::Tens
 void ShardedEngine::submit_reduce_scatter(std::size_t group, torch::Tensor flat_gradient,
                                           Stream& stream) {
   auto& state = *state_;
-  StreamTimes& times = state.times_of(stream, *weights_stream_);
+  ShardedStreamTimes& times = state.times_of(stream, *weights_stream_);
   const std::uint64_t step = state.codec_step;
   float* mean = floats(groups_[group]->shard.mutable_grad());
   auto operation = [this, group, flat = std::move(flat_gradient), mean, &times,
@@ -636,104 +505,6 @@ void ShardedEngine::abandon_step() noexcept {
     release(u);
   }
   state_.reset();
-}
-
-// ---- The whole model, exactly ---------------------------------------------------
-
-void ShardedEngine::gather_model() {
-  if (state_ != nullptr) {
-    throw InvalidArgument("sharded engine: gather_model() inside an oracle");
-  }
-  if (model_gathered_ > 0) {
-    ++model_gathered_;
-    return;
-  }
-  const auto exact = make_codec("fp32");
-  for (auto& g : groups_) {
-    g->allocate();
-    exact->allgatherv(comm_, std::span<const float>(floats(g->shard), g->shard.numel()), g->counts,
-                      std::span(floats(g->flat), g->elements), options_.collective);
-    g->point_at_flat();
-  }
-  model_gathered_ = 1;
-}
-
-void ShardedEngine::release_model() {
-  if (model_gathered_ == 0 || --model_gathered_ > 0) return;
-  for (auto& g : groups_) g->free_data();
-}
-
-// ---- Checkpoints and reports -----------------------------------------------------
-
-void ShardedEngine::save(torch::serialize::OutputArchive& archive) const {
-  for (std::size_t g = 0; g < groups_.size(); ++g) {
-    const auto key = "sharded." + std::to_string(g);
-    archive.write(key + ".shard", groups_[g]->shard.detach());
-    archive.write(key + ".weights", bytes_tensor(groups_[g]->weights->save_state()));
-    archive.write(key + ".gradients", bytes_tensor(groups_[g]->gradients->save_state()));
-  }
-}
-
-// Every group's shard is read and its size checked before any is
-// installed, so a checkpoint of another layout leaves the engine as it was.
-void ShardedEngine::load(torch::serialize::InputArchive& archive) {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> shards(groups_.size()), weights(groups_.size()),
-      gradients(groups_.size());
-  for (std::size_t g = 0; g < groups_.size(); ++g) {
-    const auto& group = *groups_[g];
-    const auto key = "sharded." + std::to_string(g);
-    archive.read(key + ".shard", shards[g]);
-    if (shards[g].numel() != group.shard.numel()) {
-      throw InvalidArgument("checkpoint: the shard of " + group.name + " holds " +
-                            std::to_string(shards[g].numel()) + " values where this rank owns " +
-                            std::to_string(group.shard.numel()) +
-                            "; resume with the model, rank count and qccl version that wrote it");
-    }
-    archive.read(key + ".weights", weights[g]);
-    archive.read(key + ".gradients", gradients[g]);
-  }
-  for (std::size_t g = 0; g < groups_.size(); ++g) {
-    auto& group = *groups_[g];
-    group.shard.copy_(shards[g]);
-    group.weights->load_state(bytes_of(weights[g]));
-    group.gradients->load_state(bytes_of(gradients[g]));
-  }
-}
-
-std::string ShardedEngine::codec_spec() const {
-  return make_codec(options_.gradients_codec)->spec();
-}
-
-std::string ShardedEngine::weights_codec_spec() const {
-  return make_codec(options_.weights_codec)->spec();
-}
-
-double ShardedEngine::payload_bytes() const {
-  const auto rank = static_cast<std::size_t>(comm_.rank());
-  double bytes = 0;
-  for (const auto& g : groups_) {
-    const double gathers = g->unit == 0 || g->unit + 1 == units_.size() ? 1 : 2;
-    bytes += gathers * static_cast<double>(g->weights->wire_bytes(g->counts[rank]));
-    bytes += static_cast<double>(g->gradients->wire_bytes(g->elements));
-  }
-  return bytes;
-}
-
-std::uint64_t ShardedEngine::bytes_sent() const {
-  return weights_stream_->data_bytes_sent() + gradients_stream_->data_bytes_sent();
-}
-
-std::string ShardedEngine::describe_group(std::size_t group) const {
-  return groups_.at(group)->name + ", " + std::to_string(groups_[group]->elements) + " elements";
-}
-
-std::string ShardedEngine::group_weights_spec(std::size_t group) const {
-  return groups_.at(group)->weights->spec();
-}
-
-std::string ShardedEngine::group_gradients_spec(std::size_t group) const {
-  return groups_.at(group)->gradients->spec();
 }
 
 }  // namespace qccl::engines

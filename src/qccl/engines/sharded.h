@@ -1,4 +1,4 @@
-// The fully-sharded engine: QSDP (qsdp.txt §3–§5, Algorithm 1) on the FSDP
+// The fully-sharded engine: QSDP (QSDP §3–§5, Algorithm 1) on the FSDP
 // design. Each rank owns 1/n of every parameter and of its optimizer state;
 // whole weights exist only around the block that uses them:
 //
@@ -103,7 +103,8 @@ class ShardedEngine final : public Engine, public BlockRunner {
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
   std::string codec_spec() const override;  // the gradients' codec
-  std::string weights_codec_spec() const;
+  std::string weights_codec_spec() const override;
+  std::string layout_name() const override;
   std::size_t bucket_count() const override { return groups_.size(); }
   std::size_t elements() const override { return elements_; }
   // This rank's encoded shards per oracle: every gather (two per block, one

@@ -6,7 +6,7 @@
 #include <limits>
 #include <numbers>
 
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/common/counter_rng.h"
 #include "qccl/common/duration.h"

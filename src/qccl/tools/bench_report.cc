@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <map>
 
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/tools/units.h"
 
 namespace qccl::tools {

@@ -6,18 +6,19 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "qccl/common/errors.h"
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/tools/bench_report.h"
 #include "qccl/tools/codec_bench.h"
 #include "qccl/tools/codec_comparison.h"
 #include "qccl/tools/exit_codes.h"
 #include "qccl/tools/gan_command.h"
-#include "qccl/tools/intsgd_experiment.h"
+#include "qccl/experiments/intsgd/intsgd_experiment.h"
 #include "qccl/tools/model_report.h"
-#include "qccl/tools/qgenx_experiment.h"
+#include "qccl/experiments/qgenx/qgenx_experiment.h"
 #include "qccl/tools/qsdp_command.h"
 #include "qccl/tools/suite_data.h"
 #include "qccl/tools/suite_report.h"
@@ -503,46 +504,49 @@ int run_bench(BenchCommand& command, int argc, char** argv) {
   }
 }
 
-}  // namespace
+// Every command's options, filled in by the parser.
+struct Commands {
+  BenchCommand bench;
+  CodecBenchCommand codec_bench;
+  std::string report_directory, training_report_directory;
+  TimelineCommand timeline;
+  ModelCommand model;
+  SimulateCommand simulate;
+  ExperimentCommand experiment;
+  GanCommand gan;
+  QsdpCommand qsdp;
+  TrainCommand train, plan;
+};
 
-int run_cli(int argc, char** argv) {
-  CLI::App app{
-      "qccl: compressed collectives for communication-efficient distributed training.\n"
-      "Run under mpirun (one rank per process) or with --ranks N (ranks as threads).",
-      "qccl"};
-  app.set_version_flag("--version", std::string("qccl ") + QCCL_VERSION);
-  app.require_subcommand(1);
+void add_bench_commands(CLI::App& app, Commands& c) {
   auto* bench = app.add_subcommand("bench", "measure collectives in the nccl-tests convention");
   bench->require_subcommand(1);
-  BenchCommand command;
-  add_bench_operation(*bench, BenchOperation::allreduce, "allreduce (ring, halving-doubling, native MPI)", command);
+  add_bench_operation(*bench, BenchOperation::allreduce, "allreduce (ring, halving-doubling, native MPI)", c.bench);
   add_bench_operation(*bench, BenchOperation::allgather,
-                      "allgather (ring, halving-doubling, native MPI_Allgather)", command);
+                      "allgather (ring, halving-doubling, native MPI_Allgather)", c.bench);
   add_bench_operation(*bench, BenchOperation::reduce_scatter,
                       "reduce-scatter (ring, halving-doubling, native MPI_Reduce_scatter_block)",
-                      command);
-  add_bench_operation(*bench, BenchOperation::broadcast, "broadcast (pipelined binomial tree)", command);
-  CodecBenchCommand codec_command;
-  add_codec_bench(*bench, codec_command);
-  std::string report_directory;
-  add_report(*bench, report_directory);
-  std::string training_report_directory;
-  add_training_report(*bench, training_report_directory);
-  TimelineCommand timeline_command;
-  add_timeline(*bench, timeline_command);
-  ModelCommand model_command;
-  add_model(app, model_command);
-  SimulateCommand simulate_command;
-  add_simulate(app, simulate_command);
-  ExperimentCommand experiment_command;
-  GanCommand gan_command;
-  QsdpCommand qsdp_command;
-  add_experiment(app, experiment_command, gan_command, qsdp_command);
-  TrainCommand train_command;
-  add_train(app, train_command);
-  TrainCommand plan_command;
-  add_plan(app, plan_command);
+                      c.bench);
+  add_bench_operation(*bench, BenchOperation::broadcast, "broadcast (pipelined binomial tree)", c.bench);
+  add_codec_bench(*bench, c.codec_bench);
+  add_report(*bench, c.report_directory);
+  add_training_report(*bench, c.training_report_directory);
+  add_timeline(*bench, c.timeline);
+}
 
+void add_commands(CLI::App& app, Commands& c) {
+  add_bench_commands(app, c);
+  add_model(app, c.model);
+  add_simulate(app, c.simulate);
+  add_experiment(app, c.experiment, c.gan, c.qsdp);
+  add_train(app, c.train);
+  add_plan(app, c.plan);
+}
+
+// Parses argv (with `train --config FILE` expanded) into `c`; returns an
+// exit code when the parse ends the program (help, version, a usage
+// error), nothing when a command is to run.
+std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   try {
     // `train --config FILE` becomes the options FILE sets (CLI11 parses
     // arguments in reverse order from a vector).
@@ -566,30 +570,52 @@ int run_cli(int argc, char** argv) {
     std::cerr << "run '" << command_path(active) << " --help' for details\n";
     return kExitUsage;
   }
-  if (app.got_subcommand("train")) return run_train_command(train_command, argc, argv);
-  if (app.got_subcommand("plan")) {
-    plan_command.planning = true;
-    return run_train_command(plan_command, argc, argv);
+  return std::nullopt;
+}
+
+// The command the parser entered, by its path: the first entry whose path
+// begins the entered one ("qccl bench allreduce" runs "qccl bench").
+int dispatch(const CLI::App& app, Commands& c, int argc, char** argv) {
+  using Runner = std::function<int()>;
+  const std::vector<std::pair<std::string, Runner>> table{
+      {"qccl train", [&] { return run_train_command(c.train, argc, argv); }},
+      {"qccl plan",
+       [&] {
+         c.plan.planning = true;
+         return run_train_command(c.plan, argc, argv);
+       }},
+      {"qccl simulate", [&] { return run_simulate_command(c.simulate); }},
+      {"qccl experiment qgenx-gan", [&] { return run_gan_command(c.gan, argc, argv); }},
+      {"qccl experiment qsdp", [&] { return run_qsdp_command(c.qsdp, argc, argv); }},
+      {"qccl experiment", [&] { return run_experiment_command(c.experiment, argc, argv); }},
+      {"qccl bench codec", [&] { return run_codec_bench_command(c.codec_bench); }},
+      {"qccl bench report", [&] { return run_report_command(c.report_directory); }},
+      {"qccl bench training-report",
+       [&] { return run_training_report_command(c.training_report_directory); }},
+      {"qccl bench timeline", [&] { return run_timeline_command(c.timeline); }},
+      {"qccl bench", [&] { return run_bench(c.bench, argc, argv); }},
+      {"qccl model", [&] { return run_model(c.model); }},
+  };
+  const std::string entered = command_path(active_command(app)) + " ";
+  for (const auto& [path, run] : table) {
+    if (entered.rfind(path + " ", 0) == 0) return run();
   }
-  if (app.got_subcommand("simulate")) return run_simulate_command(simulate_command);
-  if (app.got_subcommand("experiment")) {
-    if (app.get_subcommand("experiment")->got_subcommand("qgenx-gan")) {
-      return run_gan_command(gan_command, argc, argv);
-    }
-    if (app.get_subcommand("experiment")->got_subcommand("qsdp")) {
-      return run_qsdp_command(qsdp_command, argc, argv);
-    }
-    return run_experiment_command(experiment_command, argc, argv);
-  }
-  if (bench->got_subcommand("codec")) return run_codec_bench_command(codec_command);
-  if (bench->got_subcommand("report")) return run_report_command(report_directory);
-  if (bench->got_subcommand("training-report")) {
-    return run_training_report_command(training_report_directory);
-  }
-  if (bench->got_subcommand("timeline")) return run_timeline_command(timeline_command);
-  if (app.got_subcommand("model")) return run_model(model_command);
-  if (bench->parsed()) return run_bench(command, argc, argv);
   return kExitUsage;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{
+      "qccl: compressed collectives for communication-efficient distributed training.\n"
+      "Run under mpirun (one rank per process) or with --ranks N (ranks as threads).",
+      "qccl"};
+  app.set_version_flag("--version", std::string("qccl ") + QCCL_VERSION);
+  app.require_subcommand(1);
+  Commands commands;
+  add_commands(app, commands);
+  if (const auto code = parse(app, argc, argv)) return *code;
+  return dispatch(app, commands, argc, argv);
 }
 
 }  // namespace qccl::tools

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <functional>
 
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/transport/local_transport.h"
 #include "qccl/tools/units.h"
@@ -103,8 +103,8 @@ std::vector<CodecBenchRow> run_codec_bench(const CodecBenchConfig& config) {
     // Encode is timed from the local norm through building the step's
     // reduction (where codecs that select or scale from the whole input,
     // such as Top-k, do that work) to the encoded bytes.
-    auto single = codec->reduction_for(norm, 1, 0, Algorithm::ring, input);
-    const auto pair = codec->reduction_for(norm, 2, 0, Algorithm::ring, input);
+    auto single = codec->encoding_for(norm, 1, 0, Algorithm::ring, input);
+    const auto pair = codec->encoding_for(norm, 2, 0, Algorithm::ring, input);
     std::vector<std::byte> encoded(single->max_encoded_bytes(count));
     std::vector<std::byte> a(pair->max_encoded_bytes(count)), b(a.size()), accum(a.size());
     const std::size_t a_bytes = pair->encode(input, 0, a);
@@ -114,7 +114,7 @@ std::vector<CodecBenchRow> run_codec_bench(const CodecBenchConfig& config) {
     for (int i = 0; i < config.iterations; ++i) {
       t_copy.push_back(seconds_of([&] { std::memcpy(copy.data(), input.data(), count * sizeof(float)); }));
       t_encode.push_back(seconds_of([&] {
-        single = codec->reduction_for(local_norm(input, codec->norm_kind()), 1, 0,
+        single = codec->encoding_for(local_norm(input, codec->norm_kind()), 1, 0,
                                       Algorithm::ring, input);
         encoded_bytes = single->encode(input, 0, encoded);
       }));

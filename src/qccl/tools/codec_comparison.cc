@@ -8,7 +8,7 @@
 
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
-#include "qccl/tools/svg_plot.h"
+#include "qccl/reports/svg_plot.h"
 
 namespace qccl::tools {
 namespace {

@@ -5,10 +5,11 @@
 #include <functional>
 #include <limits>
 
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/broadcast.h"
+#include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/collectives/reduce_scatter.h"
 #include "qccl/collectives/fingerprint.h"
@@ -352,7 +353,7 @@ void check_settings_agree(Communicator& comm, const BenchConfig& c) {
                                    {"--window", std::to_string(c.window)}}))
       .add_text("codec", text({{"--codec", c.codec.empty() ? "(none)" : c.codec},
                                {"--native-codec", c.native_codec ? "on" : "off"}}));
-  comm.run(fingerprint, comm.timeout(std::nullopt), [](int) {});
+  run_collective(comm, fingerprint, comm.timeout(std::nullopt), [](int) {});
 }
 
 }  // namespace

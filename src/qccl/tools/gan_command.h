@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "qccl/tools/gan_experiment.h"
+#include "qccl/experiments/gan/gan_experiment.h"
 
 namespace qccl::tools {
 

@@ -10,18 +10,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include <iosfwd>
-#include <vector>
-
-#include "qccl/engines/train_config.h"
 #include "qccl/tools/train_command.h"
 
 namespace qccl::tools {
 
 void add_plan(CLI::App& app, TrainCommand& command);
-
-// One table per run (codec): the profile, the fitted costs and each plan's
-// predicted ms/step.
-void print_plans(std::ostream& out, const std::vector<engines::TrainSummary>& runs);
 
 }  // namespace qccl::tools

@@ -5,7 +5,7 @@
 
 #include "qccl/common/errors.h"
 #include "qccl/tools/exit_codes.h"
-#include "qccl/tools/qsdp_report.h"
+#include "qccl/experiments/qsdp/qsdp_report.h"
 #include "qccl/tools/ranks.h"
 
 namespace qccl::tools {

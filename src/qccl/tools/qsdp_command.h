@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "qccl/tools/qsdp_experiment.h"
+#include "qccl/experiments/qsdp/qsdp_experiment.h"
 
 namespace qccl::tools {
 

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <vector>
 
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"

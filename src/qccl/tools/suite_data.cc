@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/tools/units.h"
 

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qccl/common/files.h"
-#include "qccl/tools/svg_plot.h"
+#include "qccl/reports/svg_plot.h"
 #include "qccl/tools/units.h"
 
 namespace qccl::tools {
@@ -62,18 +62,52 @@ double summary_bytes(const SuiteData& data) {
   return largest;
 }
 
-std::vector<std::string> write_suite_report(const SuiteData& data, const std::string& directory) {
+namespace {
+
+// The clusters and series a report shows, and the size of its summary.
+struct SuiteLayout {
   std::set<Cluster> clusters;
   std::vector<std::string> series;  // in first-seen order
+  double size = 0;
+};
+
+SuiteLayout suite_layout(const SuiteData& data) {
+  SuiteLayout layout;
   for (const auto& r : data.rows) {
-    clusters.insert({r.hosts, r.link_rate_bps});
+    layout.clusters.insert({r.hosts, r.link_rate_bps});
     const auto name = series_name(r);
-    if (shown(r) && std::find(series.begin(), series.end(), name) == series.end()) {
-      series.push_back(name);
+    if (shown(r) && std::find(layout.series.begin(), layout.series.end(), name) == layout.series.end()) {
+      layout.series.push_back(name);
     }
   }
-  const double size = summary_bytes(data);
-  std::ostringstream md;
+  layout.size = summary_bytes(data);
+  return layout;
+}
+
+// The row of `series` on cluster `c` at size `bytes`, if shown.
+const SuiteRow* find_row(const SuiteData& data, const std::string& series, const Cluster& c,
+                         double bytes) {
+  const SuiteRow* found = nullptr;
+  for (const auto& r : data.rows) {
+    if (shown(r) && series_name(r) == series && r.hosts == c.first &&
+        r.link_rate_bps == c.second && r.bytes == bytes) {
+      found = &r;
+    }
+  }
+  return found;
+}
+
+// "| series | cluster | ... |" and its rule.
+void write_table_head(std::ostream& md, const std::string& first,
+                      const std::vector<std::string>& columns) {
+  md << "| " << first << " |";
+  for (const auto& column : columns) md << " " << column << " |";
+  md << "\n| --- |";
+  for (std::size_t i = 0; i < columns.size(); ++i) md << " --- |";
+  md << "\n";
+}
+
+void write_summary_table(std::ostream& md, const SuiteData& data, const SuiteLayout& layout) {
   md << "# Benchmark suite results\n\n"
      << "Allreduce of an fp32 vector: qccl's ring and halving-doubling, plain and with each codec, next to "
         "MPI_Allreduce fp32 (out of place) measured in the same run, on emulated clusters "
@@ -81,95 +115,91 @@ std::vector<std::string> write_suite_report(const SuiteData& data, const std::st
         "both directions). A cell reads `speed-up over MPI fp32 (fraction of the wire bound)`; "
         "the wire bound is the bytes a rank sends at the link rate (for MPI: a bandwidth-optimal "
         "algorithm's 2(n-1)/n·S).\n\n";
-  md << "## " << format_bytes(static_cast<std::size_t>(size)) << " allreduce\n\n| series |";
-  for (const auto& c : clusters) md << " " << cluster_name(c) << " |";
-  md << "\n| --- |";
-  for (std::size_t i = 0; i < clusters.size(); ++i) md << " --- |";
-  md << "\n";
-  for (const auto& name : series) {
+  md << "## " << format_bytes(static_cast<std::size_t>(layout.size)) << " allreduce\n\n";
+  std::vector<std::string> names;
+  for (const auto& c : layout.clusters) names.push_back(cluster_name(c));
+  write_table_head(md, "series", names);
+  for (const auto& name : layout.series) {
     md << "| " << name << " |";
-    for (const auto& c : clusters) {
-      std::string text = "";
-      for (const auto& r : data.rows) {
-        if (shown(r) && series_name(r) == name && r.hosts == c.first &&
-            r.link_rate_bps == c.second && r.bytes == size) {
-          text = cell(r);
+    for (const auto& c : layout.clusters) {
+      const SuiteRow* r = find_row(data, name, c, layout.size);
+      md << " " << (r ? cell(*r) : std::string()) << " |";
+    }
+    md << "\n";
+  }
+}
+
+// One cluster's table of every size, and its plot of time against size;
+// returns the plot's path.
+std::string write_cluster_section(std::ostream& md, const SuiteData& data,
+                                  const SuiteLayout& layout, const Cluster& c,
+                                  const std::string& directory) {
+  std::set<double> sizes;
+  for (const auto& r : data.rows) {
+    if (r.hosts == c.first && r.link_rate_bps == c.second) sizes.insert(r.bytes);
+  }
+  md << "\n## " << cluster_name(c) << "\n\nMedian time in ms, then " << "the cell as above.\n\n";
+  write_table_head(md, "size", layout.series);
+  PlotPanel panel{cluster_name(c), "fp32 bytes S", "median time (ms)", true, true, {}};
+  for (const auto& name : layout.series) panel.series.push_back({name, {}});
+  for (double s : sizes) {
+    md << "| " << format_bytes(static_cast<std::size_t>(s)) << " |";
+    for (std::size_t k = 0; k < layout.series.size(); ++k) {
+      std::string text;
+      for (const auto& r : data.rows) {  // the last match is the cell; every one a point
+        if (shown(r) && series_name(r) == layout.series[k] && r.hosts == c.first &&
+            r.link_rate_bps == c.second && r.bytes == s) {
+          text = format("%.3g", r.median_us / 1e3) + " · " + cell(r);
+          panel.series[k].points.emplace_back(s, r.median_us / 1e3);
         }
       }
       md << " " << text << " |";
     }
     md << "\n";
   }
+  const std::string plot = directory + "/time-" + file_tag(c) + ".svg";
+  write_file_atomically(plot, render_svg({panel}));
+  return plot;
+}
 
-  std::vector<std::string> files;
-  for (const auto& c : clusters) {
-    std::set<double> sizes;
+// Speed-up over MPI fp32 against the link rate, for one host count;
+// returns the plot's path.
+std::string write_speedup_plot(const SuiteData& data, const SuiteLayout& layout, int hosts,
+                               const std::string& directory) {
+  PlotPanel panel{std::to_string(hosts) + " hosts, " + format_bytes(static_cast<std::size_t>(layout.size)),
+                  "link rate (bit/s)", "speed-up over MPI fp32", false, true, {}};
+  for (const auto& name : layout.series) {
+    PlotSeries line{name, {}};
     for (const auto& r : data.rows) {
-      if (r.hosts == c.first && r.link_rate_bps == c.second) sizes.insert(r.bytes);
-    }
-    md << "\n## " << cluster_name(c) << "\n\nMedian time in ms, then " << "the cell as above.\n\n"
-       << "| size |";
-    for (const auto& name : series) md << " " << name << " |";
-    md << "\n| --- |";
-    for (std::size_t i = 0; i < series.size(); ++i) md << " --- |";
-    md << "\n";
-    PlotPanel panel{cluster_name(c), "fp32 bytes S", "median time (ms)", true, true, {}};
-    for (const auto& name : series) panel.series.push_back({name, {}});
-    for (double s : sizes) {
-      md << "| " << format_bytes(static_cast<std::size_t>(s)) << " |";
-      for (std::size_t k = 0; k < series.size(); ++k) {
-        std::string text;
-        for (const auto& r : data.rows) {
-          if (shown(r) && series_name(r) == series[k] && r.hosts == c.first &&
-              r.link_rate_bps == c.second && r.bytes == s) {
-            text = format("%.3g", r.median_us / 1e3) + " · " + cell(r);
-            panel.series[k].points.emplace_back(s, r.median_us / 1e3);
-          }
-        }
-        md << " " << text << " |";
+      if (shown(r) && series_name(r) == name && r.hosts == hosts && r.link_rate_bps > 0 &&
+          r.bytes == layout.size && r.speedup) {
+        line.points.emplace_back(r.link_rate_bps, *r.speedup);
       }
-      md << "\n";
     }
-    const std::string plot = directory + "/time-" + file_tag(c) + ".svg";
-    write_file_atomically(plot, render_svg({panel}));
-    files.push_back(plot);
+    std::sort(line.points.begin(), line.points.end());
+    panel.series.push_back(std::move(line));
   }
+  const std::string plot = directory + "/speedup-h" + std::to_string(hosts) + ".svg";
+  write_file_atomically(plot, render_svg({panel}));
+  return plot;
+}
 
-  // Speed-up over MPI fp32 against the link rate, per host count.
-  std::set<int> host_counts;
-  for (const auto& c : clusters) host_counts.insert(c.first);
-  for (int hosts : host_counts) {
-    PlotPanel panel{std::to_string(hosts) + " hosts, " + format_bytes(static_cast<std::size_t>(size)),
-                    "link rate (bit/s)", "speed-up over MPI fp32", false, true, {}};
-    for (const auto& name : series) {
-      PlotSeries line{name, {}};
-      for (const auto& r : data.rows) {
-        if (shown(r) && series_name(r) == name && r.hosts == hosts && r.link_rate_bps > 0 &&
-            r.bytes == size && r.speedup) {
-          line.points.emplace_back(r.link_rate_bps, *r.speedup);
-        }
-      }
-      std::sort(line.points.begin(), line.points.end());
-      panel.series.push_back(std::move(line));
-    }
-    const std::string plot = directory + "/speedup-h" + std::to_string(hosts) + ".svg";
-    write_file_atomically(plot, render_svg({panel}));
-    files.push_back(plot);
+void write_codec_table(std::ostream& md, const SuiteData& data) {
+  if (data.codecs.empty()) return;
+  md << "\n## Codec throughput (one thread, `qccl bench codec`)\n\n"
+     << "| codec | encode GB/s | decode GB/s | hop reduce GB/s | memcpy GB/s | vs memcpy | ratio |\n"
+     << "| --- | --- | --- | --- | --- | --- | --- |\n";
+  for (const auto& c : data.codecs) {
+    const double both = 1 / (1 / c.encode_gbps + 1 / c.decode_gbps);
+    md << "| " << c.codec << " | " << format("%.2f", c.encode_gbps) << " | "
+       << format("%.2f", c.decode_gbps) << " | " << format("%.2f", c.reduce_gbps) << " | "
+       << format("%.2f", c.memcpy_gbps) << " | " << format("%.3f", both / c.memcpy_gbps)
+       << " | " << format("%.2f", c.wire_ratio) << " |\n";
   }
+}
 
-  if (!data.codecs.empty()) {
-    md << "\n## Codec throughput (one thread, `qccl bench codec`)\n\n"
-       << "| codec | encode GB/s | decode GB/s | hop reduce GB/s | memcpy GB/s | vs memcpy | ratio |\n"
-       << "| --- | --- | --- | --- | --- | --- | --- |\n";
-    for (const auto& c : data.codecs) {
-      const double both = 1 / (1 / c.encode_gbps + 1 / c.decode_gbps);
-      md << "| " << c.codec << " | " << format("%.2f", c.encode_gbps) << " | "
-         << format("%.2f", c.decode_gbps) << " | " << format("%.2f", c.reduce_gbps) << " | "
-         << format("%.2f", c.memcpy_gbps) << " | " << format("%.3f", both / c.memcpy_gbps)
-         << " | " << format("%.2f", c.wire_ratio) << " |\n";
-    }
-  }
-
+// suite.json: every row and the files it came from; returns its path.
+std::string write_suite_json(const SuiteData& data, const std::string& directory) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : data.rows) {
     rows.push_back({{"run", r.label}, {"hosts", r.hosts},
@@ -181,8 +211,26 @@ std::vector<std::string> write_suite_report(const SuiteData& data, const std::st
                     {"wire_fraction", r.wire_fraction ? nlohmann::json(*r.wire_fraction) : nullptr},
                     {"wrong", r.wrong}});
   }
-  const std::string json_path = directory + "/suite.json";
-  write_file_atomically(json_path, nlohmann::json{{"rows", rows}, {"files", data.files}}.dump(2) + "\n");
+  const std::string path = directory + "/suite.json";
+  write_file_atomically(path, nlohmann::json{{"rows", rows}, {"files", data.files}}.dump(2) + "\n");
+  return path;
+}
+
+}  // namespace
+
+std::vector<std::string> write_suite_report(const SuiteData& data, const std::string& directory) {
+  const SuiteLayout layout = suite_layout(data);
+  std::ostringstream md;
+  write_summary_table(md, data, layout);
+  std::vector<std::string> files;
+  for (const auto& c : layout.clusters) {
+    files.push_back(write_cluster_section(md, data, layout, c, directory));
+  }
+  std::set<int> host_counts;
+  for (const auto& c : layout.clusters) host_counts.insert(c.first);
+  for (int hosts : host_counts) files.push_back(write_speedup_plot(data, layout, hosts, directory));
+  write_codec_table(md, data);
+  const std::string json_path = write_suite_json(data, directory);
   const std::string md_path = directory + "/results.md";
   write_file_atomically(md_path, md.str());
   files.insert(files.begin(), {md_path, json_path});

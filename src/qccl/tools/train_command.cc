@@ -10,12 +10,12 @@
 #include <iostream>
 #include <sstream>
 
-#include "qccl/codecs/codec_registry.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
-#include "qccl/engines/train_output.h"
+#include "qccl/training/train_output.h"
 #include "qccl/tools/exit_codes.h"
-#include "qccl/tools/plan_command.h"
+#include "qccl/tools/plan_report.h"
 #include "qccl/tools/ranks.h"
 #include "qccl/tools/units.h"
 
@@ -23,18 +23,17 @@ namespace qccl::tools {
 
 void add_train(CLI::App& app, TrainCommand& command) {
   auto* sub = app.add_subcommand(
-      "train", "data-parallel training with compressed gradient exchange (libtorch)");
+      "train", "training with compressed exchanges: data parallel or sharded (libtorch)");
   // Read before parsing (expand_train_config); declared for --help only.
   sub->add_option("--config", command.config_file,
                   "read options from a TOML-style file (the command line wins)");
   add_train_options(*sub, command);
 }
 
-void add_train_options(CLI::App& app, TrainCommand& command) {
-  CLI::App* sub = &app;
-  // An option given twice (in the config file, then on the command line)
-  // takes the last value.
-  sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+namespace {
+
+// What is trained and how its exchange is compressed.
+void add_model_and_codec_options(CLI::App* sub, TrainCommand& command) {
   auto& c = command.config;
   sub->add_option("--model", c.model, "mlp, cnn (default), resmlp (102 tensors), char-lstm, gpt (a small GPT-style decoder) or "
                   "recommender");
@@ -55,6 +54,11 @@ void add_train_options(CLI::App& app, TrainCommand& command) {
                   "sharded: the codec of the gathered weights (default "
                   "minmax:bits=8,rounding=shift)");
   sub->add_option("--algo", command.algorithm, "ring (default), halving-doubling (or tree) or native (fp32/fp16 via MPI)");
+}
+
+// The optimizer, its schedule, and how long the run is.
+void add_optimizer_options(CLI::App* sub, TrainCommand& command) {
+  auto& c = command.config;
   sub->add_option("--optimizer", c.optimizer, "sgd (default), adam or adamw");
   sub->add_option("--lr", c.lr, "learning rate (default 0.05)");
   sub->add_option("--lr-schedule", c.lr_schedule,
@@ -71,6 +75,11 @@ void add_train_options(CLI::App& app, TrainCommand& command) {
   sub->add_option("--max-steps-per-epoch", c.max_steps_per_epoch,
                   "cap on steps per epoch (default 0: the whole training set)");
   sub->add_option("--seed", c.seed, "seed of initialisation, data order and codecs (default 1)");
+}
+
+// Which gradients are reduced together (MergeComp).
+void add_bucket_options(CLI::App* sub, TrainCommand& command) {
+  auto& c = command.config;
   sub->add_option("--buckets", c.buckets,
                   "which gradients are reduced together: ddp (default: DDP's size caps), "
                   "layerwise, one, groups:N1,N2,.. (tensor counts, last layers first) or "
@@ -86,6 +95,11 @@ void add_train_options(CLI::App& app, TrainCommand& command) {
   sub->add_flag("--no-overlap-updates", command.no_overlap_updates,
                 "take the optimizer step after the last bucket's exchange, not bucket by bucket "
                 "as each bucket's means arrive (the same results; for measuring the overlap)");
+}
+
+// Checkpoints, logs, failures and checks of the run.
+void add_run_options(CLI::App* sub, TrainCommand& command) {
+  auto& c = command.config;
   sub->add_option("--checkpoint-dir", c.checkpoint_dir, "write checkpoints here");
   sub->add_option("--checkpoint-every", c.checkpoint_every,
                   "checkpoint every K steps (default 0: at the end only)");
@@ -109,6 +123,11 @@ void add_train_options(CLI::App& app, TrainCommand& command) {
                   "0: only after a resume, at checkpoints and at the end)");
   sub->add_flag("--quiet", command.quiet, "no progress bar or per-epoch lines");
   sub->add_option("--threads", c.threads, "libtorch threads per rank (default 1)");
+}
+
+// The sizes of the models that have them.
+void add_model_size_options(CLI::App* sub, TrainCommand& command) {
+  auto& c = command.config;
   sub->add_option("--sequence-length", c.sequence_length, "char-lstm, gpt: characters per sample (64)");
   sub->add_option("--hidden", c.hidden, "char-lstm: LSTM width; gpt: model width (256)");
   sub->add_option("--layers", c.layers, "gpt: transformer blocks (4)");
@@ -118,6 +137,20 @@ void add_train_options(CLI::App& app, TrainCommand& command) {
   sub->add_option("--click-samples", c.click_samples, "recommender: training samples (200000)");
   sub->add_flag("--dense-embeddings", command.dense_embeddings,
                 "recommender: embedding gradients as dense tensors (default: sparse rows)");
+}
+
+}  // namespace
+
+void add_train_options(CLI::App& app, TrainCommand& command) {
+  CLI::App* sub = &app;
+  // An option given twice (in the config file, then on the command line)
+  // takes the last value.
+  sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  add_model_and_codec_options(sub, command);
+  add_optimizer_options(sub, command);
+  add_bucket_options(sub, command);
+  add_run_options(sub, command);
+  add_model_size_options(sub, command);
   add_ranks_option(*sub, command.ranks);
   sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
 }
@@ -278,7 +311,7 @@ void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSu
   const auto& first = runs.front();
   out << "\n" << first.model << " on " << first.data << ", " << first.ranks << " ranks, "
       << first.parameters << " parameters";
-  if (first.engine == "sharded") {
+  if (!first.weights_codec.empty()) {  // the engine gathers weights: sharded
     out << ", sharded in " << first.buckets << " groups; weights " << first.weights_codec
         << "; peak memory " << format_bytes(static_cast<double>(first.peak_rss_bytes))
         << " (largest process)\n";
@@ -322,13 +355,9 @@ void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSu
 int run_train_command(TrainCommand& command, int argc, char** argv) {
   auto& c = command.config;
   try {
-    const bool sharded = c.engine == "sharded";
-    // QSDP's default, W8G8 (qsdp.txt §6): 8-bit bucketed min-max weights on
-    // the shifted lattice, 8-bit stochastic gradients.
-    if (command.codecs.empty()) command.codecs.push_back(sharded ? "minmax:bits=8" : "fp32");
-    c.weights_codec = !command.weights_codec.empty() ? command.weights_codec
-                      : sharded                      ? "minmax:bits=8,rounding=shift"
-                                                     : "fp32";
+    const auto defaults = engines::default_codecs(c.engine);
+    if (command.codecs.empty()) command.codecs.push_back(defaults.gradients);
+    c.weights_codec = command.weights_codec.empty() ? defaults.weights : command.weights_codec;
     if (c.data.empty()) c.data = engines::dataset_for_model(c.model);
     c.algorithm = parse_algorithm(command.algorithm);
     c.bucket_cap_bytes = parse_bytes(command.bucket_cap);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "qccl/engines/train_config.h"
+#include "qccl/training/train_config.h"
 
 namespace qccl::tools {
 

@@ -1,0 +1,96 @@
+// QSDP's quantizers (QSDP §4.1 Definition 1 and Lemma 5, §5.1, §5.2 and
+// Appendix C): bucketed min-max quantization as QSDP's backend sends weights
+// and gradients. Each bucket of `bucket` values is mapped onto its own
+// [min, max] with 2^bits levels and sent as (fp32 min, fp32 max) and one
+// bits-wide level index per value:
+// - rounding=stochastic: unbiased random rounding between the two
+//   neighbouring levels (the gradients' quantizer);
+// - rounding=shift: Q^w_δ, the random-shift lattice of Definition 1 with
+//   δ = (max − min)/(2^bits − 1) per bucket: one shift ρ ~ U[−½, ½) per
+//   vector per step from the shared counter-based generator (never sent),
+//   r = ρ·δ, and each value rounded to the NEAREST point of min + δZ + r —
+//   the floor written in §4.1 would be biased by −δ/2. Then E[Q(v)] = v,
+//   every value's error is uniform on [−δ/2, δ/2) (variance δ²/12 whatever
+//   its position), and all values of a bucket move together (dependent
+//   across coordinates, as the analysis needs);
+// - rounding=dither: the same shared draw used as a dither on the fixed
+//   grid, Q(x) = min + δ·⌊(x − min)/δ + u⌋ with u = ρ + ½: unbiased,
+//   dependent across coordinates, and exactly Lemma 5's variance
+//   δ²·Σ_i {v_i/δ}(1 − {v_i/δ}) — which is the variance this rounding has,
+//   not Definition 1's shifted lattice (a value on δZ has no error here,
+//   and error up to δ/2 there);
+// - levels=learned (§5.2): the levels fitted to the ranks' values, weighted
+//   by each bucket's (max − min)² (the variance they cause), refitted at
+//   steps refit·2^j, identical on every rank; stochastic rounding. The fit
+//   is the exact minimisation over a fine grid that Q-GenX's QAda uses
+//   (level_statistics.h), not Algorithm 2's SGD on a sample: it minimises
+//   the same objective, and never ends worse than the levels it starts from.
+// Ranks' buckets have their own scales, so encodings are gathered and
+// decoded (Aggregation::allgather_decode); every rank decodes the same bytes.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "qccl/codecs/codec.h"
+#include "qccl/codecs/codec_spec.h"
+
+namespace qccl {
+
+enum class MinMaxRounding { stochastic, shift, dither };
+
+struct MinMaxConfig {
+  int bits = 8;                // 2..8: 2^bits levels per bucket
+  std::size_t bucket = 1024;   // values per (min, max); 0: one pair per vector
+  MinMaxRounding rounding = MinMaxRounding::stochastic;
+  bool learned = false;        // levels fitted to the data (stochastic rounding only)
+  std::uint64_t refit = 400;   // learned levels are fitted at steps refit·2^j, j >= 0
+};
+
+class MinMaxCodec final : public Codec {
+ public:
+  MinMaxCodec(MinMaxConfig config, CodecSettings settings);
+  ~MinMaxCodec() override;
+
+  std::string spec() const override;
+  CodecTraits traits() const override {
+    return {.unbiased = true,
+            .aggregation = Aggregation::allgather_decode,
+            .granularity = config_.bucket == 0 ? std::size_t{1} : config_.bucket,
+            .means_of_decoded_values = true};
+  }
+  CodecBounds bounds(const BoundsQuery& query) const override;
+  std::string spec_for_tensor(std::size_t elements, std::size_t learned_levels_min) const override;
+  std::vector<std::byte> save_state() const override;
+  void load_state(std::span<const std::byte> state) override;
+
+  const MinMaxConfig& config() const { return config_; }
+  // The levels in use on [0, 1] (2^bits of them, 0 and 1 included).
+  std::span<const double> levels() const;
+  // Whether the latest step refitted the learned levels.
+  bool refitted() const { return refitted_; }
+
+  struct Tables;
+
+ protected:
+  // Refits the learned levels on their steps (a collective of its own
+  // before the step's exchange); ranks must quantize with the same levels.
+  StepPreparation prepare(Communicator& comm, const StepSetup& setup, const Operation& operation,
+                          const CollectiveOptions& options) override;
+  std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override;
+
+ private:
+  bool refit_step(std::uint64_t step) const;
+  std::size_t encoded_bytes(std::size_t count) const;
+  void refit(Communicator& comm, std::span<const float> input, const CollectiveOptions& options);
+  void install(std::vector<double> levels);
+
+  MinMaxConfig config_;
+  std::shared_ptr<const Tables> tables_;
+  bool refitted_ = false;
+};
+
+std::unique_ptr<Codec> make_minmax_codec(const CodecSpec& spec, CodecSettings settings);
+
+}  // namespace qccl

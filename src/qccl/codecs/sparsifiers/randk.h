@@ -1,0 +1,22 @@
+// Rand-k sparsification (Stich, Cordonnier and Jaggi 2018, "Sparsified SGD
+// with memory"; MergeComp §2.1, §3.1 Table 1, §5) with the kept positions drawn
+// from a seed every rank shares (Global-QSGD §2, footnote 1:
+// "synchronized random seed" makes random sparsification Allreduce
+// compatible): every rank keeps the same k positions of each tensor, so only
+// the values travel and they are summed in transit, hop by hop.
+#pragma once
+
+#include <memory>
+
+#include "qccl/codecs/codec.h"
+#include "qccl/codecs/codec_spec.h"
+
+namespace qccl {
+
+// "randk:ratio=0.01,scale=none,ef=on": ratio in (0, 1] per tensor;
+// scale=none sends the values as they are, scale=unbiased multiplies them by
+// d_t/k_t; ef=on|off wraps the codec in error feedback (default on, except
+// with scale=unbiased, which refuses it).
+std::unique_ptr<Codec> make_randk_codec(const CodecSpec& spec, CodecSettings settings);
+
+}  // namespace qccl

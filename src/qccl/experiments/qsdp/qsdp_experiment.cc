@@ -1,0 +1,171 @@
+#include "qccl/experiments/qsdp/qsdp_experiment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+
+#include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/collectives/collective_call.h"
+#include "qccl/collectives/fingerprint.h"
+#include "qccl/common/errors.h"
+#include "qccl/common/files.h"
+#include "qccl/engines/rank_agreement.h"
+#include "qccl/reports/machine.h"
+#include "qccl/experiments/qsdp/qsdp_output.h"
+
+namespace qccl::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// One variant's run: the shared settings with its codecs, one epoch capped
+// at the experiment's steps.
+engines::TrainConfig train_config_for(const QsdpExperimentConfig& config,
+                                      const QsdpVariant& variant) {
+  engines::TrainConfig one = config.train;
+  one.model = "gpt";
+  one.engine = "sharded";
+  one.weights_codec = variant.weights_codec;
+  one.codec = variant.gradients_codec;
+  one.epochs = 1;
+  one.max_steps_per_epoch = config.steps;
+  return one;
+}
+
+// The variants with their codecs in canonical form (every parameter
+// spelled out), as the reports show them.
+std::vector<QsdpVariant> canonical_variants(const QsdpExperimentConfig& config) {
+  auto variants = select_qsdp_variants(config.variants, refit_of(config));
+  for (auto& v : variants) {
+    v.weights_codec = make_codec(v.weights_codec)->spec();
+    v.gradients_codec = make_codec(v.gradients_codec)->spec();
+  }
+  return variants;
+}
+
+// The variants, steps and refit period, compared across ranks before any
+// run: a rank launched with another list fails every rank at once, naming
+// it (engines::train compares the rest of each run's settings).
+void check_settings_agree(Communicator& comm, const QsdpExperimentConfig& config) {
+  std::string names;
+  for (const auto& v : select_qsdp_variants(config.variants, refit_of(config))) {
+    names += (names.empty() ? "" : ",") + v.name;
+  }
+  Fingerprint fingerprint("experiment settings");
+  fingerprint.add_text("variants", "--variants " + names)
+      .add_text("steps", "--steps " + std::to_string(config.steps) + ", --refit " +
+                             std::to_string(refit_of(config)));
+  run_collective(comm, fingerprint, comm.timeout(std::nullopt), [](int) {});
+}
+
+// Rank 0 creates the output directory and checks that the three files can
+// be replaced, before any training: a path that cannot be written fails
+// every rank at once, not after the runs.
+void prepare_output(Communicator& comm, const std::string& output) {
+  std::string failure;
+  if (comm.rank() == 0 && !output.empty()) {
+    try {
+      std::error_code error;
+      fs::create_directories(output, error);
+      if (error || !fs::is_directory(output)) {
+        throw InvalidArgument("cannot create the output directory '" + output + "': " +
+                              error.message());
+      }
+      for (const auto& file : qsdp_output_files(output)) check_can_replace(file, "--output");
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }
+  if (const auto failed = engines::failures_of_ranks(comm, "qsdp output", failure);
+      !failed.empty()) {
+    throw InvalidArgument(failed + "; choose another --output");
+  }
+}
+
+const QsdpRow* find_row(const std::vector<QsdpRow>& rows, const std::string& name) {
+  const auto it = std::find_if(rows.begin(), rows.end(),
+                               [&](const QsdpRow& r) { return r.variant.name == name; });
+  return it == rows.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+engines::TrainConfig qsdp_train_defaults() {
+  engines::TrainConfig c;
+  c.model = "gpt";
+  c.engine = "sharded";
+  c.hidden = 128;
+  c.layers = 2;
+  c.sequence_length = 64;
+  c.batch = 16;
+  c.optimizer = "adam";
+  c.lr = 0.003;
+  c.seed = 1;
+  return c;
+}
+
+std::uint64_t refit_of(const QsdpExperimentConfig& config) {
+  return config.refit > 0 ? config.refit : default_qsdp_refit(config.steps);
+}
+
+void validate(const QsdpExperimentConfig& config) {
+  if (config.steps == 0) throw InvalidArgument("--steps must be at least 1");
+  if (config.train.model != "gpt") {
+    throw InvalidArgument("the qsdp experiment trains --model gpt, not '" + config.train.model +
+                          "'");
+  }
+  // Names, codecs and every training setting, as each variant will run.
+  for (const auto& variant : select_qsdp_variants(config.variants, refit_of(config))) {
+    engines::validate(train_config_for(config, variant));
+  }
+}
+
+double step_milliseconds(const engines::StepSplit& split) {
+  return 1e3 * (split.data + split.compute + split.waiting + split.optimizer);
+}
+
+void compare_rows(std::vector<QsdpRow>& rows) {
+  for (auto& row : rows) row.step_ms = step_milliseconds(row.summary.split);
+  const QsdpRow* baseline = find_row(rows, "baseline");
+  const QsdpRow* fp32 = find_row(rows, "fp32");
+  const auto speedup = [](const QsdpRow* reference, const QsdpRow& row) {
+    return reference == nullptr ? kNaN : reference->step_ms / row.step_ms;
+  };
+  for (auto& row : rows) {
+    row.relative_perplexity_percent =
+        baseline == nullptr
+            ? kNaN
+            : 100.0 * (row.summary.final_metric / baseline->summary.final_metric - 1.0);
+    row.speedup_vs_fp32 = speedup(fp32, row);
+    row.speedup_vs_baseline = speedup(baseline, row);
+  }
+}
+
+QsdpReport run_qsdp_experiment(Communicator& comm, const QsdpExperimentConfig& config) {
+  validate(config);
+  check_settings_agree(comm, config);
+  prepare_output(comm, config.output);
+  const bool root = comm.rank() == 0;
+  QsdpReport report;
+  report.ranks = comm.size();
+  report.steps = config.steps;
+  report.refit = refit_of(config);
+  report.cpu = cpu_description();
+  for (const auto& variant : canonical_variants(config)) {
+    report.train = train_config_for(config, variant);
+    if (root && config.train.progress) {
+      std::cerr << "== qsdp " << variant.name << ": weights " << variant.weights_codec
+                << ", gradients " << variant.gradients_codec << "\n";
+    }
+    report.rows.push_back({variant, engines::train(comm, report.train)});
+  }
+  compare_rows(report.rows);
+  if (root && !config.output.empty()) report.files = write_qsdp_outputs(report, config.output);
+  return report;
+}
+
+}  // namespace qccl::tools

@@ -1,0 +1,98 @@
+#include "qccl/experiments/qsdp/qsdp_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+#include <sstream>
+
+namespace qccl::tools {
+namespace {
+
+// `value` with `digits` decimals and a suffix, or "-" for NaN (no
+// reference variant ran).
+std::string fixed(double value, int digits, const std::string& suffix = "", bool sign = false) {
+  if (!std::isfinite(value)) return "-";
+  std::ostringstream text;
+  if (sign) text << std::showpos;
+  text << std::fixed << std::setprecision(digits) << value << suffix;
+  return text.str();
+}
+
+std::string kib(const std::optional<double>& bytes) {
+  return bytes ? fixed(*bytes / 1024, 1, " KiB") : std::string("-");
+}
+
+void print_settings(std::ostream& out, const QsdpReport& report) {
+  const auto& c = report.train;
+  const engines::TrainSummary none;
+  const auto& first = report.rows.empty() ? none : report.rows.front().summary;
+  out << "qsdp: " << c.model << " on " << first.data << ", " << first.engine << " engine, "
+      << report.ranks << " ranks, hidden " << c.hidden << ", layers " << c.layers << ", sequence "
+      << c.sequence_length << ", " << first.parameters << " parameters, batch " << c.batch
+      << " per rank, " << report.steps << " steps, " << c.optimizer << " lr " << c.lr << ", seed "
+      << c.seed << "\n"
+      << "machine: " << report.cpu << "\n\n";
+}
+
+void print_table(std::ostream& out, const QsdpReport& report) {
+  std::size_t width = 8;
+  for (const auto& r : report.rows) width = std::max(width, r.variant.name.size() + 2);
+  const int w = static_cast<int>(width);
+  out << std::left << std::setw(w) << "variant" << std::right << std::setw(11) << "perplexity"
+      << std::setw(10) << "vs base" << std::setw(10) << "ms/step" << std::setw(9) << "compute"
+      << std::setw(8) << "wait" << std::setw(8) << "optim" << std::setw(13) << "sent/step"
+      << std::setw(9) << "vs fp32" << std::setw(9) << "vs base" << std::setw(11) << "peak RSS"
+      << std::setw(8) << "wall s" << "\n";
+  for (const auto& r : report.rows) {
+    const auto& s = r.summary.split;
+    out << std::left << std::setw(w) << r.variant.name << std::right << std::setw(11)
+        << fixed(r.summary.final_metric, 3) << std::setw(10)
+        << fixed(r.relative_perplexity_percent, 2, "%", true) << std::setw(10)
+        << fixed(r.step_ms, 2) << std::setw(9) << fixed(s.compute * 1e3, 2) << std::setw(8)
+        << fixed(s.waiting * 1e3, 2) << std::setw(8) << fixed(s.optimizer * 1e3, 2)
+        << std::setw(13) << kib(r.summary.sent_bytes_per_step) << std::setw(9)
+        << fixed(r.speedup_vs_fp32, 2, "x") << std::setw(9)
+        << fixed(r.speedup_vs_baseline, 2, "x") << std::setw(11)
+        << fixed(static_cast<double>(r.summary.peak_rss_bytes) / (1024.0 * 1024.0), 0, " MiB")
+        << std::setw(8) << fixed(r.summary.wall_seconds, 1) << "\n";
+  }
+}
+
+void print_codecs(std::ostream& out, const QsdpReport& report) {
+  out << "\ncodecs:\n";
+  bool learned = false;
+  for (const auto& r : report.rows) {
+    out << "  " << r.variant.name << ": weights " << r.variant.weights_codec << ", gradients "
+        << r.variant.gradients_codec << "\n";
+    learned = learned || r.variant.name.find("learned") != std::string::npos;
+  }
+  if (learned) {
+    out << "learned levels: fitted at steps " << report.refit << ", " << 2 * report.refit << ", "
+        << 4 * report.refit << ", ... (refit " << report.refit
+        << (report.refit == default_qsdp_refit(report.steps) ? ", the default: steps/8" : "")
+        << ")\n";
+  }
+  for (const auto& r : report.rows) {
+    if (r.summary.steps < report.steps) {
+      out << "note: " << r.variant.name << " ran " << r.summary.steps << " steps, fewer than "
+          << report.steps << " (one pass over the training text at this batch)\n";
+    }
+  }
+}
+
+}  // namespace
+
+void print_qsdp_report(std::ostream& out, const QsdpReport& report) {
+  print_settings(out, report);
+  print_table(out, report);
+  print_codecs(out, report);
+  out << "perplexity: on the test text after the last step; vs base: relative to the baseline's.\n"
+         "ms/step: the training thread's step, the sum of the medians over the steps of its "
+         "parts (data, compute,\nwait, optim); vs fp32 and vs base: their ms/step over this "
+         "one's. sent/step: bytes rank 0 sent per step.\npeak RSS: the largest of any rank's "
+         "process over the training steps; memory an earlier variant freed but the\nprocess "
+         "kept still counts (run one variant per invocation to compare memory).\n";
+  for (const auto& file : report.files) out << "wrote " << file << "\n";
+}
+
+}  // namespace qccl::tools

@@ -1,0 +1,41 @@
+// What a model is built from: its name, its data and its sizes, the part of
+// a training run's settings (TrainConfig) that the models read.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "qccl/common/export.h"
+
+QCCL_API_BEGIN
+namespace qccl::engines {
+
+struct ModelConfig {
+  std::string model = "cnn";              // mlp | cnn | resmlp | char-lstm | gpt | recommender
+  std::string data;                       // fashion-mnist | fortunes | clicks; empty: the model's
+  std::string data_dir;                   // empty: the dataset's Debian location
+  std::uint64_t seed = 1;                 // the run's: initial weights, data order, codecs
+  // Sizes of the models that have them.
+  std::size_t sequence_length = 64;       // char-lstm, gpt
+  std::size_t hidden = 256;               // char-lstm, gpt (its width)
+  std::size_t layers = 4;                 // gpt
+  std::size_t fields = 8, values_per_field = 100000;  // recommender
+  // recommender: embedding tables with sparse gradients (the rows a batch
+  // touched), which the engine reduces in proportion to those rows.
+  bool sparse_embeddings = true;
+  std::size_t click_samples = 200000;     // recommender training samples
+};
+
+std::vector<std::string> model_names();
+// The dataset a model learns from: fashion-mnist (mlp, cnn), fortunes
+// (char-lstm), clicks (recommender).
+std::string dataset_for_model(const std::string& model);
+std::vector<std::string> dataset_names();
+// Throws InvalidArgument naming the setting: an unknown model or dataset, a
+// dataset the model does not learn from, a size out of range.
+void validate(const ModelConfig& config);
+
+}  // namespace qccl::engines
+QCCL_API_END

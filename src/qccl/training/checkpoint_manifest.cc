@@ -1,0 +1,161 @@
+#include "qccl/training/checkpoint_manifest.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/common/checksum.h"
+#include "qccl/common/errors.h"
+
+namespace qccl::engines {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr int kFormat = 2;  // 2: checksums and settings
+
+std::string model_text(const TrainConfig& c) {
+  std::ostringstream text;
+  text << c.model;
+  if (c.model == "char-lstm") {
+    text << " (hidden " << c.hidden << ", sequence length " << c.sequence_length << ")";
+  } else if (c.model == "gpt") {
+    text << " (width " << c.hidden << ", " << c.layers << " layers, sequence length "
+         << c.sequence_length << ")";
+  } else if (c.model == "recommender") {
+    text << " (" << c.fields << " fields of " << c.values_per_field << " values, "
+         << c.click_samples << " click samples)";
+  }
+  return text.str();
+}
+
+std::string optimizer_settings(const TrainConfig& c) {
+  std::ostringstream text;
+  text << c.optimizer << " lr=" << c.lr << " weight-decay=" << c.weight_decay;
+  if (c.optimizer == "sgd") text << " momentum=" << c.momentum;
+  else text << " betas=" << c.beta1 << "," << c.beta2 << " eps=" << c.eps;
+  return text.str();
+}
+
+const std::string* find(const std::vector<Setting>& settings, const std::string& name) {
+  for (const auto& s : settings) {
+    if (s.name == name) return &s.value;
+  }
+  return nullptr;
+}
+
+[[noreturn]] void corrupt(const std::string& path, const std::string& why) {
+  throw InvalidArgument("--resume: '" + path + "' " + why +
+                        "; start afresh with --force or another --checkpoint-dir");
+}
+
+}  // namespace
+
+std::string checkpoint_file(const std::string& dir, std::int64_t step, int rank) {
+  return dir + "/step-" + std::to_string(step) + "/rank-" + std::to_string(rank) + ".pt";
+}
+
+std::vector<Setting> resume_settings(const TrainConfig& c, int ranks) {
+  const std::string data = c.data.empty() ? dataset_for_model(c.model) : c.data;
+  return {{"model", model_text(c)},
+          {"data", data},
+          {"codec", exchange_settings(c)},
+          {"algo", std::string(to_string(c.algorithm))},
+          {"ranks", std::to_string(ranks)},
+          {"batch", std::to_string(c.batch)},
+          {"optimizer", optimizer_settings(c)},
+          {"lr-schedule", c.lr_schedule + ", warm-up " + std::to_string(c.warmup_steps) + " steps"},
+          {"epochs", std::to_string(c.epochs)},
+          {"max-steps-per-epoch", std::to_string(c.max_steps_per_epoch)},
+          {"seed", std::to_string(c.seed)},
+          {"buckets", bucket_settings(c)}};
+}
+
+std::string manifest_text(const Manifest& m) {
+  Json settings = Json::object();
+  for (const auto& s : m.settings) settings[s.name] = s.value;
+  Json files = Json::array();
+  for (std::size_t r = 0; r < m.files.size(); ++r) {
+    files.push_back({{"rank", r},
+                     {"file", "step-" + std::to_string(m.step) + "/rank-" + std::to_string(r) + ".pt"},
+                     {"bytes", m.files[r].bytes},
+                     {"checksum", checksum_text(m.files[r].checksum)}});
+  }
+  const Json manifest{{"format", kFormat}, {"step", m.step},         {"epoch", m.epoch},
+                      {"ranks", m.ranks},  {"metric", m.metric},     {"settings", settings},
+                      {"files", files}};
+  return manifest.dump(2) + "\n";
+}
+
+Manifest read_manifest(const std::string& dir) {
+  const std::string path = dir + "/latest.json";
+  std::ifstream in(path);
+  if (!in) {
+    throw InvalidArgument("--resume: no checkpoint in '" + dir + "' (" + path +
+                          " is missing); run without --resume to start fresh");
+  }
+  Manifest m;
+  try {
+    const Json j = Json::parse(in);
+    if (!j.contains("format") || j["format"] != kFormat) {
+      corrupt(path, "has no checksums or settings (written by an older qccl); it cannot be "
+                    "verified");
+    }
+    for (const char* key : {"step", "epoch", "ranks", "settings", "files"}) {
+      if (!j.contains(key)) corrupt(path, std::string("lacks '") + key + "'");
+    }
+    m.step = j["step"].get<std::int64_t>();
+    m.epoch = j["epoch"].get<std::int64_t>();
+    m.ranks = j["ranks"].get<int>();
+    m.metric = j.value("metric", "");
+    for (const auto& [name, value] : j["settings"].items()) {
+      m.settings.push_back({name, value.get<std::string>()});
+    }
+    for (const auto& file : j["files"]) {
+      m.files.push_back({file.at("bytes").get<std::int64_t>(),
+                         std::stoull(file.at("checksum").get<std::string>(), nullptr, 16)});
+    }
+  } catch (const Json::exception& e) {
+    throw InvalidArgument("--resume: '" + path + "' is corrupt (" + e.what() + ")");
+  } catch (const std::logic_error& e) {  // stoull
+    throw InvalidArgument("--resume: '" + path + "' is corrupt (a checksum is not hex)");
+  }
+  if (m.ranks < 1 || static_cast<int>(m.files.size()) != m.ranks) {
+    corrupt(path, "lists " + std::to_string(m.files.size()) + " rank files for " +
+                      std::to_string(m.ranks) + " ranks");
+  }
+  return m;
+}
+
+void check_resume_settings(const Manifest& manifest, const std::vector<Setting>& now,
+                           const std::string& dir) {
+  const auto* ranks = find(now, "ranks");
+  if (ranks != nullptr && *ranks != std::to_string(manifest.ranks)) {
+    throw InvalidArgument("--resume: the checkpoint in '" + dir + "' was written by " +
+                          std::to_string(manifest.ranks) + " ranks; resume with that many " +
+                          "(this run has " + *ranks + ")");
+  }
+  const auto* schedule = find(manifest.settings, "lr-schedule");
+  const bool constant = schedule != nullptr && schedule->rfind("constant,", 0) == 0;
+  for (const auto& setting : now) {
+    // More (or fewer) epochs at a constant rate: every step runs as it would
+    // have. (A changed schedule is refused by its own setting, checked first.)
+    if (setting.name == "epochs" && constant) continue;
+    const auto* recorded = find(manifest.settings, setting.name);
+    if (recorded == nullptr) {
+      throw InvalidArgument("--resume: '" + dir + "/latest.json' does not record " +
+                            setting.name + "; start afresh with --force or another --checkpoint-dir");
+    }
+    if (*recorded != setting.value) {
+      throw InvalidArgument("--resume: the checkpoint in '" + dir + "' was written with " +
+                            setting.name + " '" + *recorded + "'; this run has " + setting.name +
+                            " '" + setting.value + "'. A resumed run must repeat the settings of "
+                            "the run it continues; resume with the same " + setting.name +
+                            ", or start afresh (--force, or another --checkpoint-dir)");
+    }
+  }
+}
+
+}  // namespace qccl::engines

@@ -1,0 +1,206 @@
+// What `qccl train` runs and what it reports: the torch-free face of the
+// training loop and its engines, so the command line and the tests that
+// only parse settings never include libtorch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "qccl/collectives/communicator.h"
+#include "qccl/collectives/options.h"
+#include "qccl/common/export.h"
+#include "qccl/models/model_config.h"
+
+QCCL_API_BEGIN
+namespace qccl::engines {
+
+// The model's settings (model, data, sizes, seed) are ModelConfig's
+// (models/model_config.h); the rest are the run's.
+struct TrainConfig : ModelConfig {
+  // data-parallel (replicas, gradient buckets) or sharded (QSDP: each rank
+  // owns 1/n of every parameter and its optimizer state; sharded.h).
+  std::string engine = "data-parallel";
+  std::string codec = "fp32";             // the gradients' codec
+  // sharded: the codec of the weights each block gathers before its forward
+  // and backward passes (QSDP §4.1, §5.1).
+  std::string weights_codec = "fp32";
+  Algorithm algorithm = Algorithm::ring;
+  std::string optimizer = "sgd";          // sgd | adam | adamw
+  double lr = 0.05;                       // base learning rate
+  std::string lr_schedule = "constant";   // constant | cosine | linear (lr_schedule.h)
+  std::size_t warmup_steps = 0;
+  double momentum = 0.9;                  // sgd
+  double weight_decay = 0.0;              // sgd, adam: L2 term; adamw: decoupled
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
+  int epochs = 1;
+  std::size_t batch = 64;                 // samples per rank per step
+  std::size_t max_steps_per_epoch = 0;    // 0: the whole training set each epoch
+  // Which tensors are reduced together: ddp (the size-capped rule below),
+  // layerwise, one, groups:N1,N2,.. (tensor counts in reverse registration
+  // order) or mergecomp (profiled, then searched; merge_plan.h).
+  std::string buckets = "ddp";
+  std::size_t bucket_cap_bytes = std::size_t{25} << 20;
+  std::size_t first_bucket_bytes = std::size_t{1} << 20;
+  // mergecomp: steps profiled with the whole model in one bucket before the
+  // plan is chosen, Algorithm 2's Y and α, and a link rate (bytes/s) to plan
+  // for instead of the measured one (0: measured).
+  std::size_t plan_steps = 5;
+  std::size_t plan_max_groups = 2;
+  double plan_alpha = 0.01;
+  double plan_link_rate = 0;
+  // Stop once the plan is chosen (qccl plan).
+  bool plan_only = false;
+  // Update each bucket's parameters as soon as its means arrive, while later
+  // buckets are still exchanged (the same bits as one step after the last).
+  bool overlap_updates = true;
+  std::string checkpoint_dir;             // empty: no checkpoints
+  std::size_t checkpoint_every = 0;       // steps; 0: only at the end
+  bool resume = false;                    // continue from checkpoint_dir
+  bool force = false;                     // replace an existing log / checkpoints
+  std::string log_path;                   // JSON lines; empty: none
+  bool skip_nonfinite = false;            // skip steps with NaN/Inf gradients
+  // With skip_nonfinite: the run stops with a NonFiniteError when more
+  // steps than these are skipped in a row, or over the whole run (a run
+  // that diverged, not a rare spike).
+  std::size_t max_skipped_consecutive = 3;
+  std::size_t max_skipped_total = 10;
+  // Compare the replicas' parameters across ranks every K steps (and after
+  // every resume, before every checkpoint and at the end); 0: only then.
+  std::size_t verify_every = 100;
+  bool progress = true;                   // rank 0 draws a progress bar on stderr
+  int threads = 1;                        // libtorch intra-op threads per rank
+  // Keep the final parameters in the summary (tests compare runs).
+  bool return_parameters = false;
+  // Stop after this many steps of this invocation (a checkpoint is saved
+  // if checkpoint_dir is set); 0: no limit.
+  std::size_t stop_after_steps = 0;
+};
+
+// Seconds per step, the median over the steps run of each part. The
+// training thread's time is data + compute + waiting + optimizer (their sum
+// is about the step time);
+// encode, communicate and decode are the communication thread's time, which
+// overlaps compute (backward fills buckets while earlier ones are reduced).
+struct StepSplit {
+  double data = 0, compute = 0, waiting = 0, optimizer = 0;
+  double encode = 0, communicate = 0, decode = 0;
+  // Minor page faults per step (medians too): the training thread's over
+  // the whole step, the part of them in the optimizer step, and the
+  // communication thread's. A steady-state step takes (near) none: every
+  // buffer it needs was allocated by the first steps and is reused.
+  double faults = 0, optimizer_faults = 0, communication_faults = 0;
+};
+
+// Minor page faults per step, both threads, over the second half of the
+// steps run (the first steps allocate what every later step reuses).
+struct SteadyFaults {
+  std::size_t steps = 0;
+  double mean = 0, max = 0;
+};
+
+struct EpochResult {
+  int epoch = 0;
+  double train_loss = 0;  // mean over the epoch's steps and ranks
+  double test_loss = 0;
+  double test_metric = 0;  // accuracy in [0,1], or perplexity for char-lstm
+  double seconds = 0;
+};
+
+// A partition's predicted step time (MergeComp's model, merge_plan.h).
+struct PlanPrediction {
+  std::string name;                  // mergecomp, layerwise, one, ddp
+  std::vector<std::size_t> groups;   // tensor counts, reverse registration order
+  double seconds = 0;
+};
+
+// What the MergeComp scheduler measured and chose.
+struct PlanReport {
+  std::size_t profiled_steps = 0, tensors = 0;
+  double backward_seconds = 0, optimizer_seconds = 0, other_seconds = 0;  // profile medians
+  double codec_fixed = 0, codec_per_element = 0;  // h(x) = B_h + γ_h·x, s
+  double communication_fixed = 0, communication_per_element = 0;  // g(x)
+  double wire_bytes_per_element = 0, link_bytes_per_second = 0;
+  std::vector<double> best_by_groups;  // F_min(y), y = 1, 2, ..
+  std::vector<PlanPrediction> predictions;  // the choice first, then the named plans
+  double search_seconds = 0;  // cost measurement and search
+};
+
+struct TrainSummary {
+  std::string model, data, codec;
+  std::string engine = "data-parallel", weights_codec;  // weights_codec: sharded only
+  int ranks = 0;
+  std::string metric_name;  // "accuracy" or "perplexity"
+  double final_metric = 0, final_test_loss = 0;
+  double wall_seconds = 0;  // this invocation, evaluation included
+  std::size_t steps = 0;    // steps run by this invocation
+  std::size_t skipped_steps = 0;
+  double steps_per_second = 0, samples_per_second = 0;
+  StepSplit split;
+  SteadyFaults steady_faults;
+  std::size_t parameters = 0, buckets = 0;
+  std::string bucket_policy;  // the layout's policy at the end ("groups:3,40" after planning)
+  std::optional<PlanReport> plan;  // with buckets = mergecomp, once planned in this invocation
+  double payload_bytes_per_step = 0;  // one rank's encoded gradient
+  // Bytes rank 0 sent per step, counted by the transport (mean over steps);
+  // unset for algorithm native, whose traffic MPI does not expose.
+  std::optional<double> sent_bytes_per_step;
+  double compression_ratio = 0;       // fp32 bytes / payload bytes
+  // The largest peak resident memory of any rank's process over the
+  // training steps (Linux's VmHWM, reset when each epoch's steps begin, so
+  // evaluation's larger batches do not mask it); ranks that are threads of
+  // one process share it.
+  std::uint64_t peak_rss_bytes = 0;
+  std::vector<EpochResult> epochs;
+  std::vector<float> final_parameters;  // with return_parameters
+};
+
+std::vector<std::string> optimizer_names();
+std::vector<std::string> engine_names();  // data-parallel, sharded
+// The codecs an engine runs when none is named: fp32 for data parallel;
+// QSDP's W8G8 for sharded (QSDP §6: 8-bit bucketed min-max weights on the
+// shifted lattice, 8-bit stochastic gradients).
+struct EngineCodecs {
+  std::string gradients;
+  std::string weights;
+};
+EngineCodecs default_codecs(const std::string& engine);
+std::vector<std::string> bucket_policy_names();  // ddp, layerwise, one, groups:.., mergecomp
+// The bucket settings in words, for checks across ranks and checkpoints:
+// "ddp: cap 26214400 B, first 1048576 B", "mergecomp: 5 steps profiled, ...".
+std::string bucket_settings(const TrainConfig& config);
+
+// The engine and codecs in words, for checks across ranks and checkpoints:
+// the gradients' canonical codec spec (data parallel), or "sharded, weights
+// SPEC, gradients SPEC".
+std::string exchange_settings(const TrainConfig& config);
+
+// Checks the settings on this rank alone (names, ranges, model/data pairs,
+// codec spec); throws InvalidArgument naming the setting and what is valid.
+void validate(const TrainConfig& config);
+
+// A file or directory a run writes: the log and the summary (rank 0), the
+// checkpoint directory (every rank).
+struct OutputPath {
+  enum class Kind { replaced, appended, directory };
+  std::string path, what;  // what: "the log", "--checkpoint-dir", ...
+  Kind kind = Kind::replaced;
+  bool every_rank = false;
+};
+// The log and checkpoint directory of `config` (those set).
+std::vector<OutputPath> outputs_of(const TrainConfig& config);
+// Refuses, before any step, outputs that cannot be written: each rank checks
+// those it writes, and when any check failed every rank throws
+// InvalidArgument naming the path. Leaves no file behind (a checkpoint
+// directory is created).
+void check_outputs(Communicator& comm, const std::vector<OutputPath>& outputs);
+
+// Trains on every rank of `comm` (all ranks call it with the same settings;
+// differing settings give a MismatchError on every rank before any step).
+// Rank 0 prints progress to stderr and writes the log and manifest.
+TrainSummary train(Communicator& comm, const TrainConfig& config);
+
+}  // namespace qccl::engines
+QCCL_API_END
