@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   std::vector<qccl::engines::NamedTensor> parameters;
   for (const auto& p : model->named_parameters()) parameters.emplace_back(p.key(), p.value());
   qccl::engines::EngineOptions options;
-  options.codec = "global-qsgd:bits=8,dither=exp";
+  options.codec = qccl::CodecSpec::parse("global-qsgd:bits=8,dither=exp");
   options.seed = 1;
   qccl::engines::DataParallelEngine engine(comm, parameters, options);
   engine.broadcast_from_root();  // every replica starts from rank 0's parameters

@@ -45,15 +45,15 @@ BucketHook::BucketHook(std::shared_ptr<Context> context, const std::string& spec
     p.elements = 1;
     for (const auto extent : p.shape) p.elements *= static_cast<std::size_t>(extent);
   }
-  const auto probe = make_codec(spec, CodecSettings{seed, 0});  // checks the spec
-  spec_ = probe->spec();
+  spec_ = CodecSpec::parse(spec);  // checks the spec
+  const auto probe = make_codec(spec_, CodecSettings{seed, 0});
   wants_feedback_ = probe->step_feedback() != nullptr;
   options_.algorithm = parse_algorithm(algorithm);
   wait_timeout_ = timeout_from_seconds(timeout_seconds.value_or(context_->timeout_seconds()),
                                        "timeout");
   options_.timeout = wait_timeout_;
   if (options_.algorithm == Algorithm::native && !probe->has_native_equivalent()) {
-    throw InvalidArgument("'" + spec_ + "' runs on ring or halving-doubling, not native (MPI "
+    throw InvalidArgument("'" + spec_.text() + "' runs on ring or halving-doubling, not native (MPI "
                           "sums only fp32 and fp16 values)");
   }
   snapshots_.resize(parameters_.size());
@@ -157,7 +157,7 @@ Codec& BucketHook::codec_for(std::size_t bucket, const std::vector<std::size_t>&
 
 void BucketHook::submit(BucketCall call, PythonObject done) {
   if (wants_feedback_ && !call.step_size) {
-    throw InvalidArgument("'" + spec_ + "' adapts to the optimizer's steps (IntSGD §4): pass "
+    throw InvalidArgument("'" + spec_.text() + "' adapts to the optimizer's steps (IntSGD §4): pass "
                           "optimizer=... to qccl.ddp_hook so the hook knows the learning rate");
   }
   if (wants_feedback_ && call.values.size() != call.parameters.size()) {

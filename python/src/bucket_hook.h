@@ -33,6 +33,7 @@
 
 #include "context.h"
 #include "python_object.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/codecs/codec.h"
 #include "qccl/codecs/tensor_state.h"
 #include "qccl/collectives/stream.h"
@@ -66,7 +67,7 @@ class BucketHook final : public Closable, public std::enable_shared_from_this<Bu
                                             std::vector<ParameterInfo> parameters);
   ~BucketHook() override;  // closes; create() deletes it without the GIL
 
-  std::string spec() const { return spec_; }
+  std::string spec() const { return spec_.text(); }
   bool wants_step_feedback() const { return wants_feedback_; }
   std::uint64_t bytes_sent() const;
   // Queues `call`; `done` gets None or the exception. Call without the GIL.
@@ -94,7 +95,7 @@ class BucketHook final : public Closable, public std::enable_shared_from_this<Bu
   void run_on_stream(const std::string& what, std::function<void(Communicator&)> operation);
 
   std::shared_ptr<Context> context_;
-  std::string spec_;
+  CodecSpec spec_;  // parsed once, from the hook's argument
   std::uint64_t seed_;
   bool wants_feedback_ = false;
   CollectiveOptions options_;

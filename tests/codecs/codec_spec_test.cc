@@ -20,20 +20,20 @@ std::string error_of(std::string_view spec) {
 }
 
 TEST(CodecSpecTest, ParsesNameAndParameters) {
-  const auto spec = parse_codec_spec("global-qsgd: bits=8 , norm=2");
+  const auto spec = parse_spec_syntax("global-qsgd: bits=8 , norm=2");
   EXPECT_EQ(spec.name, "global-qsgd");
   ASSERT_EQ(spec.params.size(), 2u);
   EXPECT_EQ(spec.params[0], (std::pair<std::string, std::string>{"bits", "8"}));
   EXPECT_EQ(spec.params[1], (std::pair<std::string, std::string>{"norm", "2"}));
-  EXPECT_TRUE(parse_codec_spec("fp16").params.empty());
+  EXPECT_TRUE(parse_spec_syntax("fp16").params.empty());
 }
 
 TEST(CodecSpecTest, ParsesAWrapperAroundAnInnerSpec) {
-  const auto spec = parse_codec_spec("ef(global-qsgd:bits=4,dither=linear)");
+  const auto spec = parse_spec_syntax("ef(global-qsgd:bits=4,dither=linear)");
   EXPECT_EQ(spec.name, "ef");
   EXPECT_EQ(spec.inner, "global-qsgd:bits=4,dither=linear");
   EXPECT_TRUE(spec.params.empty());
-  const auto nested = parse_codec_spec(" w ( ef(fp16) ) : k=v ");
+  const auto nested = parse_spec_syntax(" w ( ef(fp16) ) : k=v ");
   EXPECT_EQ(nested.name, "w");
   EXPECT_EQ(nested.inner, "ef(fp16)");
   ASSERT_EQ(nested.params.size(), 1u);
@@ -44,7 +44,7 @@ TEST(CodecSpecTest, RejectsMalformedSpecs) {
   for (const char* bad : {"", ":bits=8", "global-qsgd:bits", "global-qsgd:=8", "global-qsgd:bits=",
                           "global-qsgd:bits=8,bits=8", "global-qsgd:bits=8,,norm=2", "ef(",
                           "ef()", "ef(fp16", "ef(fp16)x", "ef(fp16)bits=8", "(fp16)"}) {
-    EXPECT_THROW(parse_codec_spec(bad), InvalidArgument) << "'" << bad << "'";
+    EXPECT_THROW(parse_spec_syntax(bad), InvalidArgument) << "'" << bad << "'";
   }
 }
 

@@ -197,7 +197,7 @@ TEST(Resume, RefusesOtherSettingsNamingTheSettingAndBothValues) {
     EXPECT_NE(message.find(expected), std::string::npos) << message;
   };
   auto c = config;
-  c.codec = "fp16";
+  c.codec = CodecSpec::parse("fp16");
   refused(c, "written with codec 'fp32'; this run has codec 'fp16'");
   c = config;
   c.batch = 32;

@@ -229,7 +229,7 @@ TEST(GameLoss, EachPlayerGetsTheGradientOfItsOwnLoss) {
 
 GanConfig tiny_gan(const std::string& codec) {
   GanConfig c;
-  c.codec = codec;
+  c.codec = CodecSpec::parse(codec);
   c.steps = 3;
   c.batch = 4;
   c.latent = 8;

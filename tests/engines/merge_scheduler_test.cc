@@ -78,7 +78,7 @@ std::vector<float> run_steps(Communicator& comm, std::shared_ptr<const BucketPol
                              const std::string& codec) {
   ChainModel model;
   EngineOptions options;
-  options.codec = codec;
+  options.codec = CodecSpec::parse(codec);
   options.seed = 5;
   options.policy = first;
   DataParallelEngine engine(comm, model.named, options);
@@ -119,7 +119,7 @@ TEST(Replan, LosingTheResidualsChangesTheResult) {
     const auto k = run_steps(comm, one, groups, 3, 6, "topk:ratio=0.2");
     ChainModel model;
     EngineOptions options;
-    options.codec = "topk:ratio=0.2";
+    options.codec = CodecSpec::parse("topk:ratio=0.2");
     options.seed = 5;
     options.policy = one;
     {
@@ -177,7 +177,7 @@ TEST(Replan, ACheckpointCarriesThePlan) {
   test::run_world(2, [](Communicator& comm) {
     ChainModel a_model, b_model;
     EngineOptions options;
-    options.codec = "topk:ratio=0.2";
+    options.codec = CodecSpec::parse("topk:ratio=0.2");
     options.policy = std::make_shared<SingleBucketPolicy>();
     DataParallelEngine a(comm, a_model.named, options);
     DataParallelEngine b(comm, b_model.named, options);

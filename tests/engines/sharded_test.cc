@@ -33,8 +33,8 @@ TrainConfig small_gpt(const std::string& gradients, const std::string& weights) 
   c.model = "gpt";
   c.data = "fortunes";
   c.engine = "sharded";
-  c.codec = gradients;
-  c.weights_codec = weights;
+  c.codec = CodecSpec::parse(gradients);
+  c.weights_codec = CodecSpec::parse(weights);
   c.hidden = 37;
   c.layers = 3;
   c.sequence_length = 16;

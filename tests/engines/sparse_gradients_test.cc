@@ -55,7 +55,7 @@ TEST_P(SparseGradientsTest, RowsGiveTheMeansOfTheDenseGradientBitForBit) {
   test::run_world(ranks, [codec = std::string(codec)](Communicator& comm) {
     TinyRecommender sparse(true), dense(false);
     EngineOptions options;
-    options.codec = codec;
+    options.codec = CodecSpec::parse(codec);
     DataParallelEngine sparse_engine(comm, sparse.parameters(), options);
     DataParallelEngine dense_engine(comm, dense.parameters(), options);
     for (int step = 0; step < 3; ++step) {

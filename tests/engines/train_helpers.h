@@ -33,7 +33,7 @@ inline TrainConfig short_run(const std::string& codec) {
   TrainConfig c;
   c.model = "mlp";
   c.data = "fashion-mnist";
-  c.codec = codec;
+  c.codec = CodecSpec::parse(codec);
   c.batch = 16;
   c.lr = 0.05;
   c.max_steps_per_epoch = 4;

@@ -80,7 +80,7 @@ grep -q 'typeinfo for qccl::Error' <<<"$exported" ||
   fail "libqccl_core.so does not export qccl::Error's type (callers could not catch it)"
 # (Internals that exist: the static archive the tests link defines them.)
 archived=$(nm -C --defined-only "$build/src/libqccl_core.a" 2>/dev/null)
-for internal in 'qccl::make_global_qsgd_codec(' 'qccl::run_ring(' 'qccl::parse_codec_spec('; do
+for internal in 'qccl::make_global_qsgd_codec(' 'qccl::run_ring(' 'qccl::parse_spec_syntax('; do
   grep -qF " T $internal" <<<"$archived" ||
     fail "$internal is not in $build/src/libqccl_core.a: name another internal function here"
   if grep -qF "$internal" <<<"$exported"; then

@@ -184,7 +184,7 @@ TEST(GroupCostMeasureTest, EveryRankGetsTheSameFitOfFp32) {
 // sparsifier sends less than fp32 would.
 TEST(GroupCostMeasureTest, StatefulCodecsAreMeasuredAtEverySize) {
   GroupCostOptions options;
-  options.codec = "topk:ratio=0.01";
+  options.codec = CodecSpec::parse("topk:ratio=0.01");
   options.sizes = {1024, 2226, 8192};
   options.repeats = 1;
   run_world(2, [&](Communicator& comm) {
@@ -214,11 +214,14 @@ TEST(GroupCostMeasureTest, DefaultSizesAreGeometric) {
 TEST(GroupCostMeasureTest, RefusesBadOptionsOnEveryRank) {
   GroupCostOptions options;
   options.sizes = {1024, 4096};
-  options.codec = "no-such-codec";
-  const std::string message = expect_throw_on_every_rank<InvalidArgument>(
-      2, [&](Communicator& comm) { measure_group_costs(comm, options); });
-  EXPECT_THAT(message, testing::HasSubstr("no-such-codec"));
-  options.codec = "fp32";
+  // An unknown codec is refused where its spec is parsed, naming it.
+  try {
+    options.codec = CodecSpec::parse("no-such-codec");
+    ADD_FAILURE() << "an unknown codec was parsed";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), testing::HasSubstr("no-such-codec"));
+  }
+  options.codec = CodecSpec::parse("fp32");
   options.repeats = 0;
   expect_throw_on_every_rank<InvalidArgument>(
       2, [&](Communicator& comm) { measure_group_costs(comm, options); });

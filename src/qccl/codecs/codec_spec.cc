@@ -18,7 +18,7 @@ std::string trim(std::string_view s) {
 
 // The parameters after a name (or after a wrapper's closing parenthesis):
 // "key=value,key=value".
-void parse_params(std::string_view text, std::string_view rest, CodecSpec& spec) {
+void parse_params(std::string_view text, std::string_view rest, SpecSyntax& spec) {
   while (!rest.empty()) {
     const auto comma = rest.find(',');
     const std::string item = trim(rest.substr(0, comma));
@@ -50,8 +50,8 @@ std::size_t closing_parenthesis(std::string_view text, std::size_t open) {
 
 }  // namespace
 
-CodecSpec parse_codec_spec(std::string_view text) {
-  CodecSpec spec;
+SpecSyntax parse_spec_syntax(std::string_view text) {
+  SpecSyntax spec;
   const auto name_end = text.find_first_of(":(");
   spec.name = trim(text.substr(0, name_end));
   if (spec.name.empty()) {

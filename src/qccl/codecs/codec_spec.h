@@ -13,7 +13,7 @@
 
 namespace qccl {
 
-struct CodecSpec {
+struct SpecSyntax {
   std::string name;
   // A wrapper's inner spec, as written between the parentheses; empty for
   // a plain codec.
@@ -23,7 +23,7 @@ struct CodecSpec {
 
 // Parses the syntax only (the inner spec of a wrapper is checked when it is
 // built); throws InvalidArgument on malformed text.
-CodecSpec parse_codec_spec(std::string_view text);
+SpecSyntax parse_spec_syntax(std::string_view text);
 
 // Shortest text that reads back as `value` ("0.9", "1e-08").
 std::string format_number(double value);
@@ -32,7 +32,7 @@ std::string format_number(double value);
 // values and default; finish() rejects any parameter nobody asked for.
 class CodecParams {
  public:
-  explicit CodecParams(const CodecSpec& spec) : spec_(spec) {}
+  explicit CodecParams(const SpecSyntax& spec) : spec_(spec) {}
   std::string choice(std::string_view key, std::initializer_list<std::string_view> allowed,
                      std::string_view fallback);
   // A number in [min, max]; rejects text that is not one.
@@ -43,7 +43,7 @@ class CodecParams {
   void finish() const;
 
  private:
-  const CodecSpec& spec_;
+  const SpecSyntax& spec_;
   std::vector<std::string> known_;
 };
 

@@ -130,7 +130,7 @@ std::unique_ptr<Codec> make_error_feedback_codec(std::unique_ptr<Codec> inner, s
   return std::make_unique<ErrorFeedbackCodec>(std::move(inner), std::move(spec));
 }
 
-std::unique_ptr<Codec> make_error_feedback_codec(const CodecSpec& spec,
+std::unique_ptr<Codec> make_error_feedback_codec(const SpecSyntax& spec,
                                                  std::unique_ptr<Codec> inner) {
   CodecParams(spec).finish();
   return make_error_feedback_codec(std::move(inner), std::string());

@@ -22,7 +22,7 @@
 
 namespace qccl {
 
-std::unique_ptr<Codec> make_error_feedback_codec(const CodecSpec& spec,
+std::unique_ptr<Codec> make_error_feedback_codec(const SpecSyntax& spec,
                                                  std::unique_ptr<Codec> inner);
 
 // Error feedback as part of a named scheme (Top-k's default, EF-SignSGD,

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "qccl/codecs/codec.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/codecs/tensor_state.h"
 #include "qccl/collectives/communicator.h"
 #include "qccl/common/duration.h"
@@ -43,7 +44,7 @@ QCCL_API_BEGIN
 namespace qccl::engines {
 
 struct EngineOptions {
-  std::string codec = "fp32";
+  CodecSpec codec;  // fp32 unless given
   std::uint64_t seed = 0;
   CollectiveOptions collective;               // algorithm, timeout of each bucket
   std::shared_ptr<const BucketPolicy> policy;  // null: SizeCappedPolicy defaults

@@ -159,8 +159,8 @@ void ShardedEngine::add_group(std::size_t unit, std::string name,
   // Matrices take the options' codecs as they fit a tensor of this size
   // (learned levels only from learned_levels_min elements); vectors fp32.
   const bool quantized = group_kind(parameters.front().second) == kMatrices;
-  const auto spec_for = [&](const std::string& spec) {
-    if (!quantized) return std::string("fp32");
+  const auto spec_for = [&](const CodecSpec& spec) -> std::string {
+    if (!quantized) return "fp32";
     return make_codec(spec)->spec_for_tensor(group->elements, options_.learned_levels_min);
   };
   const std::uint64_t id = groups_.size();
@@ -284,7 +284,7 @@ void ShardedEngine::install(std::size_t unit) {
   } else if (*first != checksum) {
     throw Error("sharded engine: the weights gathered for the backward pass of " + u.name +
                 " differ from its forward pass's at step " + std::to_string(state.codec_step) +
-                "; the weights codec '" + options_.weights_codec +
+                "; the weights codec '" + options_.weights_codec.text() +
                 "' must encode the same shard at the same step identically");
   }
 }

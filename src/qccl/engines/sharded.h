@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "qccl/codecs/codec.h"
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/stream.h"
 #include "qccl/engines/block_runner.h"
@@ -59,8 +60,8 @@ namespace qccl::engines {
 using NamedTensor = std::pair<std::string, torch::Tensor>;
 
 struct ShardedOptions {
-  std::string weights_codec = "fp32";
-  std::string gradients_codec = "fp32";
+  CodecSpec weights_codec;    // fp32 unless given
+  CodecSpec gradients_codec;  // fp32 unless given
   std::uint64_t seed = 0;
   CollectiveOptions collective;                  // algorithm, timeout of each exchange
   Timeout timeout = std::chrono::seconds(300);   // bound on every wait for an exchange

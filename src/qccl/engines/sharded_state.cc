@@ -74,11 +74,11 @@ void ShardedEngine::load(torch::serialize::InputArchive& archive) {
 }
 
 std::string ShardedEngine::codec_spec() const {
-  return make_codec(options_.gradients_codec)->spec();
+  return options_.gradients_codec.text();
 }
 
 std::string ShardedEngine::weights_codec_spec() const {
-  return make_codec(options_.weights_codec)->spec();
+  return options_.weights_codec.text();
 }
 
 std::string ShardedEngine::layout_name() const {

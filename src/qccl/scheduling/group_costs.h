@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
 #include "qccl/common/export.h"
@@ -41,7 +42,7 @@ struct GroupCostMeasurement {
 };
 
 struct GroupCostOptions {
-  std::string codec = "fp32";
+  CodecSpec codec;  // fp32 unless given
   std::uint64_t seed = 0;
   CollectiveOptions collective;
   // Sizes in elements; empty: 8 sizes spaced geometrically from 1 Ki to

@@ -35,7 +35,7 @@ void load_allreduce(const std::filesystem::path& path, SuiteData& data) {
     const int hosts = j.at("ranks").get<int>();
     const double rate = optional_number(j, "link_rate_bps").value_or(0);
     const std::string codec =
-        j.at("codec").is_null() ? "fp32" : make_codec(j.at("codec").get<std::string>())->spec();
+        j.at("codec").is_null() ? "fp32" : CodecSpec::parse(j.at("codec").get<std::string>()).text();
     const bool native_codec = j.value("native_codec", false);
     for (const auto& r : j.at("rows")) {
       SuiteRow row;

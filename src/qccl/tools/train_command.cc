@@ -354,10 +354,12 @@ void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSu
 
 int run_train_command(TrainCommand& command, int argc, char** argv) {
   auto& c = command.config;
+  std::vector<CodecSpec> specs;  // one per --codec, parsed once
   try {
     const auto defaults = engines::default_codecs(c.engine);
     if (command.codecs.empty()) command.codecs.push_back(defaults.gradients);
-    c.weights_codec = command.weights_codec.empty() ? defaults.weights : command.weights_codec;
+    c.weights_codec =
+        CodecSpec::parse(command.weights_codec.empty() ? defaults.weights : command.weights_codec);
     if (c.data.empty()) c.data = engines::dataset_for_model(c.model);
     c.algorithm = parse_algorithm(command.algorithm);
     c.bucket_cap_bytes = parse_bytes(command.bucket_cap);
@@ -374,7 +376,7 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
     if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
     for (const auto& codec : command.codecs) {
       auto one = c;
-      one.codec = codec;
+      one.codec = specs.emplace_back(CodecSpec::parse(codec));
       engines::validate(one);
     }
   } catch (const InvalidArgument& e) {
@@ -385,17 +387,20 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
                       [&](Communicator& comm) {
     std::vector<engines::TrainSummary> runs;
     const bool root = comm.rank() == 0;
-    const auto config_for = [&](const std::string& codec) {
+    // Run k's settings: its codec, and its own log and checkpoints when
+    // several codecs run (named after the codec as given).
+    const auto config_for = [&](std::size_t k) {
       auto one = c;
-      one.codec = codec;
-      one.log_path = path_for_codec(c.log_path, codec, command.codecs.size());
-      one.checkpoint_dir = path_for_codec(c.checkpoint_dir, codec, command.codecs.size());
+      one.codec = specs[k];
+      const std::string& given = command.codecs[k];
+      one.log_path = path_for_codec(c.log_path, given, command.codecs.size());
+      one.checkpoint_dir = path_for_codec(c.checkpoint_dir, given, command.codecs.size());
       return one;
     };
     // Every output of every codec's run, before the first one starts.
     std::vector<engines::OutputPath> outputs;
-    for (const auto& codec : command.codecs) {
-      const auto more = engines::outputs_of(config_for(codec));
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      const auto more = engines::outputs_of(config_for(k));
       outputs.insert(outputs.end(), more.begin(), more.end());
     }
     if (!command.summary_json.empty()) {
@@ -403,12 +408,9 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
                          engines::OutputPath::Kind::replaced, false});
     }
     engines::check_outputs(comm, outputs);
-    for (const auto& codec : command.codecs) {
-      const auto one = config_for(codec);
-      if (root && command.codecs.size() > 1 && !command.quiet) {
-        std::cerr << "== " << make_codec(codec)->spec() << "\n";
-      }
-      runs.push_back(engines::train(comm, one));
+    for (std::size_t k = 0; k < specs.size(); ++k) {
+      if (root && specs.size() > 1 && !command.quiet) std::cerr << "== " << specs[k].text() << "\n";
+      runs.push_back(engines::train(comm, config_for(k)));
     }
     if (!root) return;
     if (command.planning) print_plans(std::cout, runs);

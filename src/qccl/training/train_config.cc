@@ -45,9 +45,9 @@ std::string bucket_settings(const TrainConfig& c) {
 }
 
 std::string exchange_settings(const TrainConfig& c) {
-  const auto gradients = make_codec(c.codec)->spec();
+  const std::string& gradients = c.codec.text();
   if (c.engine != "sharded") return gradients;
-  return "sharded, weights " + make_codec(c.weights_codec)->spec() + ", gradients " + gradients;
+  return "sharded, weights " + c.weights_codec.text() + ", gradients " + gradients;
 }
 
 void validate(const TrainConfig& c) {
@@ -58,7 +58,7 @@ void validate(const TrainConfig& c) {
           "unknown engine '" + c.engine + "'; choose one of " + joined_names(engine_names()));
   const auto codec = make_codec(c.codec);  // throws listing the valid codecs and parameters
   const auto weights = make_codec(c.weights_codec);
-  require(c.engine == "sharded" || weights->spec() == make_codec("fp32")->spec(),
+  require(c.engine == "sharded" || c.weights_codec == CodecSpec(),
           "--weights-codec applies to --engine sharded only (data-parallel replicas send no "
           "weights)");
   if (c.engine == "sharded") {

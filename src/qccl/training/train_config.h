@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
 #include "qccl/common/export.h"
@@ -23,10 +24,10 @@ struct TrainConfig : ModelConfig {
   // data-parallel (replicas, gradient buckets) or sharded (QSDP: each rank
   // owns 1/n of every parameter and its optimizer state; sharded.h).
   std::string engine = "data-parallel";
-  std::string codec = "fp32";             // the gradients' codec
+  CodecSpec codec;                        // the gradients' codec (default fp32)
   // sharded: the codec of the weights each block gathers before its forward
   // and backward passes (QSDP §4.1, §5.1).
-  std::string weights_codec = "fp32";
+  CodecSpec weights_codec;                // default fp32
   Algorithm algorithm = Algorithm::ring;
   std::string optimizer = "sgd";          // sgd | adam | adamw
   double lr = 0.05;                       // base learning rate

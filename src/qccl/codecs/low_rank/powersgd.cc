@@ -451,7 +451,7 @@ void PowerSgdCodec::run_operation(Communicator& comm, const Operation& operation
   results(step_plan, comm.size(), operation.output);
 }
 
-PowerSgdConfig read_config(const CodecSpec& spec) {
+PowerSgdConfig read_config(const SpecSyntax& spec) {
   PowerSgdConfig config;
   CodecParams params(spec);
   const double rank = params.number("rank", 1, 64, 2);
@@ -469,7 +469,7 @@ PowerSgdConfig read_config(const CodecSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Codec> make_powersgd_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_powersgd_codec(const SpecSyntax& spec, CodecSettings settings) {
   return std::make_unique<PowerSgdCodec>(read_config(spec), settings);
 }
 

@@ -72,6 +72,6 @@ struct PowerSgdShape {
 };
 PowerSgdShape powersgd_shape(const TensorSlice& tensor, const PowerSgdConfig& config);
 
-std::unique_ptr<Codec> make_powersgd_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_powersgd_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

@@ -110,12 +110,12 @@ class Fp16Codec final : public Codec {
 
 }  // namespace
 
-std::unique_ptr<Codec> make_fp32_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_fp32_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams(spec).finish();
   return std::make_unique<Fp32Codec>(settings);
 }
 
-std::unique_ptr<Codec> make_fp16_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_fp16_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams(spec).finish();
   return std::make_unique<Fp16Codec>(settings);
 }

@@ -9,7 +9,7 @@
 
 namespace qccl {
 
-std::unique_ptr<Codec> make_fp32_codec(const CodecSpec& spec, CodecSettings settings);
-std::unique_ptr<Codec> make_fp16_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_fp32_codec(const SpecSyntax& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_fp16_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

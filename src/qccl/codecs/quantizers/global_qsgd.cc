@@ -401,7 +401,7 @@ std::unique_ptr<Codec> make_global_qsgd_codec(const GlobalQsgdConfig& config,
   return std::make_unique<GlobalQsgdCodec>(config, settings);
 }
 
-std::unique_ptr<Codec> make_global_qsgd_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_global_qsgd_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams params(spec);
   GlobalQsgdConfig config;
   config.bits = std::stoi(params.choice("bits", {"8", "4"}, "8"));

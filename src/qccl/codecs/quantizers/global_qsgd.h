@@ -27,7 +27,7 @@ struct GlobalQsgdConfig {
 };
 
 
-std::unique_ptr<Codec> make_global_qsgd_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_global_qsgd_codec(const SpecSyntax& spec, CodecSettings settings);
 std::unique_ptr<Codec> make_global_qsgd_codec(const GlobalQsgdConfig& config,
                                               CodecSettings settings);
 

@@ -435,7 +435,7 @@ void IntegerCodec::load_state(std::span<const std::byte> state) {
 
 namespace {
 
-IntegerCodecConfig read_config(const CodecSpec& spec, IntegerScheme scheme) {
+IntegerCodecConfig read_config(const SpecSyntax& spec, IntegerScheme scheme) {
   IntegerCodecConfig config;
   config.scheme = scheme;
   CodecParams params(spec);
@@ -455,18 +455,18 @@ IntegerCodecConfig read_config(const CodecSpec& spec, IntegerScheme scheme) {
 
 }  // namespace
 
-std::unique_ptr<Codec> make_intsgd_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_intsgd_codec(const SpecSyntax& spec, CodecSettings settings) {
   return std::make_unique<IntegerCodec>(read_config(spec, IntegerScheme::adaptive), settings);
 }
-std::unique_ptr<Codec> make_heuristic_intsgd_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_heuristic_intsgd_codec(const SpecSyntax& spec, CodecSettings settings) {
   return std::make_unique<IntegerCodec>(read_config(spec, IntegerScheme::heuristic), settings);
 }
-std::unique_ptr<Codec> make_intdiana_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_intdiana_codec(const SpecSyntax& spec, CodecSettings settings) {
   return std::make_unique<IntegerCodec>(read_config(spec, IntegerScheme::diana), settings);
 }
 
 std::unique_ptr<IntegerCodec> make_integer_codec(std::string_view text, CodecSettings settings) {
-  const CodecSpec spec = parse_codec_spec(text);
+  const SpecSyntax spec = parse_spec_syntax(text);
   for (IntegerScheme scheme :
        {IntegerScheme::adaptive, IntegerScheme::heuristic, IntegerScheme::diana}) {
     if (spec.name == scheme_name(scheme)) {

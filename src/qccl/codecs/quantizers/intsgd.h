@@ -128,9 +128,9 @@ class IntegerCodec final : public Codec, public StepFeedback {
   std::vector<double> alphas_;                               // this step's scales
 };
 
-std::unique_ptr<Codec> make_intsgd_codec(const CodecSpec& spec, CodecSettings settings);
-std::unique_ptr<Codec> make_heuristic_intsgd_codec(const CodecSpec& spec, CodecSettings settings);
-std::unique_ptr<Codec> make_intdiana_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_intsgd_codec(const SpecSyntax& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_heuristic_intsgd_codec(const SpecSyntax& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_intdiana_codec(const SpecSyntax& spec, CodecSettings settings);
 // Any of the three from a spec string, as the concrete type (fp64 steps).
 std::unique_ptr<IntegerCodec> make_integer_codec(std::string_view spec, CodecSettings settings = {});
 

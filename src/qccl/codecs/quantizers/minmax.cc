@@ -382,7 +382,7 @@ void MinMaxCodec::load_state(std::span<const std::byte> state) {
   install(std::move(saved));
 }
 
-std::unique_ptr<Codec> make_minmax_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_minmax_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams params(spec);
 
   MinMaxConfig config;

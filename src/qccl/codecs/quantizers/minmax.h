@@ -91,6 +91,6 @@ class MinMaxCodec final : public Codec {
   bool refitted_ = false;
 };
 
-std::unique_ptr<Codec> make_minmax_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_minmax_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

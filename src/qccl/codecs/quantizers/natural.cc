@@ -177,7 +177,7 @@ double NaturalCodec::variance(double squared_norm, std::size_t d, int ranks) {
 
 }  // namespace
 
-std::unique_ptr<Codec> make_natural_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_natural_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams params(spec);
   params.finish();
   return std::make_unique<NaturalCodec>(settings);

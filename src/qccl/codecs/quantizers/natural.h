@@ -11,6 +11,6 @@
 namespace qccl {
 
 // "natural" (no parameters).
-std::unique_ptr<Codec> make_natural_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_natural_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

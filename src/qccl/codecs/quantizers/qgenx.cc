@@ -482,7 +482,7 @@ void QGenXCodec::load_state(std::span<const std::byte> state) {
   install(std::move(saved), std::move(probabilities));
 }
 
-std::unique_ptr<Codec> make_qgenx_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_qgenx_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams params(spec);
   QGenXConfig config;
 

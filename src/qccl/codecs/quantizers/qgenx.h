@@ -112,6 +112,6 @@ class QGenXCodec final : public Codec {
   bool refitted_now_ = false;
 };
 
-std::unique_ptr<Codec> make_qgenx_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_qgenx_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

@@ -153,7 +153,7 @@ class QsgdCodec final : public Codec {
 
 }  // namespace
 
-std::unique_ptr<Codec> make_qsgd_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_qsgd_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams params(spec);
   QsgdConfig config;
   config.bits = std::stoi(params.choice("bits", {"8", "4"}, "8"));

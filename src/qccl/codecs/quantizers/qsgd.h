@@ -11,6 +11,6 @@
 
 namespace qccl {
 
-std::unique_ptr<Codec> make_qsgd_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_qsgd_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

@@ -278,7 +278,7 @@ std::optional<double> TernGradCodec::variance(double squared_norm, std::size_t d
 
 }  // namespace
 
-std::unique_ptr<Codec> make_terngrad_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_terngrad_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams params(spec);
   TernGradConfig config;
   config.clip = params.choice("clip", {"off", "2.5"}, "off") == "2.5";

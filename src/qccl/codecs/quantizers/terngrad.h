@@ -11,6 +11,6 @@
 namespace qccl {
 
 // "terngrad:clip=off|2.5,wire=int8|2bit".
-std::unique_ptr<Codec> make_terngrad_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_terngrad_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

@@ -21,8 +21,8 @@
 namespace qccl {
 namespace {
 
-using MakeCodec = std::unique_ptr<Codec> (*)(const CodecSpec&, CodecSettings);
-using WrapCodec = std::unique_ptr<Codec> (*)(const CodecSpec&, std::unique_ptr<Codec> inner);
+using MakeCodec = std::unique_ptr<Codec> (*)(const SpecSyntax&, CodecSettings);
+using WrapCodec = std::unique_ptr<Codec> (*)(const SpecSyntax&, std::unique_ptr<Codec> inner);
 
 // A row of the registry: a codec (make) or a wrapper around one (wrap).
 struct CatalogEntry {
@@ -139,7 +139,7 @@ std::string join_names() {
 }  // namespace
 
 std::unique_ptr<Codec> make_codec(std::string_view text, CodecSettings settings) {
-  const CodecSpec spec = parse_codec_spec(text);
+  const SpecSyntax spec = parse_spec_syntax(text);
   for (const auto& entry : kCatalog) {
     if (entry.name != spec.name) continue;
     if (entry.wrap != nullptr) {
@@ -156,6 +156,18 @@ std::unique_ptr<Codec> make_codec(std::string_view text, CodecSettings settings)
     return entry.make(spec, settings);
   }
   throw InvalidArgument("unknown codec '" + spec.name + "'; valid codecs: " + join_names());
+}
+
+CodecSpec::CodecSpec() : text_("fp32") {}
+
+// The one place a spec's text becomes canonical: the codec it builds says
+// what it is (Codec::spec() names every parameter).
+CodecSpec CodecSpec::parse(std::string_view text) { return CodecSpec(make_codec(text)->spec()); }
+
+std::string CodecSpec::name() const { return parse_spec_syntax(text_).name; }
+
+std::unique_ptr<Codec> make_codec(const CodecSpec& spec, CodecSettings settings) {
+  return make_codec(spec.text(), settings);
 }
 
 std::vector<std::pair<std::string, std::string>> codec_catalog() {

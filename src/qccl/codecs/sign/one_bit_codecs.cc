@@ -124,23 +124,23 @@ class SignLevelsCodec final : public Codec {
 
 }  // namespace
 
-std::unique_ptr<Codec> make_scaled_sign_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_scaled_sign_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams(spec).finish();
   return std::make_unique<SignLevelsCodec>(SignHeader::scale, settings);
 }
 
-std::unique_ptr<Codec> make_ef_signsgd_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_ef_signsgd_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams(spec).finish();
   return make_error_feedback_codec(std::make_unique<SignLevelsCodec>(SignHeader::scale, settings),
                                    "ef-signsgd");
 }
 
-std::unique_ptr<Codec> make_onebit_quantizer_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_onebit_quantizer_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams(spec).finish();
   return std::make_unique<SignLevelsCodec>(SignHeader::two_means, settings);
 }
 
-std::unique_ptr<Codec> make_onebit_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_onebit_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams(spec).finish();
   return make_error_feedback_codec(
       std::make_unique<SignLevelsCodec>(SignHeader::two_means, settings), "onebit");

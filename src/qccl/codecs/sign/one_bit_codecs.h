@@ -33,9 +33,9 @@
 
 namespace qccl {
 
-std::unique_ptr<Codec> make_scaled_sign_codec(const CodecSpec& spec, CodecSettings settings);
-std::unique_ptr<Codec> make_ef_signsgd_codec(const CodecSpec& spec, CodecSettings settings);
-std::unique_ptr<Codec> make_onebit_quantizer_codec(const CodecSpec& spec, CodecSettings settings);
-std::unique_ptr<Codec> make_onebit_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_scaled_sign_codec(const SpecSyntax& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_ef_signsgd_codec(const SpecSyntax& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_onebit_quantizer_codec(const SpecSyntax& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_onebit_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

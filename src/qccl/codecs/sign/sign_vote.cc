@@ -131,12 +131,12 @@ class SignVoteCodec final : public Codec {
 
 }  // namespace
 
-std::unique_ptr<Codec> make_signsgd_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_signsgd_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams(spec).finish();
   return std::make_unique<SignVoteCodec>(std::nullopt, settings);
 }
 
-std::unique_ptr<Codec> make_signum_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_signum_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams params(spec);
   const double momentum = params.number("momentum", 0.0, 0.999999, 0.9);
   params.finish();

@@ -41,7 +41,7 @@ namespace qccl {
 // above) rather than from allgathered bits.
 bool votes_counted_in_transit(int ranks);
 
-std::unique_ptr<Codec> make_signsgd_codec(const CodecSpec& spec, CodecSettings settings);
-std::unique_ptr<Codec> make_signum_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_signsgd_codec(const SpecSyntax& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_signum_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

@@ -203,7 +203,7 @@ class DgcCodec final : public Codec {
 };
 
 // clip=off or a threshold > 0.
-double read_clip(const CodecSpec& spec, CodecParams& params) {
+double read_clip(const SpecSyntax& spec, CodecParams& params) {
   for (const auto& [key, value] : spec.params) {
     if (key != "clip" || value == "off") continue;
     double clip = 0;
@@ -224,7 +224,7 @@ double read_clip(const CodecSpec& spec, CodecParams& params) {
 
 }  // namespace
 
-std::unique_ptr<Codec> make_dgc_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_dgc_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams params(spec);
   DgcConfig config;
   config.ratio = read_sparse_ratio(params, "dgc");

@@ -13,6 +13,6 @@
 namespace qccl {
 
 // "dgc:ratio=0.01,momentum=0.9,clip=off,warmup=0,sample=0.01".
-std::unique_ptr<Codec> make_dgc_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_dgc_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

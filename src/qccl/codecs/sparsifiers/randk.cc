@@ -265,7 +265,7 @@ class RandkCodec final : public Codec {
 // compression algorithms leverage error-feedback"). The unbiased scaling
 // multiplies the variance by d/k − 1 (99 at MergeComp's 99% sparsity, §5),
 // too much to train with; it is offered for the unbiasedness analysis.
-std::unique_ptr<Codec> make_randk_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_randk_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams params(spec);
   RandkConfig config;
   config.ratio = read_sparse_ratio(params, "randk");

@@ -17,6 +17,6 @@ namespace qccl {
 // scale=none sends the values as they are, scale=unbiased multiplies them by
 // d_t/k_t; ef=on|off wraps the codec in error feedback (default on, except
 // with scale=unbiased, which refuses it).
-std::unique_ptr<Codec> make_randk_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_randk_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

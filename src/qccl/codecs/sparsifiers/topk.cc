@@ -90,7 +90,7 @@ class TopkCodec final : public Codec {
 
 }  // namespace
 
-std::unique_ptr<Codec> make_topk_codec(const CodecSpec& spec, CodecSettings settings) {
+std::unique_ptr<Codec> make_topk_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams params(spec);
   const double ratio = read_sparse_ratio(params, "topk");
   const bool error_feedback = params.choice("ef", {"on", "off"}, "on") == "on";

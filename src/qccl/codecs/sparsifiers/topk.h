@@ -15,6 +15,6 @@ namespace qccl {
 
 // "topk:ratio=0.01,ef=on": ratio in (0, 1] is the fraction kept per tensor
 // (k = max(1, ⌈ratio·d⌉)); ef=on|off wraps it in error feedback.
-std::unique_ptr<Codec> make_topk_codec(const CodecSpec& spec, CodecSettings settings);
+std::unique_ptr<Codec> make_topk_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

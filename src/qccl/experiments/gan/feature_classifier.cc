@@ -25,7 +25,7 @@ TrainConfig classifier_config(const ClassifierSettings& s) {
   c.model = "cnn";
   c.data = "fashion-mnist";
   c.data_dir = s.data_dir;
-  c.codec = "fp32";
+  c.codec = CodecSpec();  // fp32
   c.optimizer = "sgd";
   c.lr = s.lr;
   c.momentum = 0.9;

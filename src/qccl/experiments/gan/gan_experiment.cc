@@ -134,7 +134,7 @@ GanExperimentReport run_gan_experiment(Communicator& comm, const GanExperimentCo
   GanExperimentReport report;
   for (const auto& codec : config.codecs) {
     engines::GanConfig gan = config.gan;
-    gan.codec = codec;
+    gan.codec = CodecSpec::parse(codec);
     if (!gan.checkpoint_dir.empty()) {
       gan.checkpoint_dir = (fs::path(gan.checkpoint_dir) / file_part(codec)).string();
     }

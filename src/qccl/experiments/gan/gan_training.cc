@@ -87,7 +87,7 @@ void check_settings_agree(Communicator& comm, const GanConfig& c) {
         << " samples, classifier " << c.classifier_epochs << " epochs (at most "
         << c.classifier_max_steps << " steps each) seed " << c.classifier_seed;
   Fingerprint fingerprint("gan settings");
-  fingerprint.add_text("codec", c.codec)
+  fingerprint.add_text("codec", c.codec.text())
       .add_text("optimizer", optimizer.str())
       .add_text("shape and schedule", shape.str());
   run_collective(comm, fingerprint, comm.timeout(std::nullopt), [](int) {});
@@ -285,7 +285,7 @@ void GanRun::step(std::size_t s) {
   if (config_.progress_every > 0 && ((s + 1) % config_.progress_every == 0 || s + 1 == config_.steps)) {
     std::ostringstream line;
     line.precision(4);
-    line << config_.codec << ": step " << s + 1 << "/" << config_.steps << ", critic loss "
+    line << config_.codec.text() << ": step " << s + 1 << "/" << config_.steps << ", critic loss "
          << critic_loss_ << ", generator loss " << generator_loss_ << ", "
          << step_seconds_.back() * 1e3 << " ms/step";
     report(line.str());

@@ -19,7 +19,7 @@
 namespace qccl::engines {
 
 struct GanConfig {
-  std::string codec = "fp32";
+  CodecSpec codec;  // fp32 unless given
   Algorithm algorithm = Algorithm::ring;
   // extra-gradient with adam: ExtraAdam (the paper's); gradient: simultaneous
   // steps. sgd (no momentum) makes plain (extra-)gradient steps.

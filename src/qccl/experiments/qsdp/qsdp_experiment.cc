@@ -29,8 +29,8 @@ engines::TrainConfig train_config_for(const QsdpExperimentConfig& config,
   engines::TrainConfig one = config.train;
   one.model = "gpt";
   one.engine = "sharded";
-  one.weights_codec = variant.weights_codec;
-  one.codec = variant.gradients_codec;
+  one.weights_codec = CodecSpec::parse(variant.weights_codec);
+  one.codec = CodecSpec::parse(variant.gradients_codec);
   one.epochs = 1;
   one.max_steps_per_epoch = config.steps;
   return one;
@@ -41,8 +41,8 @@ engines::TrainConfig train_config_for(const QsdpExperimentConfig& config,
 std::vector<QsdpVariant> canonical_variants(const QsdpExperimentConfig& config) {
   auto variants = select_qsdp_variants(config.variants, refit_of(config));
   for (auto& v : variants) {
-    v.weights_codec = make_codec(v.weights_codec)->spec();
-    v.gradients_codec = make_codec(v.gradients_codec)->spec();
+    v.weights_codec = CodecSpec::parse(v.weights_codec).text();
+    v.gradients_codec = CodecSpec::parse(v.gradients_codec).text();
   }
   return variants;
 }
