@@ -59,6 +59,12 @@ namespace qccl::engines {
 
 using NamedTensor = std::pair<std::string, torch::Tensor>;
 
+// The sharded engine's parts: its groups, units and oracle in progress
+// (defined in sharded_parts.h, for its implementation files only).
+struct ShardedEngineGroup;
+struct ShardedEngineUnit;
+struct ShardedEngineStep;
+
 struct ShardedOptions {
   CodecSpec weights_codec;    // fp32 unless given
   CodecSpec gradients_codec;  // fp32 unless given
@@ -143,9 +149,10 @@ class ShardedEngine final : public Engine, public BlockRunner {
   std::string group_gradients_spec(std::size_t group) const;
 
  private:
-  struct Group;
-  struct Unit;
-  struct StepState;
+  // Its parts (sharded_parts.h).
+  using Group = ShardedEngineGroup;
+  using Unit = ShardedEngineUnit;
+  using StepState = ShardedEngineStep;
 
   void build_groups(std::vector<ShardedUnit> units);
   void add_group(std::size_t unit, std::string name, const std::vector<NamedTensor>& parameters);

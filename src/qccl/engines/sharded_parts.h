@@ -13,7 +13,10 @@
 
 #include "qccl/common/checksum.h"
 #include "qccl/common/duration.h"
-#include "qccl/engines/sharded.h"
+#include "qccl/codecs/codec.h"
+#include "qccl/collectives/layout.h"
+#include "qccl/collectives/stream.h"
+#include "qccl/collectives/work.h"
 
 namespace qccl::engines {
 
@@ -22,7 +25,7 @@ inline float* floats(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
 // One flat vector of a unit's parameters that share codecs: its matrices,
 // or its vectors (biases, normalization), which stay full precision.
-struct ShardedEngine::Group {
+struct ShardedEngineGroup {
   std::string name;
   std::size_t unit = 0;
   std::vector<torch::Tensor> parameters;
@@ -77,7 +80,7 @@ struct ShardedEngine::Group {
   }
 };
 
-struct ShardedEngine::Unit {
+struct ShardedEngineUnit {
   std::string name;
   std::vector<std::size_t> groups;
   // checksum64_lanes of the latest gather's weights, group after group:
@@ -107,7 +110,7 @@ struct ShardedStreamTimes {
 };
 
 // The oracle in progress: every exchange it submitted, and its times.
-struct ShardedEngine::StepState {
+struct ShardedEngineStep {
   std::uint64_t codec_step = 0;
   std::size_t next_block = 0, backward_blocks = 0;
   std::vector<Work> exchanges;

@@ -52,31 +52,27 @@ CLI::App* add_gan_experiment(CLI::App& experiment, GanCommand& command) {
   sub->add_option("--data-dir", g.data_dir, "Fashion-MNIST directory (default Debian's)");
   sub->add_option("--threads", g.threads, "libtorch threads per rank (default 1)");
   sub->add_option("--progress-every", g.progress_every, "steps between progress lines (default 50)");
-  sub->add_flag("--quiet", command.quiet, "no progress lines");
-  sub->add_option("--algo", command.algorithm, "ring or halving-doubling (default ring)");
-  add_ranks_option(*sub, command.ranks);
-  sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
+  add_launch_options(*sub, command.launch, {.quiet = "no progress lines"});
   return sub;
 }
 
 int run_gan_command(GanCommand& command, int argc, char** argv) {
   try {
     if (!command.codecs.empty()) command.config.codecs = command.codecs;
-    command.config.gan.algorithm = parse_algorithm(command.algorithm);
+    command.config.gan.algorithm = command.launch.parsed_algorithm();
     if (command.config.gan.algorithm == Algorithm::native) {
       throw InvalidArgument("--algo must be ring or halving-doubling");
     }
-    if (command.ranks < 0) throw InvalidArgument("--ranks must be positive");
-    if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
+    command.launch.check();
     if (command.config.gan.threads <= 0) throw InvalidArgument("--threads must be positive");
   } catch (const InvalidArgument& e) {
     std::cerr << "qccl: " << e.what() << "\n";
     return kExitUsage;
   }
-  if (!command.quiet) {
+  if (!command.launch.quiet) {
     command.config.gan.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   }
-  return run_on_ranks(command.ranks, Timeout(command.timeout_ms), argc, argv,
+  return run_on_ranks(command.launch.ranks, command.launch.timeout(), argc, argv,
                       [&](Communicator& comm) {
                         const auto report = run_gan_experiment(comm, command.config);
                         if (comm.rank() == 0) print_gan_report(std::cout, report);

@@ -6,16 +6,14 @@
 #include <string>
 
 #include "qccl/experiments/gan/gan_experiment.h"
+#include "qccl/tools/launch_options.h"
 
 namespace qccl::tools {
 
 struct GanCommand {
   GanExperimentConfig config;
   std::vector<std::string> codecs;  // empty: kGanDefaultCodecs
-  std::string algorithm = "ring";
-  int ranks = 0;
-  long timeout_ms = 300000;
-  bool quiet = false;
+  LaunchOptions launch;
 };
 
 // Adds `qgenx-gan` under `experiment`.

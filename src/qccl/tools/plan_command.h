@@ -14,6 +14,8 @@
 
 namespace qccl::tools {
 
-void add_plan(CLI::App& app, TrainCommand& command);
+CLI::App* add_plan(CLI::App& app, TrainCommand& command);
+// qccl train's run in planning mode: profile, search, print the plans.
+int run_plan_command(TrainCommand& command, int argc, char** argv);
 
 }  // namespace qccl::tools

@@ -46,10 +46,9 @@ CLI::App* add_qsdp_experiment(CLI::App& experiment, QsdpCommand& command) {
   sub->add_option("--threads", t.threads, "libtorch threads per rank (default 1)");
   sub->add_option("--data-dir", t.data_dir, "fortunes directory (default Debian's)");
   sub->add_option("--output", c.output, "directory for qsdp.{csv,json,svg}");
-  sub->add_flag("--quiet", command.quiet, "no progress bar or per-variant lines");
-  sub->add_option("--algo", command.algorithm, "ring (default) or halving-doubling");
-  add_ranks_option(*sub, command.ranks);
-  sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
+  add_launch_options(*sub, command.launch,
+                     {.algorithm = "ring (default) or halving-doubling",
+                      .quiet = "no progress bar or per-variant lines"});
   return sub;
 }
 
@@ -60,13 +59,13 @@ int run_qsdp_command(QsdpCommand& command, int argc, char** argv) {
     if (!command.variants.empty() && c.variants.empty()) {
       throw InvalidArgument("--variants names no variant; give names such as baseline,fp32,W8G8");
     }
-    c.train.algorithm = parse_algorithm(command.algorithm);
-    c.train.progress = !command.quiet;
-    if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
+    c.train.algorithm = command.launch.parsed_algorithm();
+    c.train.progress = !command.launch.quiet;
+    command.launch.check();
     validate(c);
   });
   if (settings != kExitOk) return settings;
-  return run_on_ranks(command.ranks, Timeout(command.timeout_ms), argc, argv,
+  return run_on_ranks(command.launch.ranks, command.launch.timeout(), argc, argv,
                       [&](Communicator& comm) {
                         const auto report = run_qsdp_experiment(comm, c);
                         if (comm.rank() == 0) print_qsdp_report(std::cout, report);

@@ -6,16 +6,14 @@
 #include <string>
 
 #include "qccl/experiments/qsdp/qsdp_experiment.h"
+#include "qccl/tools/launch_options.h"
 
 namespace qccl::tools {
 
 struct QsdpCommand {
   QsdpExperimentConfig config;
   std::string variants;  // comma-separated names; empty: every variant
-  std::string algorithm = "ring";
-  int ranks = 0;
-  long timeout_ms = 300000;
-  bool quiet = false;
+  LaunchOptions launch;
 };
 
 // Adds `qsdp` under `experiment`.

@@ -77,42 +77,53 @@ int exit_code_of(const std::function<void()>& command) {
   }
 }
 
-// Runs `body` on every rank: N threads with --ranks N, else the MPI world.
-// Returns the exit code; errors are printed once, and under MPI take the
-// other ranks down rather than leave them to their timeouts.
-int run_on_ranks(int ranks, Timeout timeout, int argc, char** argv,
-                 const std::function<void(Communicator&)>& body) {
-  const CommunicatorOptions options{timeout, true};
+int launch_on_ranks(int ranks, CommunicatorOptions options, int argc, char** argv,
+                    const std::function<int(Communicator&, const Launch&)>& body,
+                    MismatchReport report) {
   if (ranks > 0) {
     if (std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {
       std::cerr << "qccl: --ranks runs ranks as threads of one process; do not combine it with "
                    "mpirun (drop one of the two)\n";
       return kExitUsage;
     }
-    return exit_code_of([&] {
+    int code = kExitOk;
+    const int failure = exit_code_of([&] {
       run_in_process(ranks, [&](Transport& transport) {
         Communicator comm(transport, options);
-        body(comm);
+        const int rank_code = body(comm, Launch{"in-process transport"});
+        if (transport.rank() == 0) code = rank_code;
       });
     });
+    return failure != kExitOk ? failure : code;
   }
   MpiRuntime runtime(&argc, &argv);
   auto transport = runtime.world_transport();
   try {
     Communicator comm(*transport, options);
-    body(comm);
-    return kExitOk;
+    return body(comm, Launch{"mpi transport (thread level " + std::string(runtime.thread_level()) +
+                             ")"});
   } catch (const std::exception& e) {
     // Mismatches and non-finite inputs are raised on every rank by
     // construction: each rank ends cleanly, and one of them reports it.
-    if (dynamic_cast<const MismatchError*>(&e) || dynamic_cast<const NonFiniteError*>(&e)) {
-      if (transport->rank() == 0) std::cerr << "qccl: error: " << e.what() << "\n";
+    const bool mismatch = dynamic_cast<const MismatchError*>(&e) != nullptr;
+    if (mismatch || dynamic_cast<const NonFiniteError*>(&e)) {
+      const bool reports = transport->rank() == 0 || (mismatch && report == MismatchReport::every_rank);
+      if (reports) std::cerr << "qccl: error: " << e.what() << "\n";
       return kExitError;
     }
     std::cerr << "qccl: error on rank " << transport->rank() << ": " << e.what() << "\n";
     if (transport->size() > 1) transport->abort(e.what());
     return dynamic_cast<const InvalidArgument*>(&e) ? kExitUsage : kExitError;
   }
+}
+
+int run_on_ranks(int ranks, Timeout timeout, int argc, char** argv,
+                 const std::function<void(Communicator&)>& body) {
+  return launch_on_ranks(ranks, CommunicatorOptions{timeout, true}, argc, argv,
+                         [&](Communicator& comm, const Launch&) {
+                           body(comm);
+                           return kExitOk;
+                         });
 }
 
 }  // namespace qccl::tools

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 
 #include "qccl/collectives/communicator.h"
 
@@ -30,10 +31,28 @@ void check_fits_in_memory(double bytes, const std::string& options);
 // usage error, anything else a runtime error; both are printed once.
 int exit_code_of(const std::function<void()>& command);
 
-// Runs `body` on every rank: N threads with `ranks` = N > 0, else the MPI
-// world (MPI starts here, after parsing). Returns the exit code; errors are
-// printed once, and under MPI take the other ranks down rather than leave
-// them to their timeouts.
+// How a launch's ranks run, for reports: "in-process transport", "mpi
+// transport (thread level multiple)".
+struct Launch {
+  std::string transport;
+};
+
+// Who reports a mismatch (raised on every rank alike): rank 0, or every
+// rank under MPI, each naming its own settings (bench, whose ranks may be
+// launched with different ones).
+enum class MismatchReport { rank_zero, every_rank };
+
+// The launcher every command runs through: `body` on every rank, N threads
+// with `ranks` = N > 0, else the MPI world (MPI starts here, after
+// parsing). Returns the body's exit code (rank 0's for threads, this
+// rank's under MPI); errors are printed once (mismatches as `report`
+// says), and under MPI take the other ranks down rather than leave them to
+// their timeouts.
+int launch_on_ranks(int ranks, CommunicatorOptions options, int argc, char** argv,
+                    const std::function<int(Communicator&, const Launch&)>& body,
+                    MismatchReport report = MismatchReport::rank_zero);
+
+// The same for a body that succeeds or throws, with the call check on.
 int run_on_ranks(int ranks, Timeout timeout, int argc, char** argv,
                  const std::function<void(Communicator&)>& body);
 

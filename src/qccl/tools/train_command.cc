@@ -21,13 +21,14 @@
 
 namespace qccl::tools {
 
-void add_train(CLI::App& app, TrainCommand& command) {
+CLI::App* add_train(CLI::App& app, TrainCommand& command) {
   auto* sub = app.add_subcommand(
       "train", "training with compressed exchanges: data parallel or sharded (libtorch)");
   // Read before parsing (expand_train_config); declared for --help only.
   sub->add_option("--config", command.config_file,
                   "read options from a TOML-style file (the command line wins)");
   add_train_options(*sub, command);
+  return sub;
 }
 
 namespace {
@@ -53,7 +54,6 @@ void add_model_and_codec_options(CLI::App* sub, TrainCommand& command) {
   sub->add_option("--weights-codec", command.weights_codec,
                   "sharded: the codec of the gathered weights (default "
                   "minmax:bits=8,rounding=shift)");
-  sub->add_option("--algo", command.algorithm, "ring (default), halving-doubling (or tree) or native (fp32/fp16 via MPI)");
 }
 
 // The optimizer, its schedule, and how long the run is.
@@ -121,7 +121,6 @@ void add_run_options(CLI::App* sub, TrainCommand& command) {
   sub->add_option("--verify-every", c.verify_every,
                   "compare the replicas' parameters across ranks every K steps (default 100; "
                   "0: only after a resume, at checkpoints and at the end)");
-  sub->add_flag("--quiet", command.quiet, "no progress bar or per-epoch lines");
   sub->add_option("--threads", c.threads, "libtorch threads per rank (default 1)");
 }
 
@@ -151,8 +150,10 @@ void add_train_options(CLI::App& app, TrainCommand& command) {
   add_bucket_options(sub, command);
   add_run_options(sub, command);
   add_model_size_options(sub, command);
-  add_ranks_option(*sub, command.ranks);
-  sub->add_option("--timeout", command.timeout_ms, "bound on every wait, in ms (default 300000)");
+  add_launch_options(*sub, command.launch,
+                     {.algorithm = "ring (default), halving-doubling (or tree) or native "
+                                   "(fp32/fp16 via MPI)",
+                      .quiet = "no progress bar or per-epoch lines"});
 }
 
 namespace {
@@ -361,10 +362,10 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
     c.weights_codec =
         CodecSpec::parse(command.weights_codec.empty() ? defaults.weights : command.weights_codec);
     if (c.data.empty()) c.data = engines::dataset_for_model(c.model);
-    c.algorithm = parse_algorithm(command.algorithm);
+    c.algorithm = command.launch.parsed_algorithm();
     c.bucket_cap_bytes = parse_bytes(command.bucket_cap);
     c.first_bucket_bytes = parse_bytes(command.first_bucket);
-    c.progress = !command.quiet;
+    c.progress = !command.launch.quiet;
     c.overlap_updates = !command.no_overlap_updates;
     c.sparse_embeddings = !command.dense_embeddings;
     if (command.planning) {
@@ -372,8 +373,7 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
       c.plan_only = true;
       if (!command.link_rate.empty()) c.plan_link_rate = parse_rate(command.link_rate) / 8;
     }
-    if (command.ranks < 0) throw InvalidArgument("--ranks must be positive");
-    if (command.timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
+    command.launch.check();
     for (const auto& codec : command.codecs) {
       auto one = c;
       one.codec = specs.emplace_back(CodecSpec::parse(codec));
@@ -383,7 +383,7 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
     std::cerr << "qccl: " << e.what() << "\n";
     return kExitUsage;
   }
-  return run_on_ranks(command.ranks, Timeout(command.timeout_ms), argc, argv,
+  return run_on_ranks(command.launch.ranks, command.launch.timeout(), argc, argv,
                       [&](Communicator& comm) {
     std::vector<engines::TrainSummary> runs;
     const bool root = comm.rank() == 0;
@@ -409,7 +409,7 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
     }
     engines::check_outputs(comm, outputs);
     for (std::size_t k = 0; k < specs.size(); ++k) {
-      if (root && specs.size() > 1 && !command.quiet) std::cerr << "== " << specs[k].text() << "\n";
+      if (root && specs.size() > 1 && !command.launch.quiet) std::cerr << "== " << specs[k].text() << "\n";
       runs.push_back(engines::train(comm, config_for(k)));
     }
     if (!root) return;

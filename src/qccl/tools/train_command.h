@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "qccl/tools/launch_options.h"
 #include "qccl/training/train_config.h"
 
 namespace qccl::tools {
@@ -16,21 +17,18 @@ struct TrainCommand {
   engines::TrainConfig config;
   std::vector<std::string> codecs;
   std::string weights_codec;  // empty: the engine's default
-  std::string algorithm = "ring";
   std::string bucket_cap = "25M", first_bucket = "1M";
   std::string summary_json;
   std::string config_file;  // consumed by expand_train_config before parsing
-  bool quiet = false;
   bool no_overlap_updates = false;
   bool dense_embeddings = false;
-  int ranks = 0;
-  long timeout_ms = 300000;
+  LaunchOptions launch;
   // qccl plan: profile, search and print the MergeComp plan, then stop.
   bool planning = false;
   std::string link_rate;  // plan for this rate (e.g. 1gbit) instead of the measured one
 };
 
-void add_train(CLI::App& app, TrainCommand& command);
+CLI::App* add_train(CLI::App& app, TrainCommand& command);
 // train's options on `app` (qccl plan takes them too).
 void add_train_options(CLI::App& app, TrainCommand& command);
 

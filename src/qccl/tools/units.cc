@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <limits>
+#include <sstream>
 
 #include "qccl/common/errors.h"
 
@@ -71,6 +72,16 @@ std::string format_bytes(std::size_t bytes) {
     ++u;
   }
   return std::to_string(bytes) + " " + units[u];
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> list;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) list.push_back(item);
+  }
+  return list;
 }
 
 }  // namespace qccl::tools

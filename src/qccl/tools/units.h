@@ -1,10 +1,11 @@
-// Byte sizes on the command line ("1K", "16M", "1G": binary units) and in
-// reports.
+// Values on the command line — byte sizes ("1K", "16M", "1G": binary
+// units), link rates, comma-separated lists — and sizes in reports.
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace qccl::tools {
 
@@ -22,5 +23,8 @@ std::string format_rate(double bits_per_second);
 
 // "64 MiB", "1 KiB", "100 B": for headers and messages.
 std::string format_bytes(std::size_t bytes);
+
+// "a,b,,c" -> {"a", "b", "c"}: an option's comma-separated items.
+std::vector<std::string> split_list(const std::string& text);
 
 }  // namespace qccl::tools

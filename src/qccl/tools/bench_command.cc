@@ -1,0 +1,108 @@
+#include "qccl/tools/bench_command.h"
+
+#include <algorithm>
+#include <iostream>
+#include <vector>
+
+#include "qccl/common/errors.h"
+#include "qccl/tools/bench_report.h"
+#include "qccl/tools/exit_codes.h"
+#include "qccl/tools/ranks.h"
+#include "qccl/tools/units.h"
+
+namespace qccl::tools {
+namespace {
+
+std::vector<Algorithm> parse_algorithm_list(const std::string& text) {
+  std::vector<Algorithm> list;
+  for (const auto& item : split_list(text)) list.push_back(parse_algorithm(item));
+  return list;
+}
+
+}  // namespace
+
+CLI::App* add_bench_operation(CLI::App& bench, BenchOperation op, std::string description,
+                              BenchCommand& command) {
+  auto* sub = bench.add_subcommand(std::string(to_string(op)), std::move(description));
+  std::string default_algorithms;
+  for (Algorithm a : algorithms_for(op)) {
+    default_algorithms += (default_algorithms.empty() ? "" : ",") + std::string(to_string(a));
+  }
+  sub->callback([&command, op, default_algorithms] {
+    command.config.operation = op;
+    if (command.algorithms.empty()) command.algorithms = default_algorithms;
+  });
+  sub->add_option("--algo", command.algorithms,
+                  "comma-separated algorithms, measured side by side (default: " +
+                      default_algorithms + ")");
+  sub->add_option("--min-bytes", command.min_bytes, "smallest size S in bytes, e.g. 1K (default 1K)");
+  sub->add_option("--max-bytes", command.max_bytes, "largest size S in bytes, e.g. 256M (default 64M)");
+  sub->add_option("--step-factor", command.config.step_factor, "size multiplier per step (default 2)");
+  sub->add_option("--iters", command.config.iterations, "timed iterations per size (default 20)");
+  sub->add_option("--warmup", command.config.warmup, "untimed iterations first (default 5)");
+  sub->add_flag("--in-place", command.config.in_place, "run in place (allreduce, allgather)");
+  sub->add_option("--chunk-bytes", command.chunk_bytes, "pipeline chunk size (default 1M)");
+  sub->add_option("--window", command.config.window, "receives in flight (default 4)");
+  sub->add_option("--link-rate", command.link_rate,
+                  "each rank's link rate, e.g. 1gbit (scripts/cluster --rate): adds the fraction "
+                  "of the wire bound reached");
+  sub->add_flag("--json", command.json, "print JSON instead of the table");
+  add_launch_options(*sub, command.launch, {.algorithm = ""});  // --algo is a list here
+  sub->add_flag("--no-arg-check", command.no_arg_check,
+                "skip the per-call check that all ranks pass the same arguments");
+  if (op != BenchOperation::broadcast) {
+    sub->add_option("--codec", command.config.codec,
+                    "compress with this codec spec (e.g. global-qsgd:bits=8,dither=exp) on "
+                    "ring/halving-doubling, as a mean (allreduce, reduce-scatter) or as decoded "
+                    "shards (allgather); native stays MPI fp32 (default: plain fp32)");
+    sub->add_flag("--native-codec", command.config.native_codec,
+                  "native runs the codec too, as MPI's collective over its encoding (fp16)");
+  }
+  return sub;
+}
+
+int run_bench(BenchCommand& command, int argc, char** argv) {
+  auto& config = command.config;
+  const LaunchOptions& launch = command.launch;
+  try {
+    config.algorithms = parse_algorithm_list(command.algorithms);
+    config.min_bytes = parse_bytes(command.min_bytes);
+    config.max_bytes = parse_bytes(command.max_bytes);
+    config.chunk_bytes = parse_bytes(command.chunk_bytes);
+    if (!command.link_rate.empty()) config.link_rate_bps = parse_rate(command.link_rate);
+    if (config.chunk_bytes == 0) throw InvalidArgument("--chunk-bytes must be at least 1");
+    if (config.window < 1) throw InvalidArgument("--window must be at least 1");
+    launch.check();
+    validate(config);
+    // Each rank holds its input and output and the collective's scratch:
+    // about three vectors of --max-bytes.
+    const int ranks_here = std::max(launch.ranks, 1);
+    check_fits_in_memory(3.0 * static_cast<double>(config.max_bytes) * ranks_here,
+                         "--max-bytes " + command.max_bytes +
+                             (launch.ranks > 0 ? " with --ranks " + std::to_string(launch.ranks)
+                                               : std::string()));
+  } catch (const InvalidArgument& e) {
+    std::cerr << "qccl: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  const CommunicatorOptions options{launch.timeout(), !command.no_arg_check};
+  return launch_on_ranks(launch.ranks, options, argc, argv,
+                         [&](Communicator& comm, const Launch& how) {
+                           const auto rows = run_collective_bench(comm, config);
+                           std::size_t wrong = 0;
+                           for (const auto& row : rows) wrong += row.wrong;
+                           if (comm.rank() == 0) {
+                             const BenchContext context{config, comm.size(), how.transport};
+                             if (command.json) {
+                               std::cout << to_json(context, rows).dump(2) << std::endl;
+                             } else {
+                               print_table(std::cout, context, rows);
+                               std::cout.flush();
+                             }
+                           }
+                           return wrong == 0 ? kExitOk : kExitWrongResults;
+                         },
+                         MismatchReport::every_rank);
+}
+
+}  // namespace qccl::tools

@@ -1,0 +1,40 @@
+// The options every command that runs on ranks takes, defined once: how
+// many ranks run as threads (--ranks; none: the MPI world), the bound on
+// every wait (--timeout), and where a command has them, the collective
+// algorithm (--algo) and quiet output (--quiet).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "qccl/collectives/options.h"
+#include "qccl/common/duration.h"
+
+namespace qccl::tools {
+
+struct LaunchOptions {
+  int ranks = 0;  // > 0: this many ranks as threads of this process
+  long timeout_ms = 300000;
+  std::string algorithm = "ring";
+  bool quiet = false;
+
+  Timeout timeout() const { return Timeout(timeout_ms); }
+  // The --algo value; InvalidArgument for an unknown name.
+  Algorithm parsed_algorithm() const;
+  // InvalidArgument for --ranks below 0 or a --timeout that is not positive.
+  void check() const;
+};
+
+// What a command's --algo and --quiet say in its help; empty: the command
+// has no such option.
+struct LaunchHelp {
+  std::string algorithm = "ring or halving-doubling (default ring)";
+  std::string quiet;
+};
+
+// Adds --ranks and --timeout to `command`, and --algo and --quiet where
+// `help` describes them.
+void add_launch_options(CLI::App& command, LaunchOptions& options, const LaunchHelp& help = {});
+
+}  // namespace qccl::tools

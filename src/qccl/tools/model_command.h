@@ -1,0 +1,22 @@
+// `qccl model`: the Global-QSGD §7 performance model fitted to a
+// benchmark-suite folder, its error, and predictions for a link
+// (model_report.h).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "qccl/tools/model_report.h"
+
+namespace qccl::tools {
+
+struct ModelCommand {
+  ModelCommandConfig config;
+  std::string link_rate, size = "64M";
+};
+
+CLI::App* add_model(CLI::App& app, ModelCommand& command);
+int run_model(ModelCommand& command, int argc, char** argv);
+
+}  // namespace qccl::tools
