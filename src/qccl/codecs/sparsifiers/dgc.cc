@@ -196,10 +196,10 @@ class DgcCodec final : public Codec {
 
   DgcConfig config_;
   // This step's new u and v over the whole vector, and what it sends.
-  mutable std::vector<float> momentum_, accumulated_;
-  mutable std::vector<std::size_t> selected_;
-  mutable std::vector<float> sample_scratch_;
-  mutable std::vector<std::uint32_t> magnitude_scratch_;
+  std::vector<float> momentum_, accumulated_;
+  std::vector<std::size_t> selected_;
+  std::vector<float> sample_scratch_;
+  std::vector<std::uint32_t> magnitude_scratch_;
 };
 
 // clip=off or a threshold > 0.

@@ -85,7 +85,7 @@ class TopkCodec final : public Codec {
   }
 
   double ratio_;
-  mutable std::vector<std::uint32_t> scratch_;  // magnitudes for the selection
+  std::vector<std::uint32_t> scratch_;  // magnitudes for the selection
 };
 
 }  // namespace
