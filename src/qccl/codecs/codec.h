@@ -16,9 +16,10 @@
 // - allgather: each rank's shard encoded once; every rank gets every rank's
 //   decoded shard, bitwise identical everywhere.
 //
-// The contract a scheme implements is narrow: its spec, its traits and
-// bounds as data (CodecTraits, CodecBounds), the three step hooks below, and
-// its state (layout, save, load). Optional capabilities (optimizer feedback,
+// The contract a scheme implements is narrow: its spec (and the spec it
+// needs for one tensor of a given size), its traits and bounds as data
+// (CodecTraits, CodecBounds), the three step hooks below, and its state
+// (layout, save, load). Optional capabilities (optimizer feedback,
 // StepFeedback) are offered, not type-switched on.
 //
 // Every operation runs one step in three parts, so that any collective can
@@ -125,7 +126,8 @@ struct CodecTraits {
   std::size_t granularity = 1;
   CodecOperations operations;
   // Every step's encoding maps onto the transport's own collective (MPI),
-  // so the codec can run with algorithm native: fp32, fp16.
+  // so the codec can run with algorithm native: fp32, fp16, PowerSGD's fp32
+  // sums.
   bool native_equivalent = false;
   // Aggregation::allgather_decode: the means are the mean of the ranks'
   // decoded values (QSGD, natural compression, Top-k, DGC, the one-bit

@@ -1,8 +1,8 @@
 #include "qccl/codecs/error_feedback.h"
 
-#include <cstring>
 #include <vector>
 
+#include "qccl/common/byte_io.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -41,14 +41,10 @@ class ErrorFeedbackCodec final : public Codec {
   // [uint64 length of the residuals' part][residuals (an owned store)][the
   // inner codec's state].
   std::vector<std::byte> save_state() const override {
-    const auto own = Codec::save_state();
-    const auto inner = inner_->save_state();
-    const std::uint64_t length = own.size();
-    std::vector<std::byte> bytes(sizeof length + own.size() + inner.size());
-    std::memcpy(bytes.data(), &length, sizeof length);
-    if (!own.empty()) std::memcpy(bytes.data() + sizeof length, own.data(), own.size());
-    if (!inner.empty()) std::memcpy(bytes.data() + sizeof length + own.size(), inner.data(), inner.size());
-    return bytes;
+    ByteWriter out;
+    out.values(Codec::save_state());
+    out.bytes(inner_->save_state());
+    return out.take();
   }
   void load_state(std::span<const std::byte> state) override {
     if (state.empty()) {
@@ -56,18 +52,15 @@ class ErrorFeedbackCodec final : public Codec {
       inner_->load_state(state);
       return;
     }
-    std::uint64_t length = 0;
-    if (state.size() < sizeof length) throw InvalidArgument(spec() + ": saved state is truncated");
-    std::memcpy(&length, state.data(), sizeof length);
-    if (length > state.size() - sizeof length) {
-      throw InvalidArgument(spec() + ": saved state is truncated (was the checkpoint damaged?)");
-    }
-    Codec::load_state(state.subspan(sizeof length, length));
-    inner_->load_state(state.subspan(sizeof length + length));
+    ByteReader in(state, spec() + ": saved state", "was the checkpoint damaged?");
+    const auto residuals = in.values<std::byte>("the residuals");
+    Codec::load_state(residuals);
+    inner_->load_state(in.rest());
   }
 
  protected:
   std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override {
+    inner_->set_step(step());  // the inner codec's steps are this codec's
     return inner_->encoding_for(setup);
   }
 

@@ -4,7 +4,7 @@
 // Global-QSGD §2 and IntSGD §1): each step compresses
 //   p = x + e        (this rank's input plus the residual it kept)
 // with the inner codec, which reports what this rank contributed, Q(p)
-// (Codec's `own` output, from Reduction::decode_contribution), and keeps
+// (Codec's `own` output, from Encoding::decode_contribution), and keeps
 //   e ← p − Q(p)
 // per tensor, by name, in the codec's TensorStateStore: so the residual
 // survives a change of bucket layout and is saved with the checkpoint. Over

@@ -1,5 +1,5 @@
 // Encoding a vector into a slot layout and decoding it back: the first and
-// last step of every collective that runs a Reduction.
+// last step of every collective that moves an Encoding.
 #pragma once
 
 #include <span>
@@ -24,7 +24,7 @@ inline SlotRange segment_slots(const SlotLayout& layout, std::size_t segment) {
 // sizes. Identity-layout reductions need no encoding: their slots are marked
 // full (the caller has placed the fp32 data in `work`). Empty slots hold 0
 // bytes. With a non-empty `own` (indexed like `input`), each slot's own
-// encoding is also decoded into it (Reduction::decode_contribution), before
+// encoding is also decoded into it (Encoding::decode_contribution), before
 // any reduction changes it.
 void encode_slots(Encoding& encoding, SlotLayout& layout, SlotRange slots,
                   std::span<const float> input, std::size_t input_first, std::span<std::byte> work,

@@ -1,9 +1,9 @@
-// Allreduce and reduce-scatter for reductions that cannot combine encodings
-// in transit — QSGD scales each rank's buckets by that rank's own norms —
+// Allreduce and reduce-scatter for encodings that cannot be combined in
+// transit — QSGD scales each rank's buckets by that rank's own norms —
 // so every encoding travels as it is to the ranks that need it, which decode
 // each one and add them up in rank order: the same values in the same order
 // on every rank that holds a result, so those ranks agree bit for bit.
-// Reduction::decode of one rank's encoding gives that rank's Q(x); these
+// Encoding::decode of one rank's encoding gives that rank's Q(x); these
 // bodies return the sum over ranks divided by `divide_by`: the fp32 sum in
 // rank order, then one fp32 division. With divide_by > 1 (a mean) an
 // element whose fp32 sum overflowed is summed again in double and divided

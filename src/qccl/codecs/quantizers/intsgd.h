@@ -121,7 +121,7 @@ class IntegerCodec final : public Codec, public StepFeedback {
   // This step's integer sums (from step_encoding until complete_step; null
   // on an exact or all-zero step), whose counters complete_step reads.
   IntegerSumReduction* integers_ = nullptr;
-  // Reused buffers (the step's reduction writes the integers here).
+  // Reused buffers (the step's encoding writes the integers here).
   std::vector<double> difference_;
   std::vector<float> fp32_view_;
   std::vector<std::byte> local_integers_, summed_integers_;  // in the wire type

@@ -147,7 +147,6 @@ class TernaryLevels {
   bool int8() const { return setup_.wire == TernaryWire::int8_sums; }
 
  private:
-
   // Levels of elements [first, first + in.size()) into q, each tensor's
   // segment on its own scale. A tensor with s_t = 0 is zero on every rank:
   // its levels are 0 (encode_levels would divide 0 by 0).

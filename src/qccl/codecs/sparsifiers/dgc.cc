@@ -48,7 +48,7 @@ std::string dgc_spec(const DgcConfig& c) {
 // exchange, which checks v instead of g: an accumulated v beyond fp32's
 // range (gradients near fp32's largest value, added up over steps) raises
 // a NonFiniteError naming it on every rank before anything moves.
-// step_encoding() selects from v (so a step's reduction times the whole
+// step_encoding() selects from v (so building a step's encoding times the whole
 // selection); complete_step() masks u and v and stores them, so a step
 // that fails before it completes leaves the state as it was.
 //

@@ -19,7 +19,7 @@ std::string topk_spec(double ratio, bool error_feedback) {
 // Top-k without memory. Each rank selects, in every tensor of its input
 // (selection_tensors: the layout's, or an allgather's whole shard), the
 // k_t = max(1, ⌈ratio·d_t⌉) elements of largest magnitude — exactly, ties
-// to the lower index (select_largest) — when the step's reduction is built,
+// to the lower index (select_largest) — when the step's encoding is built,
 // so every operation times its selection. The pairs travel by the
 // allgather-decode bodies (SparsePairsEncoding); every rank decodes each
 // rank's pairs and adds them in rank order, then divides by n.
