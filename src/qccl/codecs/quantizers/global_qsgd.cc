@@ -41,8 +41,7 @@ class GlobalQsgdCodec final : public Codec {
   }
   // Payload only; averaging chunks add a 4-byte header per pipelined chunk.
   CodecBounds bounds(const BoundsQuery& q) const override {
-    return {(q.count * static_cast<std::size_t>(config_.bits) + 7) / 8,
-            abs_error(q.inf_norm, q.ranks, q.algorithm),
+    return {payload_bytes(q.count), abs_error(q.inf_norm, q.ranks, q.algorithm),
             variance(q.squared_norm, q.count, q.ranks, q.algorithm)};
   }
 
@@ -141,6 +140,11 @@ class GlobalQsgdCodec final : public Codec {
   }
 
  private:
+  // One rank's codes of `count` elements, without chunk headers: what the
+  // sparse path weighs its entries against, every step.
+  std::size_t payload_bytes(std::size_t count) const {
+    return (count * static_cast<std::size_t>(config_.bits) + 7) / 8;
+  }
   bool sums_in_transit(int ranks) const { return config_.bits == 8 && ranks <= 127; }
   // The generator of this rank's quantization in this step.
   CounterRng quantize_rng(const StepSetup& setup) const {
@@ -233,7 +237,7 @@ class GlobalQsgdCodec final : public Codec {
       bounds.push_back(static_cast<std::size_t>(bound));
       total += bounds.back();
     }
-    if (total * kEntryBytes >= 2 * wire_bytes(d)) return {};
+    if (total * kEntryBytes >= 2 * payload_bytes(d)) return {};
     return bounds;
   }
   // This rank's entries as it sends them (b.mine): its indices, then their
@@ -282,7 +286,7 @@ class GlobalQsgdCodec final : public Codec {
     auto counts = allgather_counts_body(comm, tag, b.index.size(), comm.timeout(options.timeout));
     std::size_t total = 0;
     for (std::size_t c : counts) total += c;
-    if (total * kEntryBytes >= 2 * wire_bytes(d)) return {};
+    if (total * kEntryBytes >= 2 * payload_bytes(d)) return {};
     pack_own_entries();
     std::vector<std::size_t> byte_counts(counts.size());
     for (std::size_t r = 0; r < counts.size(); ++r) byte_counts[r] = counts[r] * kEntryBytes;
