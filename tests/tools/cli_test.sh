@@ -196,6 +196,18 @@ rm -rf "$simdir"
 # under mpirun, a config file, and resume.
 traindir=$(mktemp -d)
 expect "train help lists the models" 0 'char-lstm' -- "$qccl" train --help
+expect "train help groups its options" 0 '^Checkpoints and run control:' -- "$qccl" train --help
+expect "train help lists every codec with its parameters" 0 '^  powersgd: .*params rank=' -- "$qccl" train --help
+expect "plan help lists no option that only training takes" 0 '^0$' -- \
+  bash -c "'$qccl' plan --help | grep -cE -- '--(checkpoint|resume|stop-after|engine|weights-codec|buckets |verify-every|config)'; true"
+expect "plan help has its own options and the codecs" 0 '^  --link-rate .*' -- "$qccl" plan --help
+expect "codecs lists the recommended settings with their sources" 0 '^  global-qsgd:bits=8,dither=exp: Global-QSGD' -- \
+  "$qccl" codecs
+expect "codecs shows a given spec's properties" 0 '^powersgd:rank=4 +no +in transit +allreduce +0\.25 ' -- \
+  "$qccl" codecs --codec powersgd:rank=4
+expect "codecs as JSON" 0 '"bits_per_element": 8' -- "$qccl" codecs --codec global-qsgd:bits=8 --json
+expect "codecs refuses an unknown codec, naming the valid ones" 2 "unknown codec 'nope'; valid codecs: fp32" -- \
+  "$qccl" codecs --codec nope
 expect "train: unknown model" 2 "unknown model 'resnet'; choose one of mlp, cnn" -- \
   "$qccl" train --model resnet --ranks 2
 expect "train: unknown codec" 2 'valid codecs: fp32' -- "$qccl" train --codec zip --ranks 2
@@ -254,6 +266,9 @@ expect "train: a rank that updates after the last bucket fails at once, naming i
 expect "train compares codecs under mpirun" 0 'global-qsgd:bits=8,dither=exp.* 4\.0x' -- \
   "${mpirun[@]}" -np 2 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet \
   --codec fp32 --codec global-qsgd:bits=8,dither=exp
+expect "train with several codecs names each one's log file" 0 "log of global-qsgd:bits=4: .*/several\.global-qsgd-bits-4\.jsonl" -- \
+  "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 2 --quiet --force \
+  --codec fp32 --codec global-qsgd:bits=4 --log "$traindir/several.jsonl"
 expect "train with error feedback around a codec under mpirun" 0 'ef\(global-qsgd:bits=4.*8\.0x' -- \
   "${mpirun[@]}" -np 2 "$qccl" train --model mlp --max-steps-per-epoch 3 --quiet \
   --codec 'ef(global-qsgd:bits=4)'

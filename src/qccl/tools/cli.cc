@@ -12,6 +12,7 @@
 #include "qccl/common/errors.h"
 #include "qccl/tools/bench_command.h"
 #include "qccl/tools/codec_bench_command.h"
+#include "qccl/tools/codecs_command.h"
 #include "qccl/tools/exit_codes.h"
 #include "qccl/tools/gan_command.h"
 #include "qccl/tools/logreg_command.h"
@@ -42,6 +43,7 @@ struct Commands {
   GanCommand gan;
   QsdpCommand qsdp;
   TrainCommand train, plan;
+  CodecsCommand codecs;
 };
 
 // A command of the tree: where it hangs ("" for the top, "bench",
@@ -94,6 +96,7 @@ std::vector<CommandEntry> command_table(Commands& c) {
       entry("bench", c.report, add_report, run_report_command),
       entry("bench", c.training_report, add_training_report, run_training_report_command),
       entry("bench", c.timeline, add_timeline, run_timeline_command),
+      entry("", c.codecs, add_codecs, run_codecs_command),
       entry("", c.model, add_model, run_model),
       entry("simulate", c.simulate, add_simulate, run_simulate_command),
       entry("experiment", c.logreg, add_logreg_experiment, run_logreg_command),

@@ -14,9 +14,11 @@
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
 #include "qccl/training/train_output.h"
+#include "qccl/tools/codec_help.h"
 #include "qccl/tools/exit_codes.h"
 #include "qccl/tools/plan_report.h"
 #include "qccl/tools/ranks.h"
+#include "qccl/tools/text_table.h"
 #include "qccl/tools/units.h"
 
 namespace qccl::tools {
@@ -24,136 +26,184 @@ namespace qccl::tools {
 CLI::App* add_train(CLI::App& app, TrainCommand& command) {
   auto* sub = app.add_subcommand(
       "train", "training with compressed exchanges: data parallel or sharded (libtorch)");
-  // Read before parsing (expand_train_config); declared for --help only.
-  sub->add_option("--config", command.config_file,
-                  "read options from a TOML-style file (the command line wins)");
-  add_train_options(*sub, command);
+  add_train_options(*sub, command, TrainOptionSet::train);
+  sub->footer(codec_list());
   return sub;
 }
 
 namespace {
 
-// What is trained and how its exchange is compressed.
-void add_model_and_codec_options(CLI::App* sub, TrainCommand& command) {
+// train's options come in the groups its --help shows, in this order; plan
+// takes the subset that shapes a profile (TrainOptionSet::plan): it never
+// checkpoints, always plans MergeComp buckets and runs data parallel.
+constexpr const char* kModelGroup = "Model and data";
+constexpr const char* kOptimizerGroup = "Optimizer and schedule";
+constexpr const char* kCodecGroup = "Codec and exchange";
+constexpr const char* kEngineGroup = "Engine and ranks";
+constexpr const char* kBucketGroup = "Buckets and planning";
+constexpr const char* kRunGroup = "Checkpoints and run control";
+constexpr const char* kOutputGroup = "Output";
+
+void add_model_options(CLI::App& sub, TrainCommand& command) {
   auto& c = command.config;
-  sub->add_option("--model", c.model, "mlp, cnn (default), resmlp (102 tensors), char-lstm, gpt (a small GPT-style decoder) or "
-                  "recommender");
-  sub->add_option("--data", c.data,
-                  "fashion-mnist (mlp, cnn, resmlp), fortunes (char-lstm, gpt) or clicks (recommender); "
-                  "default: the model's");
-  sub->add_option("--data-dir", c.data_dir,
-                  "dataset directory (default /usr/share/datasets/fashion-mnist or "
-                  "/usr/share/games/fortunes)");
-  sub->add_option("--engine", c.engine,
-                  "data-parallel (default: replicas, gradient buckets) or sharded (QSDP: each "
-                  "rank owns 1/n of every parameter; weights gathered per block)");
-  sub->add_option("--codec", command.codecs,
-                  "the gradients' codec spec (default fp32; sharded: minmax:bits=8); repeat to "
-                  "train once per codec and compare")
-      ->take_all();
-  sub->add_option("--weights-codec", command.weights_codec,
-                  "sharded: the codec of the gathered weights (default "
-                  "minmax:bits=8,rounding=shift)");
+  sub.option_defaults()->group(kModelGroup);
+  sub.add_option("--model", c.model, "mlp, cnn (default), resmlp (102 tensors), char-lstm, gpt (a small GPT-style decoder) or "
+                 "recommender");
+  sub.add_option("--data", c.data,
+                 "fashion-mnist (mlp, cnn, resmlp), fortunes (char-lstm, gpt) or clicks (recommender); "
+                 "default: the model's");
+  sub.add_option("--data-dir", c.data_dir,
+                 "dataset directory (default /usr/share/datasets/fashion-mnist or "
+                 "/usr/share/games/fortunes)");
+  sub.add_option("--sequence-length", c.sequence_length, "char-lstm, gpt: characters per sample (64)");
+  sub.add_option("--hidden", c.hidden, "char-lstm: LSTM width; gpt: model width (256)");
+  sub.add_option("--layers", c.layers, "gpt: transformer blocks (4)");
+  sub.add_option("--fields", c.fields, "recommender: categorical fields (8)");
+  sub.add_option("--values-per-field", c.values_per_field,
+                 "recommender: rows of each embedding table (100000)");
+  sub.add_option("--click-samples", c.click_samples, "recommender: training samples (200000)");
+  sub.add_option("--seed", c.seed, "seed of initialisation, data order and codecs (default 1)");
 }
 
-// The optimizer, its schedule, and how long the run is.
-void add_optimizer_options(CLI::App* sub, TrainCommand& command) {
+void add_optimizer_options(CLI::App& sub, TrainCommand& command) {
   auto& c = command.config;
-  sub->add_option("--optimizer", c.optimizer, "sgd (default), adam or adamw");
-  sub->add_option("--lr", c.lr, "learning rate (default 0.05)");
-  sub->add_option("--lr-schedule", c.lr_schedule,
-                  "constant (default), cosine or linear decay to 0 over the run");
-  sub->add_option("--warmup-steps", c.warmup_steps,
-                  "linear warm-up from lr/N to lr over the first N steps (default 0)");
-  sub->add_option("--momentum", c.momentum, "SGD momentum (default 0.9)");
-  sub->add_option("--weight-decay", c.weight_decay, "weight decay (default 0)");
-  sub->add_option("--beta1", c.beta1, "Adam beta1 (default 0.9)");
-  sub->add_option("--beta2", c.beta2, "Adam beta2 (default 0.999)");
-  sub->add_option("--eps", c.eps, "Adam epsilon (default 1e-8)");
-  sub->add_option("--epochs", c.epochs, "epochs (default 1)");
-  sub->add_option("--batch", c.batch, "samples per rank per step (default 64)");
-  sub->add_option("--max-steps-per-epoch", c.max_steps_per_epoch,
-                  "cap on steps per epoch (default 0: the whole training set)");
-  sub->add_option("--seed", c.seed, "seed of initialisation, data order and codecs (default 1)");
+  sub.option_defaults()->group(kOptimizerGroup);
+  sub.add_option("--optimizer", c.optimizer, "sgd (default), adam or adamw");
+  sub.add_option("--lr", c.lr, "learning rate (default 0.05)");
+  sub.add_option("--lr-schedule", c.lr_schedule,
+                 "constant (default), cosine or linear decay to 0 over the run");
+  sub.add_option("--warmup-steps", c.warmup_steps,
+                 "linear warm-up from lr/N to lr over the first N steps (default 0)");
+  sub.add_option("--momentum", c.momentum, "SGD momentum (default 0.9)");
+  sub.add_option("--weight-decay", c.weight_decay, "weight decay (default 0)");
+  sub.add_option("--beta1", c.beta1, "Adam beta1 (default 0.9)");
+  sub.add_option("--beta2", c.beta2, "Adam beta2 (default 0.999)");
+  sub.add_option("--eps", c.eps, "Adam epsilon (default 1e-8)");
+  sub.add_option("--epochs", c.epochs, "epochs (default 1)");
+  sub.add_option("--batch", c.batch, "samples per rank per step (default 64)");
+  sub.add_option("--max-steps-per-epoch", c.max_steps_per_epoch,
+                 "cap on steps per epoch (default 0: the whole training set)");
 }
 
-// Which gradients are reduced together (MergeComp).
-void add_bucket_options(CLI::App* sub, TrainCommand& command) {
-  auto& c = command.config;
-  sub->add_option("--buckets", c.buckets,
-                  "which gradients are reduced together: ddp (default: DDP's size caps), "
-                  "layerwise, one, groups:N1,N2,.. (tensor counts, last layers first) or "
-                  "mergecomp (profiled, then searched)");
-  sub->add_option("--bucket-cap", command.bucket_cap, "bucket size cap (default 25M)");
-  sub->add_option("--first-bucket", command.first_bucket, "first bucket's cap (default 1M)");
-  sub->add_option("--plan-steps", c.plan_steps,
-                  "mergecomp: steps profiled before planning, the first not counted (default 5)");
-  sub->add_option("--plan-groups", c.plan_max_groups,
-                  "mergecomp: most groups searched, Algorithm 2's Y (default 2)");
-  sub->add_option("--plan-alpha", c.plan_alpha,
-                  "mergecomp: stop adding groups that gain less than this share, α (default 0.01)");
-  sub->add_flag("--no-overlap-updates", command.no_overlap_updates,
-                "take the optimizer step after the last bucket's exchange, not bucket by bucket "
-                "as each bucket's means arrive (the same results; for measuring the overlap)");
+void add_codec_options(CLI::App& sub, TrainCommand& command, TrainOptionSet set) {
+  sub.option_defaults()->group(kCodecGroup);
+  if (set == TrainOptionSet::train) {
+    sub.add_option("--codec", command.codecs,
+                   "the gradients' codec spec (default fp32; sharded: minmax:bits=8; the list "
+                   "below, `qccl codecs` for their properties); repeat to train once per codec "
+                   "and compare")
+        ->take_all();
+    sub.add_option("--weights-codec", command.weights_codec,
+                   "sharded: the codec of the gathered weights (default "
+                   "minmax:bits=8,rounding=shift)");
+  } else {
+    sub.add_option("--codec", command.codecs,
+                   "the gradients' codec spec (default fp32; the list below, `qccl codecs` for "
+                   "their properties); repeat to plan once per codec")
+        ->take_all();
+  }
+  sub.add_option("--algo", command.launch.algorithm,
+                 "ring (default), halving-doubling (or tree) or native (fp32/fp16 via MPI)");
+  sub.add_flag("--dense-embeddings", command.dense_embeddings,
+               "recommender: embedding gradients as dense tensors (default: sparse rows)");
+  if (set == TrainOptionSet::train) {
+    sub.add_flag("--no-overlap-updates", command.no_overlap_updates,
+                 "take the optimizer step after the last bucket's exchange, not bucket by bucket "
+                 "as each bucket's means arrive (the same results; for measuring the overlap)");
+  }
 }
 
-// Checkpoints, logs, failures and checks of the run.
-void add_run_options(CLI::App* sub, TrainCommand& command) {
+void add_engine_options(CLI::App& sub, TrainCommand& command, TrainOptionSet set) {
   auto& c = command.config;
-  sub->add_option("--checkpoint-dir", c.checkpoint_dir, "write checkpoints here");
-  sub->add_option("--checkpoint-every", c.checkpoint_every,
-                  "checkpoint every K steps (default 0: at the end only)");
-  sub->add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint-dir");
-  sub->add_option("--stop-after", c.stop_after_steps,
-                  "stop after N steps of this invocation (saving a checkpoint if "
-                  "--checkpoint-dir is set), to --resume later");
-  sub->add_flag("--force", c.force, "replace an existing log or checkpoint");
-  sub->add_option("--log", c.log_path, "JSON-lines log of every metric");
-  sub->add_option("--summary-json", command.summary_json, "write the summaries as JSON");
-  sub->add_flag("--skip-nonfinite", c.skip_nonfinite,
-                "skip steps whose gradients hold NaN/Inf instead of stopping");
-  sub->add_option("--max-skipped-consecutive", c.max_skipped_consecutive,
-                  "with --skip-nonfinite: stop when more steps than this are skipped in a row "
-                  "(default 3)");
-  sub->add_option("--max-skipped-total", c.max_skipped_total,
-                  "with --skip-nonfinite: stop when more steps than this are skipped in all "
-                  "(default 10)");
-  sub->add_option("--verify-every", c.verify_every,
-                  "compare the replicas' parameters across ranks every K steps (default 100; "
-                  "0: only after a resume, at checkpoints and at the end)");
-  sub->add_option("--threads", c.threads, "libtorch threads per rank (default 1)");
+  sub.option_defaults()->group(kEngineGroup);
+  if (set == TrainOptionSet::train) {
+    sub.add_option("--engine", c.engine,
+                   "data-parallel (default: replicas, gradient buckets) or sharded (QSDP: each "
+                   "rank owns 1/n of every parameter; weights gathered per block)");
+  }
+  add_launch_options(sub, command.launch, {.algorithm = ""});  // --ranks, --timeout
+  sub.option_defaults()->group(kEngineGroup);
+  sub.add_option("--threads", c.threads, "libtorch threads per rank (default 1)");
 }
 
-// The sizes of the models that have them.
-void add_model_size_options(CLI::App* sub, TrainCommand& command) {
+void add_bucket_options(CLI::App& sub, TrainCommand& command, TrainOptionSet set) {
   auto& c = command.config;
-  sub->add_option("--sequence-length", c.sequence_length, "char-lstm, gpt: characters per sample (64)");
-  sub->add_option("--hidden", c.hidden, "char-lstm: LSTM width; gpt: model width (256)");
-  sub->add_option("--layers", c.layers, "gpt: transformer blocks (4)");
-  sub->add_option("--fields", c.fields, "recommender: categorical fields (8)");
-  sub->add_option("--values-per-field", c.values_per_field,
-                  "recommender: rows of each embedding table (100000)");
-  sub->add_option("--click-samples", c.click_samples, "recommender: training samples (200000)");
-  sub->add_flag("--dense-embeddings", command.dense_embeddings,
-                "recommender: embedding gradients as dense tensors (default: sparse rows)");
+  sub.option_defaults()->group(kBucketGroup);
+  if (set == TrainOptionSet::train) {
+    sub.add_option("--buckets", c.buckets,
+                   "which gradients are reduced together: ddp (default: DDP's size caps), "
+                   "layerwise, one, groups:N1,N2,.. (tensor counts, last layers first) or "
+                   "mergecomp (profiled, then searched)");
+  }
+  sub.add_option("--bucket-cap", command.bucket_cap, "bucket size cap (default 25M)");
+  sub.add_option("--first-bucket", command.first_bucket, "first bucket's cap (default 1M)");
+  sub.add_option("--plan-steps", c.plan_steps,
+                 "mergecomp: steps profiled before planning, the first not counted (default 5)");
+  sub.add_option("--plan-groups", c.plan_max_groups,
+                 "mergecomp: most groups searched, Algorithm 2's Y (default 2)");
+  sub.add_option("--plan-alpha", c.plan_alpha,
+                 "mergecomp: stop adding groups that gain less than this share, α (default 0.01)");
+  if (set == TrainOptionSet::plan) {
+    sub.add_option("--link-rate", command.link_rate,
+                   "plan for links of this rate (e.g. 1gbit, 10gbit) instead of the measured one");
+  }
+}
+
+// Checkpoints, failures and checks of a training run (plan has none).
+void add_run_options(CLI::App& sub, TrainCommand& command) {
+  auto& c = command.config;
+  sub.option_defaults()->group(kRunGroup);
+  // Read before parsing (expand_train_config); declared for --help only.
+  sub.add_option("--config", command.config_file,
+                 "read options from a TOML-style file (the command line wins)");
+  sub.add_option("--checkpoint-dir", c.checkpoint_dir, "write checkpoints here");
+  sub.add_option("--checkpoint-every", c.checkpoint_every,
+                 "checkpoint every K steps (default 0: at the end only)");
+  sub.add_flag("--resume", c.resume, "continue from the checkpoint in --checkpoint-dir");
+  sub.add_option("--stop-after", c.stop_after_steps,
+                 "stop after N steps of this invocation (saving a checkpoint if "
+                 "--checkpoint-dir is set), to --resume later");
+  sub.add_flag("--skip-nonfinite", c.skip_nonfinite,
+               "skip steps whose gradients hold NaN/Inf instead of stopping");
+  sub.add_option("--max-skipped-consecutive", c.max_skipped_consecutive,
+                 "with --skip-nonfinite: stop when more steps than this are skipped in a row "
+                 "(default 3)");
+  sub.add_option("--max-skipped-total", c.max_skipped_total,
+                 "with --skip-nonfinite: stop when more steps than this are skipped in all "
+                 "(default 10)");
+  sub.add_option("--verify-every", c.verify_every,
+                 "compare the replicas' parameters across ranks every K steps (default 100; "
+                 "0: only after a resume, at checkpoints and at the end)");
+}
+
+void add_output_options(CLI::App& sub, TrainCommand& command, TrainOptionSet set) {
+  auto& c = command.config;
+  sub.option_defaults()->group(kOutputGroup);
+  sub.add_option("--log", c.log_path,
+                 "JSON-lines log of every metric (several codecs: one file each, named after "
+                 "the codec, printed at the start)");
+  sub.add_option("--summary-json", command.summary_json, "write the summaries as JSON");
+  sub.add_flag("--force", c.force,
+               set == TrainOptionSet::train ? "replace an existing log, summary or checkpoint"
+                                            : "replace an existing log or summary");
+  sub.add_flag("--quiet", command.launch.quiet,
+               set == TrainOptionSet::train ? "no progress bar or per-epoch lines"
+                                            : "no progress lines");
 }
 
 }  // namespace
 
-void add_train_options(CLI::App& app, TrainCommand& command) {
-  CLI::App* sub = &app;
+void add_train_options(CLI::App& app, TrainCommand& command, TrainOptionSet set) {
   // An option given twice (in the config file, then on the command line)
   // takes the last value.
-  sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  add_model_and_codec_options(sub, command);
-  add_optimizer_options(sub, command);
-  add_bucket_options(sub, command);
-  add_run_options(sub, command);
-  add_model_size_options(sub, command);
-  add_launch_options(*sub, command.launch,
-                     {.algorithm = "ring (default), halving-doubling (or tree) or native "
-                                   "(fp32/fp16 via MPI)",
-                      .quiet = "no progress bar or per-epoch lines"});
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  add_model_options(app, command);
+  add_optimizer_options(app, command);
+  add_codec_options(app, command, set);
+  add_engine_options(app, command, set);
+  add_bucket_options(app, command, set);
+  if (set == TrainOptionSet::train) add_run_options(app, command);
+  add_output_options(app, command, set);
 }
 
 namespace {
@@ -307,6 +357,58 @@ std::string format_bytes(double bytes) {
 
 }  // namespace
 
+namespace {
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(digits) << value;
+  return out.str();
+}
+
+// The summary table's columns: the result, then the training thread's step
+// split, the communication thread's, and the bytes of a step.
+TextTable summary_table(bool perplexity) {
+  using A = TextTable::Align;
+  const std::string training = "training thread, ms/step", comm = "comm thread, ms/step";
+  const std::string bytes = "per step";
+  return TextTable({{"codec", A::left, ""},
+                    {perplexity ? "perplexity" : "accuracy", A::right, ""},
+                    {"wall s", A::right, ""},
+                    {"steps/s", A::right, ""},
+                    {"data", A::right, training},
+                    {"compute", A::right, training},
+                    {"wait", A::right, training},
+                    {"optim", A::right, training},
+                    {"encode", A::right, comm},
+                    {"comm", A::right, comm},
+                    {"decode", A::right, comm},
+                    {"payload", A::right, bytes},
+                    {"sent", A::right, bytes},
+                    {"ratio", A::right, bytes},
+                    {"faults", A::right, bytes}});
+}
+
+std::vector<std::string> summary_row(const engines::TrainSummary& r, bool perplexity) {
+  const auto ms = [](double s) { return fixed(s * 1e3, 2); };
+  return {r.codec,
+          fixed(r.final_metric, perplexity ? 3 : 4),
+          fixed(r.wall_seconds, 1),
+          fixed(r.steps_per_second, 1),
+          ms(r.split.data),
+          ms(r.split.compute),
+          ms(r.split.waiting),
+          ms(r.split.optimizer),
+          ms(r.split.encode),
+          ms(r.split.communicate),
+          ms(r.split.decode),
+          format_bytes(r.payload_bytes_per_step),
+          r.sent_bytes_per_step ? format_bytes(*r.sent_bytes_per_step) : std::string("(MPI)"),
+          fixed(r.compression_ratio, 1) + "x",
+          fixed(static_cast<double>(r.split.faults + r.split.communication_faults), 0)};
+}
+
+}  // namespace
+
 void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSummary>& runs) {
   if (runs.empty()) return;
   const auto& first = runs.front();
@@ -319,39 +421,37 @@ void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSu
   } else {
     out << " in " << first.buckets << " bucket(s)\n";
   }
-  std::size_t width = 5;
-  for (const auto& r : runs) width = std::max(width, r.codec.size());
   const bool perplexity = first.metric_name == "perplexity";
-  out << std::left << std::setw(static_cast<int>(width)) << "codec" << std::right
-      << std::setw(11) << (perplexity ? "perplexity" : "accuracy") << std::setw(10) << "wall s"
-      << std::setw(9) << "steps/s" << "  | ms/step: " << std::setw(6) << "data" << std::setw(9)
-      << "compute" << std::setw(8) << "wait" << std::setw(7) << "optim" << "  | comm thread: "
-      << std::setw(7) << "encode" << std::setw(8) << "comm" << std::setw(8) << "decode"
-      << "  | " << std::setw(11) << "payload" << std::setw(11) << "sent" << std::setw(7)
-      << "ratio" << std::setw(9) << "faults" << "\n";
+  auto table = summary_table(perplexity);
+  for (const auto& r : runs) table.add_row(summary_row(r, perplexity));
+  table.print(out);
   for (const auto& r : runs) {
-    const auto ms = [](double s) { return s * 1e3; };
-    out << std::left << std::setw(static_cast<int>(width)) << r.codec << std::right << std::fixed
-        << std::setprecision(perplexity ? 3 : 4) << std::setw(11) << r.final_metric
-        << std::setprecision(1) << std::setw(10) << r.wall_seconds << std::setw(9)
-        << r.steps_per_second << "  |          " << std::setprecision(2) << std::setw(6)
-        << ms(r.split.data) << std::setw(9) << ms(r.split.compute) << std::setw(8)
-        << ms(r.split.waiting) << std::setw(7) << ms(r.split.optimizer) << "  |              "
-        << std::setw(7) << ms(r.split.encode) << std::setw(8) << ms(r.split.communicate)
-        << std::setw(8) << ms(r.split.decode) << "  | " << std::setw(11)
-        << format_bytes(r.payload_bytes_per_step) << std::setw(11)
-        << (r.sent_bytes_per_step ? format_bytes(*r.sent_bytes_per_step) : std::string("(MPI)"))
-        << std::setprecision(1) << std::setw(6)
-        << r.compression_ratio << "x" << std::setprecision(0) << std::setw(9)
-        << r.split.faults + r.split.communication_faults << std::defaultfloat << "\n";
-    if (r.skipped_steps > 0) out << "  (" << r.skipped_steps << " steps skipped: NaN/Inf)\n";
+    if (r.skipped_steps > 0) out << r.codec << ": " << r.skipped_steps << " steps skipped (NaN/Inf)\n";
   }
-  out << "ms/step: the training thread (data + compute + wait + optim = one step); comm "
-         "thread: time spent per step encoding,\ncommunicating and decoding buckets, overlapping "
-         "compute. payload: one rank's encoded gradient per step (sharded: its weight shards, once per gather, and its\n"
-         "gradient); sent: bytes rank 0 sent per step; "
-         "faults: minor page faults per step on rank 0, both threads (0 once every buffer is reused).\n";
+  out << "training thread: data + compute + wait + optim = one step. comm thread: time per step spent\n"
+         "encoding, communicating and decoding buckets, overlapping compute. payload: one rank's encoded\n"
+         "gradient per step (sharded: also its weight shards, once per gather). sent: bytes rank 0 sent\n"
+         "per step. faults: minor page faults per step on rank 0, both threads (0 once buffers are reused).\n";
 }
+
+namespace {
+
+// With several codecs each run writes its own log and checkpoints, named
+// after the codec (path_for_codec): say which file is whose before the
+// first run starts.
+template <typename ConfigFor>
+void print_output_names(std::ostream& out, const std::vector<std::string>& codecs,
+                        const ConfigFor& config_for) {
+  for (std::size_t k = 0; k < codecs.size(); ++k) {
+    const auto config = config_for(k);
+    if (!config.log_path.empty()) out << "log of " << codecs[k] << ": " << config.log_path << "\n";
+    if (!config.checkpoint_dir.empty()) {
+      out << "checkpoints of " << codecs[k] << ": " << config.checkpoint_dir << "\n";
+    }
+  }
+}
+
+}  // namespace
 
 int run_train_command(TrainCommand& command, int argc, char** argv) {
   auto& c = command.config;
@@ -408,6 +508,7 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
                          engines::OutputPath::Kind::replaced, false});
     }
     engines::check_outputs(comm, outputs);
+    if (root && specs.size() > 1) print_output_names(std::cerr, command.codecs, config_for);
     for (std::size_t k = 0; k < specs.size(); ++k) {
       if (root && specs.size() > 1 && !command.launch.quiet) std::cerr << "== " << specs[k].text() << "\n";
       runs.push_back(engines::train(comm, config_for(k)));

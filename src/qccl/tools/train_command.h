@@ -29,8 +29,12 @@ struct TrainCommand {
 };
 
 CLI::App* add_train(CLI::App& app, TrainCommand& command);
-// train's options on `app` (qccl plan takes them too).
-void add_train_options(CLI::App& app, TrainCommand& command);
+// Which of train's options a command takes: all of them, or those that shape
+// `qccl plan`'s profile (no checkpoints, run control, engine or --buckets;
+// --link-rate besides).
+enum class TrainOptionSet { train, plan };
+// train's options on `app`, in the groups its --help shows.
+void add_train_options(CLI::App& app, TrainCommand& command, TrainOptionSet set);
 
 // `qccl train --config FILE`: replaces the --config pair in `args` (argv
 // without the program name) by the options FILE sets, placed first so that
