@@ -48,6 +48,31 @@ TEST(CodecSpecTest, RejectsMalformedSpecs) {
   }
 }
 
+// Nesting and length are bounded before parsing, so a spec from a config
+// file or Python cannot take quadratic time or exhaust the stack.
+TEST(CodecSpecTest, RefusesSpecsNestedOrLongBeyondTheLimitsNamingThem) {
+  const auto nested = [](int depth) {
+    std::string text;
+    for (int i = 0; i < depth; ++i) text += "ef(";
+    text += "fp32";
+    for (int i = 0; i < depth; ++i) text += ")";
+    return text;
+  };
+  EXPECT_NO_THROW(parse_spec_syntax(nested(kMaxSpecNesting)));
+  EXPECT_THAT(error_of(nested(kMaxSpecNesting + 1)),
+              HasSubstr("nests " + std::to_string(kMaxSpecNesting + 1) + " wrappers; at most " +
+                        std::to_string(kMaxSpecNesting)));
+  // Deep enough to overflow the stack if it recursed: refused at once.
+  EXPECT_THAT(error_of(nested(100000)), HasSubstr("characters is refused"));
+  EXPECT_THAT(error_of(std::string(200, '(') + "fp32" + std::string(200, ')')),
+              HasSubstr("nests 200 wrappers"));
+  std::string long_params = "global-qsgd:bits=8";
+  while (long_params.size() <= kMaxSpecLength) long_params += ",bits=8";
+  EXPECT_THAT(error_of(long_params), HasSubstr("specs are at most 1024 characters"));
+  // The message quotes the start of the text, not all of it.
+  EXPECT_LT(error_of(nested(100000)).size(), 300u);
+}
+
 TEST(CodecSpecTest, ErrorsListWhatIsValid) {
   EXPECT_THAT(error_of("zstd"), HasSubstr("valid codecs: fp32, fp16, global-qsgd, qsgd"));
   EXPECT_THAT(error_of("global-qsgd:level=3"), HasSubstr("valid: bits, dither, norm, sparse"));

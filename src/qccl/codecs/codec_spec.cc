@@ -48,9 +48,34 @@ std::size_t closing_parenthesis(std::string_view text, std::size_t open) {
   return std::string_view::npos;
 }
 
+// A spec's size is checked before anything else reads it: at most
+// kMaxSpecLength characters and kMaxSpecNesting wrappers, so that each
+// level's copy of its inner text keeps the whole parse linear in the text
+// and no spec, from a config file or Python, can exhaust the stack.
+void check_spec_size(std::string_view text) {
+  if (text.size() > kMaxSpecLength) {
+    throw InvalidArgument("a codec spec of " + std::to_string(text.size()) +
+                          " characters is refused: specs are at most " +
+                          std::to_string(kMaxSpecLength) + " characters (it begins '" +
+                          std::string(text.substr(0, 40)) + "...')");
+  }
+  int depth = 0, deepest = 0;
+  for (const char ch : text) {
+    if (ch == '(') deepest = std::max(deepest, ++depth);
+    if (ch == ')') --depth;
+  }
+  if (deepest > kMaxSpecNesting) {
+    throw InvalidArgument("codec spec '" + std::string(text.substr(0, 60)) + "...' nests " +
+                          std::to_string(deepest) + " wrappers; at most " +
+                          std::to_string(kMaxSpecNesting) +
+                          " are allowed (one is what error feedback needs: ef(SPEC))");
+  }
+}
+
 }  // namespace
 
 SpecSyntax parse_spec_syntax(std::string_view text) {
+  check_spec_size(text);
   SpecSyntax spec;
   const auto name_end = text.find_first_of(":(");
   spec.name = trim(text.substr(0, name_end));

@@ -4,6 +4,7 @@
 // "global-qsgd:bits=8,norm=2", "ef(global-qsgd:bits=4)".
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -21,8 +22,15 @@ struct SpecSyntax {
   std::vector<std::pair<std::string, std::string>> params;
 };
 
+// The largest spec accepted, in characters and in wrappers nested one in
+// another (ef(ef(x)) nests 2): far beyond any meaningful spec, small
+// enough that parsing stays linear and shallow.
+inline constexpr std::size_t kMaxSpecLength = 1024;
+inline constexpr int kMaxSpecNesting = 4;
+
 // Parses the syntax only (the inner spec of a wrapper is checked when it is
-// built); throws InvalidArgument on malformed text.
+// built); throws InvalidArgument on malformed text, and on text longer than
+// kMaxSpecLength or nested deeper than kMaxSpecNesting.
 SpecSyntax parse_spec_syntax(std::string_view text);
 
 // Shortest text that reads back as `value` ("0.9", "1e-08").
