@@ -1,11 +1,13 @@
 // The training engine's data layer: readers, generator and epoch order.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -107,6 +109,62 @@ TEST(FashionMnist, MissingTruncatedAndBadLabelFilesAreNamed) {
   }
   std::ofstream(bad / "t10k-images-idx3-ubyte.gz") << "not gzip and not idx";
   EXPECT_THROW(read_fashion_mnist(bad.string(), Split::test), InvalidArgument);
+}
+
+std::string error_of(const std::function<void()>& read) {
+  try {
+    read();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// Inputs that would hang a reader (a FIFO with no writer) or never end
+// (/dev/zero behind a link) are refused by their type before a byte is
+// read; the other failures say the system's reason, and only a missing
+// file gets the hint about installing the dataset.
+TEST(FashionMnist, FifosDevicesAndDirectoriesAreRefusedAtOnce) {
+  const auto dir = scratch_dir("special");
+  write_fake_fashion(dir, 10);
+  const auto images = dir / "train-images-idx3-ubyte.gz";
+  fs::remove(images);
+  ASSERT_EQ(::mkfifo(images.c_str(), 0600), 0);
+  EXPECT_NE(error_of([&] { read_fashion_mnist(dir.string(), Split::train); })
+                .find("is a FIFO (named pipe), not a regular file"),
+            std::string::npos);
+  fs::remove(images);
+  fs::create_symlink("/dev/zero", images);
+  EXPECT_NE(error_of([&] { read_fashion_mnist(dir.string(), Split::train); })
+                .find("is a character device, not a regular file"),
+            std::string::npos);
+  fs::remove(images);
+  fs::create_directory(images);
+  const auto directory = error_of([&] { read_fashion_mnist(dir.string(), Split::train); });
+  EXPECT_NE(directory.find("is a directory, not a regular file"), std::string::npos) << directory;
+  EXPECT_EQ(directory.find("dataset-fashion-mnist"), std::string::npos) << directory;
+  fs::remove(images);
+  fs::create_symlink(dir / "no-such-file", images);  // a dangling link: missing
+  EXPECT_NE(error_of([&] { read_fashion_mnist(dir.string(), Split::train); })
+                .find("No such file or directory (install Debian's dataset-fashion-mnist"),
+            std::string::npos);
+}
+
+// A header that declares more values than the file can hold is refused
+// before anything is allocated for them; trailing data is refused too.
+TEST(FashionMnist, DeclaredSizesAreBoundedByTheFileAndReadExactly) {
+  const auto dir = scratch_dir("declared");
+  write_fake_fashion(dir, 10);
+  write_gzip(dir / "train-labels-idx1-ubyte.gz", idx_header({4000000000u}));
+  EXPECT_NE(error_of([&] { read_fashion_mnist(dir.string(), Split::train); })
+                .find("declares 4000000000 values, more than a file of its size can hold"),
+            std::string::npos);
+  auto images = idx_header({10, 28, 28});
+  images.resize(images.size() + 10 * 784 + 3, 7);
+  write_gzip(dir / "t10k-images-idx3-ubyte.gz", images);
+  EXPECT_NE(error_of([&] { read_fashion_mnist(dir.string(), Split::test); })
+                .find("has trailing data after its 7840 values"),
+            std::string::npos);
 }
 
 TEST(Fortunes, SplitsDocumentsAndMapsEveryByte) {

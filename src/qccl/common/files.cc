@@ -11,6 +11,7 @@
 #include <system_error>
 
 #include "qccl/common/errors.h"
+#include "qccl/common/readable_file.h"
 
 namespace qccl {
 namespace {
@@ -118,14 +119,7 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   }
 }
 
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidArgument("cannot read '" + path + "': it is missing or unreadable");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) throw InvalidArgument("could not read all of '" + path + "' (an I/O error)");
-  return std::move(bytes).str();
-}
+std::string read_whole_file(const std::string& path) { return read_regular_file(path); }
 
 LineFile::LineFile(const std::string& path, bool truncate) : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0),

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "qccl/common/errors.h"
+#include "qccl/common/readable_file.h"
 
 namespace qccl::data {
 namespace {
@@ -60,9 +61,7 @@ TextCorpus read_fortunes(const std::string& directory, std::size_t test_every) {
   std::string train, test;
   TextCorpus corpus;
   for (const auto& path : files) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InvalidArgument("cannot read '" + path.string() + "'");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string text = read_regular_file(path.string());
     for (auto& fortune : split_fortunes(text)) {
       (corpus.documents % test_every == test_every - 1 ? test : train) += fortune;
       ++corpus.documents;

@@ -12,6 +12,7 @@
 #include "qccl/common/counter_rng.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
+#include "qccl/common/readable_file.h"
 #include "qccl/transport/local_transport.h"
 
 namespace qccl::tools {
@@ -22,6 +23,7 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 
 std::vector<float> read_input(const std::string& path, int ranks) {
+  check_readable_file(path);  // a regular file: its size is known, nothing blocks
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw InvalidArgument("simulate: cannot open input file '" + path + "'");
   const auto bytes = static_cast<std::size_t>(in.tellg());

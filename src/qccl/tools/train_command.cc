@@ -13,6 +13,7 @@
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
+#include "qccl/common/readable_file.h"
 #include "qccl/training/train_output.h"
 #include "qccl/tools/codec_help.h"
 #include "qccl/tools/exit_codes.h"
@@ -247,8 +248,10 @@ std::vector<std::string> options_of_line(const std::string& key, const std::stri
 
 std::vector<std::string> read_train_config(const std::string& path,
                                            const std::vector<std::string>& known) {
-  if (std::filesystem::is_directory(path)) {
-    throw InvalidArgument("the config file '" + path + "' is a directory; pass a file");
+  try {
+    check_readable_file(path);  // a regular file: never a directory, FIFO or device
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("--config: ") + e.what());
   }
   std::ifstream in(path);
   if (!in) throw InvalidArgument("cannot read the config file '" + path + "'");

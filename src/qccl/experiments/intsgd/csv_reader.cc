@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "qccl/common/errors.h"
+#include "qccl/common/readable_file.h"
 #include "qccl/experiments/intsgd/readers.h"
 
 namespace qccl::convex {
@@ -70,6 +71,7 @@ Dataset parse_csv(std::istream& in, const std::string& source, int label_column)
 }
 
 Dataset read_csv(const std::string& path, int label_column) {
+  check_readable_file(path);  // a regular file: never a FIFO or a device
   std::ifstream in(path);
   if (!in) throw InvalidArgument("cannot open CSV file '" + path + "'");
   return parse_csv(in, path, label_column);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "qccl/common/errors.h"
+#include "qccl/common/readable_file.h"
 #include "qccl/experiments/intsgd/readers.h"
 
 namespace qccl::convex {
@@ -90,6 +91,7 @@ Dataset parse_libsvm(std::istream& in, const std::string& source) {
 }
 
 Dataset read_libsvm(const std::string& path) {
+  check_readable_file(path);  // a regular file: never a FIFO or a device
   std::ifstream in(path);
   if (!in) throw InvalidArgument("cannot open LibSVM file '" + path + "'");
   return parse_libsvm(in, path);

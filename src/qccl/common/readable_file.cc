@@ -1,0 +1,80 @@
+#include "qccl/common/readable_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+}  // namespace
+
+ReadableFile::ReadableFile(const std::string& path, std::string_view missing_hint) : path_(path) {
+  // O_NONBLOCK: opening a FIFO with no writer returns at once instead of
+  // waiting for one; it is then refused by its type below.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd_ < 0) {
+    const int error = errno;
+    std::string message = "cannot open '" + path + "': " + std::system_category().message(error);
+    if (error == ENOENT && !missing_hint.empty()) message += " (" + std::string(missing_hint) + ")";
+    throw InvalidArgument(message);
+  }
+  struct stat status {};
+  if (::fstat(fd_, &status) != 0 || !S_ISREG(status.st_mode)) {
+    const std::string kind = S_ISREG(status.st_mode) ? "unreadable" : kind_of(status.st_mode);
+    ::close(fd_);
+    fd_ = -1;
+    throw InvalidArgument("'" + path + "' is " + kind + ", not a regular file; pass the file itself");
+  }
+  size_ = static_cast<std::uint64_t>(status.st_size);
+  // Regular files never block; reads go back to the ordinary mode.
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+}
+
+ReadableFile::~ReadableFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int ReadableFile::release() {
+  const int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
+
+void check_readable_file(const std::string& path, std::string_view missing_hint) {
+  ReadableFile file(path, missing_hint);
+}
+
+std::string read_regular_file(const std::string& path, std::string_view missing_hint) {
+  ReadableFile file(path, missing_hint);
+  std::string bytes(file.size(), '\0');
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::read(file.fd(), bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw InvalidArgument("could not read '" + path + "': " +
+                            std::system_category().message(errno));
+    }
+    if (n == 0) break;  // it shrank since it was opened
+    got += static_cast<std::size_t>(n);
+  }
+  bytes.resize(got);
+  return bytes;
+}
+
+}  // namespace qccl
