@@ -51,7 +51,9 @@ class CountingTransport final : public Transport {
   }
   std::unique_ptr<Transport> duplicate(Timeout timeout) override { return inner_.duplicate(timeout); }
   void interrupt(std::string_view reason) noexcept override { inner_.interrupt(reason); }
-  void abort(std::string_view reason) noexcept override { inner_.abort(reason); }
+  void abort(std::string_view reason, int exit_code) noexcept override {
+    inner_.abort(reason, exit_code);
+  }
 
  private:
   Transport& inner_;

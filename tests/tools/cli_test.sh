@@ -263,6 +263,10 @@ expect "train: a rank that updates after the last bucket fails at once, naming i
   "${mpirun[@]}" -np 1 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet \
   --no-overlap-updates --timeout 20000 : -np 1 "$qccl" train --model mlp --max-steps-per-epoch 4 \
   --quiet --timeout 20000
+expect "train: a missing dataset exits 2 in process" 2 "cannot open '/nonexistent/train-images" -- \
+  "$qccl" train --model mlp --data-dir /nonexistent --ranks 2 --quiet
+expect "train: a missing dataset exits 2 under mpirun too" 2 "cannot open '/nonexistent/train-images" -- \
+  "${mpirun[@]}" -np 2 "$qccl" train --model mlp --data-dir /nonexistent --quiet --timeout 20000
 expect "train compares codecs under mpirun" 0 'global-qsgd:bits=8,dither=exp.* 4\.0x' -- \
   "${mpirun[@]}" -np 2 "$qccl" train --model mlp --max-steps-per-epoch 4 --quiet \
   --codec fp32 --codec global-qsgd:bits=8,dither=exp

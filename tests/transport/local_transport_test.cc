@@ -105,7 +105,7 @@ TEST(LocalTransportTest, AbortWakesAWaitingReceive) {
   auto r = t0->irecv(1, 0, std::as_writable_bytes(std::span(buffer)));
   std::thread aborter([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    t1->abort("rank 1 cannot continue");
+    t1->abort("rank 1 cannot continue", 1);
   });
   try {
     r->wait(std::chrono::seconds(30));

@@ -111,9 +111,12 @@ int launch_on_ranks(int ranks, CommunicatorOptions options, int argc, char** arg
       if (reports) std::cerr << "qccl: error: " << e.what() << "\n";
       return kExitError;
     }
+    // A bad setting or input exits 2 under mpirun as in process: the abort
+    // carries the exit code that mpirun returns.
+    const int code = dynamic_cast<const InvalidArgument*>(&e) ? kExitUsage : kExitError;
     std::cerr << "qccl: error on rank " << transport->rank() << ": " << e.what() << "\n";
-    if (transport->size() > 1) transport->abort(e.what());
-    return dynamic_cast<const InvalidArgument*>(&e) ? kExitUsage : kExitError;
+    if (transport->size() > 1) transport->abort(e.what(), code);
+    return code;
   }
 }
 

@@ -404,7 +404,7 @@ class LocalTransport final : public Transport {
     rv.completed.notify_all();
   }
 
-  void abort(std::string_view reason) noexcept override {
+  void abort(std::string_view reason, int /*exit_code: no process to end*/) noexcept override {
     world_->abort("rank " + std::to_string(rank_) + " aborted: " + std::string(reason));
   }
 

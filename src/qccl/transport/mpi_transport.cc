@@ -340,12 +340,12 @@ class MpiTransport final : public Transport {
     if (interrupt_reason_.empty()) interrupt_reason_ = reason.empty() ? "interrupted" : reason;
   }
 
-  void abort(std::string_view reason) noexcept override {
+  void abort(std::string_view reason, int exit_code) noexcept override {
     // MPI prints its own abort banner; the reason goes first so it is seen.
     std::fprintf(stderr, "qccl: rank %d aborting the MPI job: %.*s\n", rank_,
                  static_cast<int>(reason.size()), reason.data());
     std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
   }
 
  private:

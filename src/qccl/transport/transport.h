@@ -135,9 +135,11 @@ class Transport {
 
   // Ends communication for every rank of the job: the in-process transport
   // fails every pending and later wait of every rank with a CommError naming
-  // `reason`; MPI calls MPI_Abort. Use it when a rank cannot continue, so its
-  // peers do not wait for it until their timeouts.
-  virtual void abort(std::string_view reason) noexcept = 0;
+  // `reason`; MPI calls MPI_Abort with `exit_code`, which mpirun then exits
+  // with (the in-process transport has no process to end and ignores it).
+  // Use it when a rank cannot continue, so its peers do not wait for it
+  // until their timeouts.
+  virtual void abort(std::string_view reason, int exit_code) noexcept = 0;
 
   TransportStats stats() const {
     return {bytes_sent_.load(std::memory_order_relaxed),
