@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Checks scripts/mpirun. Usage: mpirun_test.sh MPIRUN CLUSTER QCCL MODE
 #   MODE arguments: the mpirun command lines it builds (--dry-run) for one
-#     host and for many, its refusals of bad input, and a run on one host.
+#     host and for many, and its refusals of bad input (any machine).
+#   MODE hosts: the many-host path as a user runs it on real machines, on 2
+#     emulated hosts (scripts/cluster --login): a hostfile, --net, the
+#     namespace agent in place of ssh; `hostname`, `qccl bench allreduce`
+#     (one host with 2 ranks, another with 1) and a short `qccl train`. Needs
+#     root and `ip netns`; exits 77 (skipped) with the reason otherwise.
 set -u
 mpirun=$1
 cluster=$2
@@ -88,5 +93,70 @@ if [ "$mode" = arguments ]; then
   finish
 fi
 
-echo "unknown mode '$mode' (arguments)"
-exit 2
+if [ "$(id -u)" -ne 0 ]; then
+  echo "skipped: the emulated cluster needs root"
+  exit 77
+fi
+if ! ip netns list >/dev/null 2>&1; then
+  echo "skipped: 'ip netns' does not work on this machine"
+  exit 77
+fi
+
+prefix="qm$$"
+prefix=${prefix:0:8}
+# What a user types on the first of two machines, with the namespaces'
+# names for the machines' and the agent for ssh (docs/multi-node.md).
+cat >"$tmp/user.sh" <<EOF
+set -euo pipefail
+printf '%s\n' "$prefix-h0 slots=2" "$prefix-h1 slots=1" >"$tmp/hosts"
+launch() { "$mpirun" --hostfile "$tmp/hosts" --net "\$QCCL_CLUSTER_NET" --ssh-agent "\$QCCL_CLUSTER_AGENT" "\$@"; }
+echo "== hostname"
+launch -np 2 --map-by node hostname
+echo "== bench"
+launch -np 3 --display-map "$qccl" bench allreduce --codec global-qsgd --algo ring,native \
+  --min-bytes 1M --max-bytes 1M --iters 3 --warmup 1 --json | tee "$tmp/bench.out"
+echo "== train"
+launch -np 2 --map-by node "$qccl" train --model mlp --codec global-qsgd:bits=8 --epochs 1 \
+  --max-steps-per-epoch 5 --summary-json "$tmp/train.json"
+EOF
+started=$(date +%s)
+"$cluster" --hosts 2 --prefix "$prefix" --subnet 10.74.0 --login -- bash "$tmp/user.sh" >"$out" 2>&1
+status=$?
+echo "the runs took $(($(date +%s) - started)) s"
+section() { awk -v s="== $1" '$0 == s {on = 1; next} /^== / {on = 0} on' "$out"; }
+if [ "$status" -ne 0 ]; then
+  echo "FAIL: the runs on 2 hosts (exit $status)"
+  sed 's/^/    /' "$out" | tail -30
+  failures=$((failures + 1))
+else
+  echo "ok: hostname, bench allreduce and train ran on 2 hosts"
+fi
+[ "$(section hostname | sort | tr '\n' ' ')" = "$prefix-h0 $prefix-h1 " ] &&
+  echo "ok: one rank on each host" ||
+  { echo "FAIL: hostname printed: $(section hostname | tr '\n' ' ')"; failures=$((failures + 1)); }
+# The job map: ranks 0 and 1 on host 0, rank 2 on host 1.
+map=$(section bench | awk '/Data for node:/ {node = $4} /Process rank:/ {print $NF == "N/A" ? $(NF-2) : $NF, node}' |
+  sort -u | tr '\n' ' ')
+[[ "$map" == *"0 $prefix-h0"*"1 $prefix-h0"*"2 $prefix-h1"* ]] &&
+  echo "ok: bench ranks on 2 hosts ($map)" ||
+  { echo "FAIL: the bench's job map: '$map'"; failures=$((failures + 1)); }
+if /usr/bin/python3 - "$tmp/bench.out" "$tmp/train.json" <<'PY'
+import json, sys
+text = open(sys.argv[1]).read()  # the job map, then the JSON
+bench = json.loads(text[text.index("\n{") + 1:])
+assert bench["ranks"] == 3, bench
+assert len(bench["rows"]) == 2 and all(r["wrong"] == 0 for r in bench["rows"]), bench["rows"]
+train = json.load(open(sys.argv[2]))[0]
+assert train["ranks"] == 2 and train["codec"].startswith("global-qsgd"), train
+assert 0.1 < train["accuracy"] <= 1, train
+print(f"bench: {len(bench['rows'])} rows, 0 wrong; train: test accuracy {train['accuracy']}")
+PY
+then
+  echo "ok: the bench and the training's results"
+else
+  echo "FAIL: the bench's or the training's results"
+  failures=$((failures + 1))
+fi
+[ -z "$(ip netns list | awk '{print $1}' | grep "^${prefix}-")" ] ||
+  { echo "FAIL: namespaces left"; failures=$((failures + 1)); }
+finish
