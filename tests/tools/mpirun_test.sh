@@ -17,29 +17,7 @@ out=$(mktemp)
 tmp=$(mktemp -d)
 trap 'rm -rf "$out" "$tmp"' EXIT
 
-# expect NAME EXIT_CODE PATTERN -- COMMAND...
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  "$@" >"$out" 2>&1
-  local got=$?
-  if [ "$got" -ne "$code" ] || ! grep -Eq -- "$pattern" "$out"; then
-    echo "FAIL: $name (exit $got, expected $code; pattern '$pattern')"
-    sed 's/^/    /' "$out" | tail -20
-    failures=$((failures + 1))
-  else
-    echo "ok: $name"
-  fi
-}
-
-finish() {
-  if [ "$failures" -ne 0 ]; then
-    echo "$failures mpirun check(s) failed"
-    exit 1
-  fi
-  echo "all mpirun checks passed"
-  exit 0
-}
+. "$(dirname "$0")/script_checks.sh"
 
 if [ "$mode" = arguments ]; then
   root=
@@ -90,17 +68,10 @@ if [ "$mode" = arguments ]; then
     "$mpirun" --hostfle "$tmp/hosts" hostname
   expect "runs on one host" 0 '^ran 2 ranks$' -- \
     "$mpirun" -np 2 sh -c '[ "$OMPI_COMM_WORLD_RANK" != 0 ] || echo "ran $OMPI_COMM_WORLD_SIZE ranks"'
-  finish
+  finish mpirun
 fi
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "skipped: the emulated cluster needs root"
-  exit 77
-fi
-if ! ip netns list >/dev/null 2>&1; then
-  echo "skipped: 'ip netns' does not work on this machine"
-  exit 77
-fi
+skip_without_netns
 
 prefix="qm$$"
 prefix=${prefix:0:8}
@@ -159,4 +130,4 @@ else
 fi
 [ -z "$(ip netns list | awk '{print $1}' | grep "^${prefix}-")" ] ||
   { echo "FAIL: namespaces left"; failures=$((failures + 1)); }
-finish
+finish mpirun
