@@ -13,29 +13,7 @@ failures=0
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
-# expect NAME EXIT_CODE PATTERN -- COMMAND...
-expect() {
-  local name=$1 code=$2 pattern=$3
-  shift 4
-  "$@" >"$out" 2>&1
-  local got=$?
-  if [ "$got" -ne "$code" ] || ! grep -Eq -- "$pattern" "$out"; then
-    echo "FAIL: $name (exit $got, expected $code; pattern '$pattern')"
-    sed 's/^/    /' "$out" | tail -20
-    failures=$((failures + 1))
-  else
-    echo "ok: $name"
-  fi
-}
-
-finish() {
-  if [ "$failures" -ne 0 ]; then
-    echo "$failures cluster check(s) failed"
-    exit 1
-  fi
-  echo "all cluster checks passed"
-  exit 0
-}
+. "$(dirname "$0")/script_checks.sh"
 
 if [ "$mode" = arguments ]; then
   expect "help" 0 'usage: scripts/cluster' -- "$cluster" --help
@@ -61,17 +39,10 @@ if [ "$mode" = arguments ]; then
   else
     echo "skipped: the non-root check (needs root and setpriv to drop privileges)"
   fi
-  finish
+  finish cluster
 fi
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "skipped: the emulated cluster needs root"
-  exit 77
-fi
-if ! ip netns list >/dev/null 2>&1; then
-  echo "skipped: 'ip netns' does not work on this machine"
-  exit 77
-fi
+skip_without_netns
 
 prefix="qt$$"
 prefix=${prefix:0:8}
@@ -180,4 +151,4 @@ else
 fi
 rm -f "$json"
 [ -z "$(ours)" ] || { echo "FAIL: left $(ours)"; failures=$((failures + 1)); }
-finish
+finish cluster
