@@ -208,6 +208,14 @@ expect "codecs shows a given spec's properties" 0 '^powersgd:rank=4 +no +in tran
 expect "codecs as JSON" 0 '"bits_per_element": 8' -- "$qccl" codecs --codec global-qsgd:bits=8 --json
 expect "codecs refuses an unknown codec, naming the valid ones" 2 "unknown codec 'nope'; valid codecs: fp32" -- \
   "$qccl" codecs --codec nope
+expect "train: a negative count is refused, naming the option" 2 '^qccl: --max-steps-per-epoch: takes a number of 0 or more, not -1' -- \
+  "$qccl" train --model mlp --ranks 1 --max-steps-per-epoch -1
+expect "train: a learning rate beyond a float is refused, naming the option" 2 '\-\-lr must be a positive number of at most 3.4e38' -- \
+  "$qccl" train --model mlp --ranks 1 --lr 1e39
+expect "a timeout beyond 30 days is refused" 2 '\-\-timeout must be 1 to 2592000000 ms' -- \
+  "$qccl" train --model mlp --ranks 1 --timeout 8000000000000000
+expect "plan refuses a negative count too" 2 '^qccl: --plan-steps: takes a number of 0 or more, not -2' -- \
+  "$qccl" plan --model mlp --ranks 1 --plan-steps -2
 expect "train: unknown model" 2 "unknown model 'resnet'; choose one of mlp, cnn" -- \
   "$qccl" train --model resnet --ranks 2
 expect "train: unknown codec" 2 'valid codecs: fp32' -- "$qccl" train --codec zip --ranks 2

@@ -172,6 +172,26 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   return std::nullopt;
 }
 
+// CLI11 reads "-1" into an unsigned option as its largest value (so
+// `--max-steps-per-epoch -1` silently meant "no cap"): every unsigned
+// option of every command refuses a sign, naming the option.
+void refuse_negative_unsigned(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    if (option->get_type_name().rfind("UINT", 0) != 0) continue;
+    // CLI11 puts the option's name before the message.
+    option->check(CLI::Validator(
+        [](std::string& value) -> std::string {
+          const auto first = value.find_first_not_of(" \t");
+          if (first != std::string::npos && value[first] == '-') {
+            return "takes a number of 0 or more, not " + value;
+          }
+          return {};
+        },
+        ""));
+  }
+  for (CLI::App* sub : app.get_subcommands({})) refuse_negative_unsigned(*sub);
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -195,6 +215,7 @@ int run_cli(int argc, char** argv) {
                                     [&](const auto& g) { return g.first == e.group; });
     added.push_back(e.add(*group->second));
   }
+  refuse_negative_unsigned(app);
   if (const auto code = parse(app, argc, argv)) return *code;
   for (std::size_t k = 0; k < table.size(); ++k) {
     if (added[k]->parsed()) return table[k].run(argc, argv);

@@ -9,7 +9,12 @@ Algorithm LaunchOptions::parsed_algorithm() const { return parse_algorithm(algor
 
 void LaunchOptions::check() const {
   if (ranks < 0) throw InvalidArgument("--ranks must be positive");
-  if (timeout_ms <= 0) throw InvalidArgument("--timeout must be positive");
+  // The bound is converted to nanoseconds on the way to every wait, which
+  // overflowed past about 292 years; no wait needs more than 30 days.
+  if (timeout_ms <= 0 || timeout_ms > kMaxTimeoutMs) {
+    throw InvalidArgument("--timeout must be 1 to " + std::to_string(kMaxTimeoutMs) +
+                          " ms (30 days), not " + std::to_string(timeout_ms));
+  }
 }
 
 void add_launch_options(CLI::App& command, LaunchOptions& options, const LaunchHelp& help) {

@@ -13,6 +13,9 @@
 
 namespace qccl::tools {
 
+// The longest --timeout accepted: 30 days, in ms.
+inline constexpr long kMaxTimeoutMs = 30L * 24 * 3600 * 1000;
+
 struct LaunchOptions {
   int ranks = 0;  // > 0: this many ranks as threads of this process
   long timeout_ms = 300000;
@@ -22,7 +25,7 @@ struct LaunchOptions {
   Timeout timeout() const { return Timeout(timeout_ms); }
   // The --algo value; InvalidArgument for an unknown name.
   Algorithm parsed_algorithm() const;
-  // InvalidArgument for --ranks below 0 or a --timeout that is not positive.
+  // InvalidArgument for --ranks below 0 or a --timeout outside 1 ms..30 days.
   void check() const;
 };
 

@@ -1,6 +1,7 @@
 #include "qccl/training/train_config.h"
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "qccl/codecs/registry/codec_registry.h"
@@ -14,6 +15,12 @@ namespace {
 
 void require(bool ok, const std::string& message) {
   if (!ok) throw InvalidArgument("train: " + message);
+}
+
+std::string format_value(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
 }
 
 }  // namespace
@@ -80,12 +87,18 @@ void validate(const TrainConfig& c) {
               codec->aggregation() == Aggregation::allgather_decode,
           "--algo native (MPI_Allreduce) runs only codecs MPI can sum, fp32 and fp16; '" +
               codec->spec() + "' runs on ring or halving-doubling");
-  require(std::isfinite(c.lr) && c.lr > 0, "--lr must be a positive number");
+  // The optimizers hold their settings as floats: a larger value would fail
+  // inside libtorch without naming the option.
+  constexpr double kFloatMax = std::numeric_limits<float>::max();
+  require(std::isfinite(c.lr) && c.lr > 0 && c.lr <= kFloatMax,
+          "--lr must be a positive number of at most 3.4e38 (a float), not " + format_value(c.lr));
   validate(LrSchedule{c.lr_schedule, c.lr, c.warmup_steps, 0});
   require(c.momentum >= 0 && c.momentum < 1, "--momentum must be in [0, 1)");
-  require(c.weight_decay >= 0 && std::isfinite(c.weight_decay), "--weight-decay must be >= 0");
+  require(c.weight_decay >= 0 && c.weight_decay <= kFloatMax,
+          "--weight-decay must be a number in [0, 3.4e38], not " + format_value(c.weight_decay));
   require(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "Adam's betas must be in [0, 1)");
-  require(c.eps > 0, "--eps must be positive");
+  require(c.eps > 0 && c.eps <= kFloatMax,
+          "--eps must be a positive number of at most 3.4e38, not " + format_value(c.eps));
   require(c.epochs >= 1, "--epochs must be at least 1");
   require(c.batch >= 1 && c.batch <= 65536, "--batch must be in 1..65536 (samples per rank)");
   require(c.bucket_cap_bytes >= 4 && c.first_bucket_bytes >= 4, "bucket caps must be at least 4 bytes");
