@@ -216,6 +216,12 @@ expect "a timeout beyond 30 days is refused" 2 '\-\-timeout must be 1 to 2592000
   "$qccl" train --model mlp --ranks 1 --timeout 8000000000000000
 expect "plan refuses a negative count too" 2 '^qccl: --plan-steps: takes a number of 0 or more, not -2' -- \
   "$qccl" plan --model mlp --ranks 1 --plan-steps -2
+expect "train: a model beyond this machine's memory is refused before it is built" 2 \
+  'needs at least [0-9.]+ GiB .* and this machine has [0-9.]+ GiB available; lower the model.s size \(--hidden, --layers' -- \
+  "$qccl" train --model gpt --hidden 8192 --layers 64 --ranks 1
+expect "train: ranks beyond this machine's memory are refused before they start" 2 \
+  'on 1024 rank\(s\) of this host needs at least .* lower --ranks \(1024 in this process\)' -- \
+  "$qccl" train --model recommender --fields 64 --values-per-field 1000000 --ranks 1024
 expect "train: unknown model" 2 "unknown model 'resnet'; choose one of mlp, cnn" -- \
   "$qccl" train --model resnet --ranks 2
 expect "train: unknown codec" 2 'valid codecs: fp32' -- "$qccl" train --codec zip --ranks 2

@@ -42,4 +42,45 @@ void validate(const ModelConfig& c) {
           "--click-samples must be in 10..2^31");
 }
 
+namespace {
+
+constexpr std::uint64_t linear(std::uint64_t in, std::uint64_t out) { return in * out + out; }
+constexpr std::uint64_t kLargestAlphabet = 256;
+
+}  // namespace
+
+// The architectures of models/tasks.cc, layer by layer.
+std::uint64_t parameter_count_bound(const ModelConfig& c) {
+  const std::uint64_t width = c.hidden, vocabulary = kLargestAlphabet;
+  if (c.model == "mlp") return linear(784, 256) + linear(256, 128) + linear(128, 10);
+  if (c.model == "cnn") {
+    return (1 * 16 * 25 + 16) + (16 * 32 * 25 + 32) + linear(512, 128) + linear(128, 10);
+  }
+  if (c.model == "resmlp") {
+    constexpr std::uint64_t kWidth = 512, kDepth = 24, kNorm = 2 * kWidth;
+    return linear(784, kWidth) + kDepth * (kNorm + linear(kWidth, kWidth)) + kNorm +
+           linear(kWidth, 10);
+  }
+  if (c.model == "char-lstm") {
+    constexpr std::uint64_t kEmbedding = 64;
+    return vocabulary * kEmbedding + 4 * width * (kEmbedding + width) + 8 * width +
+           linear(width, vocabulary);
+  }
+  if (c.model == "gpt") {
+    // Per block: two LayerNorms, qkv, the projection and the 4x MLP.
+    const std::uint64_t block = 4 * width + linear(width, 3 * width) + linear(width, width) +
+                                linear(width, 4 * width) + linear(4 * width, width);
+    return vocabulary * width + c.sequence_length * width + c.layers * block + 2 * width;
+  }
+  constexpr std::uint64_t kDim = 16;  // the recommender's embedding width
+  return c.fields * c.values_per_field * kDim + linear(c.fields * kDim, 128) + linear(128, 64) +
+         linear(64, 1);
+}
+
+std::uint64_t dataset_bytes(const ModelConfig& c) {
+  if (dataset_for_model(c.model) != "fashion-mnist") return 0;
+  constexpr std::uint64_t kSamples = 60000 + 10000, kBytesPerSample = 28 * 28 + 1;
+  return kSamples * kBytesPerSample;
+}
+
 }  // namespace qccl::engines

@@ -37,5 +37,15 @@ std::vector<std::string> dataset_names();
 // dataset the model does not learn from, a size out of range.
 void validate(const ModelConfig& config);
 
+// The model's parameter count from its sizes alone, before anything is
+// built: exact for the models over Fashion-MNIST and clicks; for the
+// character models an upper bound, taking the alphabet at its largest (256
+// bytes). For sizing a run before it starts.
+std::uint64_t parameter_count_bound(const ModelConfig& config);
+// The bytes of data one rank holds in memory: Fashion-MNIST's images and
+// labels (both splits); 0 for the text (a few MB) and the generated
+// clicks, which are made sample by sample.
+std::uint64_t dataset_bytes(const ModelConfig& config);
+
 }  // namespace qccl::engines
 QCCL_API_END

@@ -30,9 +30,6 @@ CLI::Option* add_ranks_option(CLI::App& command, int& ranks, const std::string& 
   return command.add_option("--ranks", ranks, description)->check(in_process_count);
 }
 
-namespace {
-
-// MemAvailable from /proc/meminfo, in bytes; 0 when unknown.
 double available_memory_bytes() {
   std::ifstream meminfo("/proc/meminfo");
   std::string line;
@@ -44,6 +41,8 @@ double available_memory_bytes() {
   }
   return 0;
 }
+
+namespace {
 
 std::string gib(double bytes) {
   std::ostringstream text;

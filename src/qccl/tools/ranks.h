@@ -21,6 +21,9 @@ inline constexpr int kMaxInProcessRanks = 1024;
 CLI::Option* add_ranks_option(CLI::App& command, int& ranks, const std::string& description =
                                   "run N ranks as threads of this process instead of under mpirun");
 
+// MemAvailable from /proc/meminfo, in bytes; 0 when unknown.
+double available_memory_bytes();
+
 // Refuses, before anything is allocated, a run whose buffers (`bytes` in
 // this process) exceed the memory the kernel reports available
 // (MemAvailable), naming `options` — the settings that set the size — and

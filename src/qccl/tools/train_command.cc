@@ -20,6 +20,7 @@
 #include "qccl/tools/plan_report.h"
 #include "qccl/tools/ranks.h"
 #include "qccl/tools/text_table.h"
+#include "qccl/tools/train_memory_check.h"
 #include "qccl/tools/units.h"
 
 namespace qccl::tools {
@@ -482,6 +483,7 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
       one.codec = specs.emplace_back(CodecSpec::parse(codec));
       engines::validate(one);
     }
+    check_training_fits(c, command.launch);
   } catch (const InvalidArgument& e) {
     std::cerr << "qccl: " << e.what() << "\n";
     return kExitUsage;

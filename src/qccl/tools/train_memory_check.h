@@ -1,0 +1,17 @@
+// `qccl train` and `qccl plan` refuse, before any rank starts, a run that
+// cannot fit in this host's memory (training/memory_estimate.h), naming
+// the estimate, the memory available and the options to change.
+#pragma once
+
+#include "qccl/tools/launch_options.h"
+#include "qccl/training/train_config.h"
+
+namespace qccl::tools {
+
+// The ranks on this host: --ranks N threads in this process, or under
+// mpirun the processes OpenMPI started here (OMPI_COMM_WORLD_LOCAL_SIZE),
+// one rank each. InvalidArgument when the estimate exceeds MemAvailable;
+// nothing where /proc/meminfo cannot be read.
+void check_training_fits(const engines::TrainConfig& config, const LaunchOptions& launch);
+
+}  // namespace qccl::tools
