@@ -20,7 +20,7 @@ inline constexpr double kPointLabelSize = 11, kLegendSize = 12, kMarkerRadius = 
 
 // Where one panel goes on the canvas.
 struct PanelFrame {
-  double left = 0, top = 0, width = 0;  // its cell
+  double left = 0, top = 0;  // its cell's corner
   Box plot;                             // the plotting area, inside the cell
   std::vector<std::string> title;       // its lines
 };

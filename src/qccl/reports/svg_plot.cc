@@ -17,8 +17,7 @@ constexpr double kLegendRow = 20, kLegendSwatch = 24, kLegendGap = 18, kMargin =
 constexpr double kWidestLegend = 2 * kCellWidth - 2 * kMargin;  // an entry, its swatch included
 
 bool shown(const PlotPanel& panel, double x, double y) {
-  return std::isfinite(x) && std::isfinite(y) && !(panel.log_x && !(x > 0)) &&
-         !(panel.log_y && !(y > 0));
+  return Axis{panel.log_x}.shows(x) && Axis{panel.log_y}.shows(y);
 }
 
 struct LegendEntry {
@@ -136,7 +135,6 @@ std::string render_svg(const std::vector<PlotPanel>& panels) {
     PanelFrame frame;
     frame.left = kCellWidth * static_cast<double>(p % columns);
     frame.top = cell_height * static_cast<double>(p / columns);
-    frame.width = kCellWidth;
     frame.plot = {frame.left + left, frame.top + above, frame.left + kCellWidth - kRight,
                   frame.top + above + kPlotHeight};
     frame.title = titles[p];
