@@ -3,9 +3,7 @@ rate), the rows as CSV, and an SVG plot of test accuracy against ms/step
 (one panel per model and rate), all from the rows the runs produced."""
 
 import csv
-import html
 import io
-import math
 import statistics
 
 CSV_FIELDS = ("model", "rate", "hosts", "repeat", "system", "method", "settings", "steps",
@@ -108,77 +106,36 @@ def csv_text(rows):
 
 
 # ---- The plot ----------------------------------------------------------------
-# Hand-written SVG (Debian's python3-matplotlib is not a dependency): a panel
-# per (model, rate) with linear axes padded 10% around its points, DDP runs
-# as circles and `qccl train` runs as squares, each labelled with its method.
-
-PANEL_W, PANEL_H, MARGIN = 440, 320, 56
-COLOURS = {"PyTorch DDP": "#1f77b4", "qccl train": "#d62728"}
+# Drawn by qccl's own plots (src/qccl/reports/svg_plot.h, through the qccl
+# extension, which the runs need anyway; Debian's python3-matplotlib is not
+# a dependency): a panel per (model, rate, hosts), test accuracy against
+# ms/step, each run its own colour and marker and labelled with its method.
 
 
-def _ticks(low, high, count=5):
-    """About `count` round tick values covering [low, high]."""
-    step = 10 ** math.floor(math.log10((high - low) / count))
-    for factor in (1, 2, 5, 10):
-        if (high - low) / (step * factor) <= count:
-            step *= factor
-            break
-    first = math.ceil(low / step) * step
-    return [first + i * step for i in range(int((high - first) / step + 1e-9) + 1)]
+def _run_name(row):
+    return f"{row['system']} {row['method']}"
 
 
-def _range(values):
-    low, high = min(values), max(values)
-    pad = (high - low) * 0.1 or max(abs(high) * 0.05, 1e-3)
-    return low - pad, high + pad
+def _label(row):
+    return row["method"] if row["system"] == "PyTorch DDP" else _run_name(row)
 
 
-def _panel(title, members, left, top):
-    points = [r for r in members if not r.get("error") and r.get("ms_per_step") is not None]
-    parts = [f'<text x="{left + PANEL_W / 2}" y="{top + 18}" text-anchor="middle" '
-             f'font-weight="bold">{html.escape(title)}</text>']
-    x0, y0, w, h = left + MARGIN, top + 30, PANEL_W - MARGIN - 16, PANEL_H - 30 - MARGIN
-    parts.append(f'<rect x="{x0}" y="{y0}" width="{w}" height="{h}" fill="none" stroke="#444"/>')
-    if not points:
-        return parts
-    xs = _range([r["ms_per_step"] for r in points])
-    ys = _range([100 * r["accuracy"] for r in points])
-    px = (lambda v: x0 + (v - xs[0]) / (xs[1] - xs[0]) * w)
-    py = (lambda v: y0 + h - (v - ys[0]) / (ys[1] - ys[0]) * h)
-    for v in _ticks(*xs):
-        parts.append(f'<text x="{px(v):.1f}" y="{y0 + h + 16}" text-anchor="middle">{v:g}</text>')
-    for v in _ticks(*ys):
-        parts.append(f'<text x="{x0 - 6}" y="{py(v) + 4:.1f}" text-anchor="end">{v:g}</text>')
-    parts.append(f'<text x="{x0 + w / 2}" y="{y0 + h + 36}" text-anchor="middle">ms per step</text>')
-    parts.append(f'<text x="{left + 14}" y="{y0 + h / 2}" text-anchor="middle" '
-                 f'transform="rotate(-90 {left + 14} {y0 + h / 2})">test accuracy (%)</text>')
-    for r in points:
-        x, y, colour = px(r["ms_per_step"]), py(100 * r["accuracy"]), COLOURS.get(r["system"], "#333")
-        if r["system"] == "qccl train":
-            parts.append(f'<rect x="{x - 4:.1f}" y="{y - 4:.1f}" width="8" height="8" fill="{colour}"/>')
-        else:
-            parts.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4.5" fill="{colour}"/>')
-        parts.append(f'<text x="{x + 7:.1f}" y="{y - 6:.1f}" fill="{colour}">'
-                     f'{html.escape(r["method"])}</text>')
-    return parts
+def plot_panels(rows):
+    """The plot's panels as qccl's plots take them: one per (model, rate,
+    hosts), a series per measured run; failed runs are left out."""
+    panels = []
+    for (model, rate, hosts), members in groups(rows).items():
+        points = [r for r in members if not r.get("error") and r.get("ms_per_step") is not None
+                  and r.get("accuracy") is not None]
+        panels.append({
+            "title": f"{model}, {hosts} hosts at {rate}",
+            "x_label": "ms per step (log scale)", "y_label": "test accuracy (%)", "log_x": True,
+            "off_scale_outliers": True,
+            "series": [{"name": _run_name(r), "points": [(r["ms_per_step"], 100 * r["accuracy"])],
+                        "markers": True, "labels": [_label(r)]} for r in points]})
+    return panels
 
 
 def svg(rows):
-    grouped = list(groups(rows).items())
-    columns = min(2, max(1, len(grouped)))
-    lines = math.ceil(len(grouped) / columns) if grouped else 1
-    width, height = columns * PANEL_W, lines * PANEL_H + 28
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'font-family="sans-serif" font-size="11">',
-             f'<rect width="{width}" height="{height}" fill="white"/>']
-    for i, ((model, rate, hosts), members) in enumerate(grouped):
-        left, top = (i % columns) * PANEL_W, (i // columns) * PANEL_H
-        parts += _panel(f"{model}, {hosts} hosts at {rate}", members, left, top)
-    legend_y = lines * PANEL_H + 16
-    for i, (system, colour) in enumerate(COLOURS.items()):
-        x = 20 + i * 160
-        shape = (f'<rect x="{x - 4}" y="{legend_y - 8}" width="8" height="8" fill="{colour}"/>'
-                 if system == "qccl train" else
-                 f'<circle cx="{x}" cy="{legend_y - 4}" r="4.5" fill="{colour}"/>')
-        parts += [shape, f'<text x="{x + 10}" y="{legend_y}">{system}</text>']
-    return "\n".join(parts + ["</svg>"]) + "\n"
+    from qccl._native import native  # the extension: only the plot needs it
+    return native.plots.render_svg(plot_panels(rows))

@@ -158,10 +158,28 @@ def _first_line(text):
 # ---- The plot -------------------------------------------------------------------------
 # Hand-written SVG, one file per rate: a group of bars per codec, one bar per
 # plan (its measured ms/step), on a linear axis from 0. A failed run is an
-# "×" on the axis.
+# "×" on the axis. The codecs' names are written slanted under their bars;
+# the margins grow to hold the longest, so none leaves the image.
 
 BAR_W, GROUP_GAP, PLOT_H = 14, 18, 260
-LEFT, TOP, BOTTOM = 64, 48, 150
+LEFT, TOP, FONT = 64, 48, 11
+SLANT = math.radians(35)
+WIDE = set("mwMW@%=+<>~^#&")
+
+
+def text_width(text, size=FONT):
+    """A generous estimate of TEXT's width in pixels (no font is read): each
+    character at least as wide as in DejaVu Sans or Helvetica."""
+    return size * sum(1.05 if c in WIDE or ord(c) > 127 else 0.82 if c.isupper() else 0.66
+                      for c in text)
+
+
+def slanted_extent(text):
+    """(leftwards, downwards) reach of TEXT written ending at a point and
+    slanted down to the left by SLANT, its ascent and descent included."""
+    w = text_width(text)
+    return (w * math.cos(SLANT) + 0.8 * FONT * math.sin(SLANT),
+            w * math.sin(SLANT) + 0.25 * FONT * math.cos(SLANT))
 
 
 def _ticks(high, count=5):
@@ -180,26 +198,29 @@ def svg(rows, rate, codecs, plans):
     ticks = _ticks(max(list(measured.values()) + [1.0]))
     top_value = ticks[-1]
     group_w = len(plans) * BAR_W + GROUP_GAP
-    width = max(LEFT + len(codecs) * group_w, LEFT + len(plans) * 110) + 20
-    height = TOP + PLOT_H + BOTTOM
-    y = (lambda v: TOP + PLOT_H - v / top_value * PLOT_H)
+    label_x = [GROUP_GAP / 2 + c * group_w + len(plans) * BAR_W / 2 for c in range(len(codecs))]
+    extents = [slanted_extent(codec) for codec in codecs]
+    left = max([LEFT] + [reach + 4 - x for (reach, _), x in zip(extents, label_x)])
+    width = round(max(left + len(codecs) * group_w, left + len(plans) * 110) + 20)
+    axis_y = TOP + PLOT_H
+    height = round(axis_y + 14 + max([drop for _, drop in extents] + [0]) + 8)
+    y = (lambda v: axis_y - v / top_value * PLOT_H)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'font-family="sans-serif" font-size="11">',
+             f'font-family="sans-serif" font-size="{FONT}">',
              f'<rect width="{width}" height="{height}" fill="white"/>',
-             f'<text x="{LEFT}" y="18" font-weight="bold">measured ms/step at '
+             f'<text x="{left}" y="18" font-weight="bold">measured ms/step at '
              f'{html.escape(rate)}</text>']
     for i, plan in enumerate(plans):  # legend
-        x = LEFT + i * 110
+        x = left + i * 110
         parts += [f'<rect x="{x}" y="28" width="10" height="10" fill="{PLAN_COLOURS[plan]}"/>',
                   f'<text x="{x + 14}" y="37">{PLAN_TITLES[plan]}</text>']
     for v in ticks:
-        parts += [f'<line x1="{LEFT}" x2="{width - 20}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
+        parts += [f'<line x1="{left}" x2="{width - 20}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
                   f'stroke="#ddd"/>',
-                  f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>']
+                  f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>']
     for c, codec in enumerate(codecs):
-        left = LEFT + GROUP_GAP / 2 + c * group_w
         for p, plan in enumerate(plans):
-            x, value = left + p * BAR_W, measured.get((codec, plan))
+            x, value = left + label_x[c] + (p - len(plans) / 2) * BAR_W, measured.get((codec, plan))
             if value is None:
                 parts.append(f'<text x="{x + BAR_W / 2}" y="{y(0) - 3}" text-anchor="middle" '
                              f'fill="{PLAN_COLOURS[plan]}">×</text>')
@@ -208,10 +229,10 @@ def svg(rows, rate, codecs, plans):
                          f'height="{y(0) - y(value):.1f}" fill="{PLAN_COLOURS[plan]}">'
                          f'<title>{html.escape(codec)}, {PLAN_TITLES[plan]}: {value:.1f} ms'
                          f'</title></rect>')
-        label_x = left + len(plans) * BAR_W / 2
-        parts.append(f'<text x="{label_x:.1f}" y="{y(0) + 14}" text-anchor="end" '
-                     f'transform="rotate(-35 {label_x:.1f} {y(0) + 14})">{html.escape(codec)}</text>')
-    parts += [f'<line x1="{LEFT}" x2="{width - 20}" y1="{y(0)}" y2="{y(0)}" stroke="#444"/>',
-              f'<text x="16" y="{TOP + PLOT_H / 2}" text-anchor="middle" '
-              f'transform="rotate(-90 16 {TOP + PLOT_H / 2})">ms per step</text>']
+        at = f"{left + label_x[c]:.1f} {axis_y + 14}"
+        parts.append(f'<text x="{left + label_x[c]:.1f}" y="{axis_y + 14}" text-anchor="end" '
+                     f'transform="rotate(-{math.degrees(SLANT):g} {at})">{html.escape(codec)}</text>')
+    parts += [f'<line x1="{left}" x2="{width - 20}" y1="{y(0)}" y2="{y(0)}" stroke="#444"/>',
+              f'<text x="{left - 46}" y="{TOP + PLOT_H / 2}" text-anchor="middle" '
+              f'transform="rotate(-90 {left - 46} {TOP + PLOT_H / 2})">ms per step</text>']
     return "\n".join(parts + ["</svg>"]) + "\n"

@@ -9,5 +9,6 @@ void bind_errors(pybind11::module_& module);
 void bind_context(pybind11::module_& module);
 void bind_bucket_hook(pybind11::module_& module);
 void bind_data(pybind11::module_& module);
+void bind_plots(pybind11::module_& module);
 
 }  // namespace qccl::python

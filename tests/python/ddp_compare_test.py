@@ -7,6 +7,9 @@ Run with Debian's python3, which has python3-torch."""
 import io
 import json
 import os
+import shutil
+import struct
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -195,22 +198,52 @@ class Report(unittest.TestCase):
         self.assertTrue(lines[2].startswith("recommender,1gbit,4,,PyTorch DDP,powersgd:1,"))  # no repeat
         self.assertTrue(lines[2].endswith(",200.0,0.58,0.68,,,"))
 
-    def test_the_plot_is_svg_with_a_panel_per_group_and_a_marker_per_measured_run(self):
+    def test_the_plot_has_a_panel_per_group_and_a_labelled_series_per_measured_run(self):
+        panels = ddp_report.plot_panels(self.ROWS)
+        self.assertEqual([p["title"] for p in panels],
+                         ["recommender, 4 hosts at 1gbit", "cnn, 4 hosts at 100mbit"])
+        for panel in panels:
+            self.assertIn("ms per step", panel["x_label"])
+            self.assertEqual(panel["y_label"], "test accuracy (%)")
+        series = panels[0]["series"]  # the failed qccl:intsgd has no point
+        self.assertEqual([s["name"] for s in series],
+                         ["PyTorch DDP none", "PyTorch DDP powersgd:1",
+                          "qccl train global-qsgd:bits=8"])
+        self.assertEqual([s["labels"] for s in series],
+                         [["none"], ["powersgd:1"], ["qccl train global-qsgd:bits=8"]])
+        [(ms, accuracy)] = series[1]["points"]
+        self.assertEqual(ms, 200.0)
+        self.assertAlmostEqual(accuracy, 58.0)
+
+    def test_the_plot_is_qccls_svg_with_every_run_labelled_once(self):
         root = ElementTree.fromstring(ddp_report.svg(self.ROWS))
         ns = "{http://www.w3.org/2000/svg}"
-        texts = [t.text for t in root.iter(ns + "text")]
+        legend = [g for g in root.iter(ns + "g") if g.get("class") == "legend-entry"]
+        self.assertEqual([g.find(ns + "text").text for g in legend],
+                         ["PyTorch DDP none", "PyTorch DDP powersgd:1",
+                          "qccl train global-qsgd:bits=8", "qccl train fp32"])
+        in_legend = {id(t) for g in legend for t in g.iter(ns + "text")}
+        texts = [t.text for t in root.iter(ns + "text") if id(t) not in in_legend]
         self.assertIn("recommender, 4 hosts at 1gbit", texts)
         self.assertIn("cnn, 4 hosts at 100mbit", texts)
-        circles = root.findall(ns + "circle")  # DDP runs (2 measured) and the legend's
-        self.assertEqual(len(circles), 2 + 1)
-        for label in ("none", "powersgd:1", "global-qsgd:bits=8", "fp32"):
-            self.assertIn(label, texts)
-        self.assertNotIn("qccl:intsgd", texts)  # failed: no point
+        for label in ("none", "powersgd:1", "qccl train global-qsgd:bits=8", "qccl train fp32"):
+            self.assertEqual(texts.count(label), 1, label)
+        self.assertNotIn("qccl:intsgd", " ".join(texts))  # failed: no point, no legend entry
+        styles = {(m.get("fill"), m.get("class")) for g in legend for m in g
+                  if (m.get("class") or "").startswith("marker")}
+        self.assertEqual(len(styles), 4, "each run its own colour and marker")
 
-    def test_ticks_are_round_and_cover_the_range(self):
-        ticks = ddp_report._ticks(183.0, 917.0)
-        self.assertEqual(ticks, [200, 400, 600, 800])
-        self.assertEqual(ddp_report._ticks(55.2, 61.8), [56, 58, 60])
+    @unittest.skipUnless(shutil.which("rsvg-convert"),
+                         "rsvg-convert is not installed (Debian's librsvg2-bin)")
+    def test_the_plot_renders_to_png_at_its_size(self):
+        svg = ddp_report.svg(self.ROWS)
+        root = ElementTree.fromstring(svg)
+        png = subprocess.run(["rsvg-convert", "--format=png"], input=svg.encode(),
+                             capture_output=True, check=True).stdout
+        self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+        width, height = struct.unpack(">II", png[16:24])
+        self.assertEqual((width, height), (int(root.get("width")), int(root.get("height"))))
+        self.assertGreater(len(png), 2000)
 
 
 class ClickData(unittest.TestCase):

@@ -9,8 +9,12 @@ import contextlib
 import csv
 import io
 import json
+import math
 import os
+import shutil
 import stat
+import struct
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -313,6 +317,46 @@ class Report(unittest.TestCase):
         self.assertAlmostEqual(heights["fp16, layer-wise: 60.0 ms"],
                                3 * heights["fp16, MergeComp: 20.0 ms"], places=0)
         self.assertEqual(sum(t.text == "×" for t in tree.iter(namespace + "text")), 3)
+
+    def test_plot_keeps_long_codec_names_inside_the_image_and_apart(self):
+        codecs = ["fp16", "global-qsgd:bits=8,dither=linear,norm=inf,sparse=off",
+                  "dgc:ratio=0.01,momentum=0.9,clip=off,warmup=0,sample=0.01", "signsgd"]
+        rows = [row(codec, plan, 10.0 + i) for i, codec in enumerate(codecs)
+                for plan in self.SETTINGS["plans"]]
+        tree = ElementTree.fromstring(mergecomp_report.svg(rows, "1gbit", codecs,
+                                                           self.SETTINGS["plans"]))
+        namespace = "{http://www.w3.org/2000/svg}"
+        width, height = float(tree.get("width")), float(tree.get("height"))
+        slanted = []  # each codec's name, as its box in a frame turned with the text
+        for text in tree.iter(namespace + "text"):
+            if not text.get("transform", "").startswith("rotate(-35"):
+                continue
+            x, y = float(text.get("x")), float(text.get("y"))
+            w = mergecomp_report.text_width(text.text)
+            c, s = math.cos(math.radians(35)), math.sin(math.radians(35))
+            ascent, descent = 0.8 * mergecomp_report.FONT, 0.25 * mergecomp_report.FONT
+            for along, up in ((0, ascent), (0, -descent), (-w, ascent), (-w, -descent)):
+                corner = (x + along * c - up * s, y - along * s - up * c)
+                self.assertTrue(0 <= corner[0] <= width and 0 <= corner[1] <= height,
+                                f"{text.text} leaves the image at {corner}")
+            u, v = x * c - y * s, x * s + y * c  # the anchor, turned back by 35 degrees
+            slanted.append((text.text, u - w, u, v - ascent, v + descent))
+        self.assertEqual([t[0] for t in slanted], codecs)
+        for a, b in zip(slanted, slanted[1:]):
+            apart = a[2] <= b[1] or b[2] <= a[1] or a[4] <= b[3] or b[4] <= a[3]
+            self.assertTrue(apart, f"{a[0]} and {b[0]} overlap")
+
+    @unittest.skipUnless(shutil.which("rsvg-convert"),
+                         "rsvg-convert is not installed (Debian's librsvg2-bin)")
+    def test_plot_renders_to_png_at_its_size(self):
+        svg = mergecomp_report.svg(self.rows(), "1gbit", self.SETTINGS["codecs"],
+                                   self.SETTINGS["plans"])
+        root = ElementTree.fromstring(svg)
+        png = subprocess.run(["rsvg-convert", "--format=png"], input=svg.encode(),
+                             capture_output=True, check=True).stdout
+        self.assertEqual(png[:8], b"\x89PNG\r\n\x1a\n")
+        self.assertEqual(struct.unpack(">II", png[16:24]),
+                         (int(root.get("width")), int(root.get("height"))))
 
     def test_ticks_are_round_and_reach_the_top(self):
         self.assertEqual(mergecomp_report._ticks(83.0), [0, 20, 40, 60, 80, 100])

@@ -98,10 +98,13 @@ std::string comparison_csv(const std::vector<ComparisonRun>& runs) {
 std::string comparison_svg(const std::vector<ComparisonRun>& runs) {
   std::vector<PlotPanel> panels;
   for (const auto& group : groups_of(runs)) {
-    PlotPanel panel{group.model + ", " + group.rate, "ms per step", "test accuracy (%)", false,
-                    true, {}};
+    // A run that diverged is drawn on the edge, so that the axis fits the
+    // differences between the others.
+    PlotPanel panel{group.model + ", " + group.rate, "ms per step (log scale)", "test accuracy (%)",
+                    false, true, {}, true};
     for (const auto* run : group.runs) {
-      panel.series.push_back({run->codec, {{run->ms_per_step, 100.0 * run->accuracy}}, true});
+      panel.series.push_back(
+          {run->codec, {{run->ms_per_step, 100.0 * run->accuracy}}, true, {run->codec}});
     }
     panels.push_back(std::move(panel));
   }

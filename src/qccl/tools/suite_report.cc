@@ -140,7 +140,8 @@ std::string write_cluster_section(std::ostream& md, const SuiteData& data,
   }
   md << "\n## " << cluster_name(c) << "\n\nMedian time in ms, then " << "the cell as above.\n\n";
   write_table_head(md, "size", layout.series);
-  PlotPanel panel{cluster_name(c), "fp32 bytes S", "median time (ms)", true, true, {}};
+  PlotPanel panel{cluster_name(c), "message size S (bytes of fp32)", "median time (ms)", true, true,
+                  {}};
   for (const auto& name : layout.series) panel.series.push_back({name, {}});
   for (double s : sizes) {
     md << "| " << format_bytes(static_cast<std::size_t>(s)) << " |";

@@ -213,9 +213,10 @@ void write_outputs(const LogregConfig& config, LogregReport& report,
          "bits_sent,clipped\n";
   csv << std::setprecision(17);
   std::vector<PlotPanel> panels(2);
-  panels[0] = {"objective gap, " + std::to_string(report.ranks) + " ranks", "#grad / (m n)",
-               "f(x) - f*", true, false, {}};
-  panels[1] = {"largest integer sent by a rank", "#grad / (m n)", "max |Q(g_i)|", true, false, {}};
+  const std::string x_label = "gradients per sample, #grad / (m n)";
+  panels[0] = {"objective gap, " + std::to_string(report.ranks) + " ranks", x_label, "f(x) - f*",
+               true, false, {}};
+  panels[1] = {"largest integer sent by a rank", x_label, "max |Q(g_i)|", true, false, {}};
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const std::string& method = report.methods[i].method;
     PlotSeries gap{method, {}}, sent{method, {}};

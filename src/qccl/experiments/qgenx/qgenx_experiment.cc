@@ -212,7 +212,7 @@ std::string svg_text(const RatesConfig& c, const RatesReport& report) {
   for (const auto& noise : c.noises) {
     PlotPanel panel{"Gap of the ergodic average, " + noise + " noise, K = " +
                         std::to_string(report.ranks) + " (" + report.method + ")",
-                    "T", "Gap", true, true, {}};
+                    "T (iterations)", "gap", true, true, {}};
     std::vector<std::pair<double, double>> first;
     for (const auto& codec : c.codecs) {
       std::vector<const RateRun*> group;
