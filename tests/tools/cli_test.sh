@@ -333,6 +333,23 @@ expect "train refuses a summary path it cannot write, before training" 2 \
   --log "$traindir/refused.jsonl"
 [ ! -e "$traindir/refused.jsonl" ] ||
   { echo "FAIL: training started although the summary path was refused"; failures=$((failures + 1)); }
+expect "train refuses a summary that is its log, before training" 2 "the log '.*/same' and --summary-json '.*/same' are the same path" -- \
+  "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 2 --quiet --log "$traindir/same" \
+  --summary-json "$traindir/./same"
+expect "train refuses a summary in place of the checkpoint's manifest" 2 "keeps its 'latest.json'" -- \
+  "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 2 --quiet --checkpoint-dir "$traindir/alias" \
+  --summary-json "$traindir/alias/latest.json"
+[ ! -e "$traindir/same" ] && [ ! -e "$traindir/alias/latest.json" ] ||
+  { echo "FAIL: training started although its outputs alias"; failures=$((failures + 1)); }
+mkdir -p "$traindir/locked"
+expect "train refuses a checkpoint directory another run holds" 2 "'.*/locked' is in use by another run" -- \
+  flock "$traindir/locked/.lock" "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 2 --quiet \
+  --checkpoint-dir "$traindir/locked"
+cp -r "$traindir/ckpt" "$traindir/no-manifest" && rm "$traindir/no-manifest/latest.json"
+expect "train keeps rank files whose manifest was lost" 2 'holds checkpoint files \(step-6/rank-0.pt and 1 more\) but no manifest' -- \
+  "$qccl" train --model mlp --ranks 2 --max-steps-per-epoch 3 --quiet --checkpoint-dir "$traindir/no-manifest"
+[ -e "$traindir/no-manifest/step-6/rank-1.pt" ] ||
+  { echo "FAIL: a fresh run deleted rank files without a manifest"; failures=$((failures + 1)); }
 echo '{"step": 6, "ranks": 2' >"$traindir/ckpt/latest.json"
 expect "train reports a corrupt checkpoint manifest" 2 'is corrupt' -- \
   "$qccl" train --model mlp --ranks 2 --epochs 2 --max-steps-per-epoch 3 --quiet \

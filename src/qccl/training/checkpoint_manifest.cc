@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -14,7 +16,10 @@ namespace {
 
 using Json = nlohmann::json;
 
-constexpr int kFormat = 2;  // 2: checksums and settings
+// 2: checksums and settings; 3: the run's identity, which each rank file
+// repeats. Format 2 is still read (its files are checked without identity).
+constexpr int kFormat = 3;
+constexpr int kOldestFormat = 2;
 
 std::string model_text(const TrainConfig& c) {
   std::ostringstream text;
@@ -51,10 +56,78 @@ const std::string* find(const std::vector<Setting>& settings, const std::string&
                         "; start afresh with --force or another --checkpoint-dir");
 }
 
+// The run a manifest records, after checking its format: 0 for format 2
+// (before files recorded their identity); older and newer ones refused.
+std::uint64_t run_of(const std::string& path, const Json& j) {
+  const int format = j.contains("format") && j["format"].is_number_integer()
+                         ? j["format"].get<int>()
+                         : 1;  // the first manifests had no "format"
+  if (format < kOldestFormat) {
+    corrupt(path, "has no checksums or settings (format " + std::to_string(format) +
+                      ", written by an older qccl); it cannot be verified");
+  }
+  if (format > kFormat) {
+    corrupt(path, "is of format " + std::to_string(format) + ", newer than this qccl reads (" +
+                      std::to_string(kFormat) + "); resume with the qccl that wrote it");
+  }
+  if (format < 3) return 0;
+  if (!j.contains("run")) corrupt(path, "lacks 'run'");
+  const auto run = std::stoull(j["run"].get<std::string>(), nullptr, 16);
+  if (run == 0) corrupt(path, "records run 0, which no run has");
+  return run;
+}
+
 }  // namespace
 
 std::string checkpoint_file(const std::string& dir, std::int64_t step, int rank) {
   return dir + "/step-" + std::to_string(step) + "/rank-" + std::to_string(rank) + ".pt";
+}
+
+bool is_checkpoint_entry(const std::string& name) {
+  return name == "latest.json" || name == "latest.json.partial" || name == kCheckpointLockName ||
+         name.rfind("step-", 0) == 0;
+}
+
+namespace {
+
+// The complete rank files in `dir`'s step folders ("step-4/rank-0.pt"),
+// sorted; none where `dir` cannot be read.
+std::vector<std::string> rank_files_in(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  std::vector<std::string> found;
+  for (fs::directory_iterator step(dir, error), end; !error && step != end; step.increment(error)) {
+    const auto folder = step->path().filename().string();
+    if (folder.rfind("step-", 0) != 0 || !step->is_directory(error)) continue;
+    for (fs::directory_iterator file(step->path(), error); !error && file != end;
+         file.increment(error)) {
+      const auto name = file->path().filename().string();
+      if (name.rfind("rank-", 0) == 0 && file->path().extension() == ".pt") {
+        found.push_back(folder + "/" + name);
+      }
+    }
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+}  // namespace
+
+// A manifest, or a complete rank file in any step folder: a checkpoint
+// whose manifest was lost still holds the only copy of the run's state.
+void check_fresh_start(const std::string& dir) {
+  std::error_code error;
+  if (std::filesystem::exists(dir + "/latest.json", error)) {
+    throw InvalidArgument("'" + dir + "' holds a checkpoint; pass --resume to continue it, --force "
+                          "to overwrite it, or choose another directory");
+  }
+  const auto found = rank_files_in(dir);
+  if (found.empty()) return;
+  const auto more = found.size() > 1 ? " and " + std::to_string(found.size() - 1) + " more" : "";
+  throw InvalidArgument("'" + dir + "' holds checkpoint files (" + found.front() + more +
+                        ") but no manifest (latest.json): a checkpoint whose manifest was lost, "
+                        "which a fresh run would delete. Move them away, pass --force to replace "
+                        "them, or choose another directory");
 }
 
 std::vector<Setting> resume_settings(const TrainConfig& c, int ranks) {
@@ -85,7 +158,7 @@ std::string manifest_text(const Manifest& m) {
   }
   const Json manifest{{"format", kFormat}, {"step", m.step},         {"epoch", m.epoch},
                       {"ranks", m.ranks},  {"metric", m.metric},     {"settings", settings},
-                      {"files", files}};
+                      {"files", files},    {"run", checksum_text(m.run)}};
   return manifest.dump(2) + "\n";
 }
 
@@ -99,10 +172,7 @@ Manifest read_manifest(const std::string& dir) {
   Manifest m;
   try {
     const Json j = Json::parse(in);
-    if (!j.contains("format") || j["format"] != kFormat) {
-      corrupt(path, "has no checksums or settings (written by an older qccl); it cannot be "
-                    "verified");
-    }
+    m.run = run_of(path, j);
     for (const char* key : {"step", "epoch", "ranks", "settings", "files"}) {
       if (!j.contains(key)) corrupt(path, std::string("lacks '") + key + "'");
     }
@@ -120,7 +190,7 @@ Manifest read_manifest(const std::string& dir) {
   } catch (const Json::exception& e) {
     throw InvalidArgument("--resume: '" + path + "' is corrupt (" + e.what() + ")");
   } catch (const std::logic_error& e) {  // stoull
-    throw InvalidArgument("--resume: '" + path + "' is corrupt (a checksum is not hex)");
+    throw InvalidArgument("--resume: '" + path + "' is corrupt (a checksum or the run is not hex)");
   }
   if (m.ranks < 1 || static_cast<int>(m.files.size()) != m.ranks) {
     corrupt(path, "lists " + std::to_string(m.files.size()) + " rank files for " +

@@ -192,8 +192,9 @@ struct OutputPath {
 };
 // The log and checkpoint directory of `config` (those set).
 std::vector<OutputPath> outputs_of(const TrainConfig& config);
-// Refuses, before any step, outputs that cannot be written: each rank checks
-// those it writes, and when any check failed every rank throws
+// Refuses, before any step, outputs that alias one another or the
+// checkpoint (output_aliases.h), and outputs that cannot be written: each
+// rank checks those it writes, and when any check failed every rank throws
 // InvalidArgument naming the path. Leaves no file behind (a checkpoint
 // directory is created).
 void check_outputs(Communicator& comm, const std::vector<OutputPath>& outputs);

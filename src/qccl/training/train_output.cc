@@ -11,6 +11,7 @@
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
 #include "qccl/engines/rank_agreement.h"
+#include "qccl/training/output_aliases.h"
 #include "qccl/training/train_config.h"
 
 namespace qccl::engines {
@@ -67,6 +68,18 @@ std::vector<OutputPath> outputs_of(const TrainConfig& config) {
 }
 
 void check_outputs(Communicator& comm, const std::vector<OutputPath>& outputs) {
+  // Aliases first, before any rank creates a directory: rank 0 checks them
+  // (the outputs are every rank's), every rank learns the answer.
+  std::string aliases;
+  try {
+    if (comm.rank() == 0) check_outputs_apart(outputs);
+  } catch (const InvalidArgument& e) {
+    aliases = e.what();
+  }
+  if (const auto failures = failures_of_ranks(comm, "output paths apart", aliases);
+      !failures.empty()) {
+    throw InvalidArgument("train: " + failures + " (checked before training)");
+  }
   std::string failure;
   try {
     for (const auto& output : outputs) {

@@ -33,6 +33,8 @@
 #include "qccl/engines/step_algorithm.h"
 #include "qccl/models/tasks.h"
 #include "qccl/training/checkpoint.h"
+#include "qccl/training/checkpoint_identity.h"
+#include "qccl/training/checkpoint_lock.h"
 #include "qccl/training/checkpoint_manifest.h"
 #include "qccl/training/engine_choice.h"
 #include "qccl/training/merge_scheduler.h"
@@ -229,10 +231,8 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
     manifest = read_manifest(config.checkpoint_dir);
     resume_step_ = manifest.step;
   }
-  if (!config.resume && !config.force && !config.checkpoint_dir.empty() &&
-      fs::exists(config.checkpoint_dir + "/latest.json")) {
-    throw InvalidArgument("'" + config.checkpoint_dir + "' holds a checkpoint; pass --resume to "
-                          "continue it, --force to overwrite it, or choose another directory");
+  if (!config.resume && !config.force && !config.checkpoint_dir.empty()) {
+    check_fresh_start(config.checkpoint_dir);
   }
   check_settings_agree(comm, config, resume_step_);
   if (config.resume) {
@@ -251,6 +251,7 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
     engine_->set_steps_begun(static_cast<std::uint64_t>(at_.global_step));
     verify("after resuming");
   }
+  if (!config.checkpoint_dir.empty() && at_.run == 0) at_.run = new_run_identity(comm);
   // A checkpoint written after planning holds the plan (the engine took it
   // when loading); one written before it goes on profiling.
   if (config.buckets == "mergecomp" && engine_->bucketed_exchange() != nullptr &&
@@ -531,6 +532,7 @@ TrainSummary train(Communicator& comm, const TrainConfig& given) {
   torch::set_num_threads(config.threads);
   set_blas_threads(config.threads);
   check_outputs(comm, outputs_of(config));
+  const CheckpointLock lock(comm, config.checkpoint_dir);
   TrainingRun run(comm, config);
   run.run();
   return run.result();

@@ -198,10 +198,7 @@ void GanRun::start_or_resume() {
     return;
   }
   if (!config_.resume) {
-    if (!config_.force && std::filesystem::exists(dir + "/latest.json")) {
-      throw InvalidArgument("'" + dir + "' holds a checkpoint; pass --resume to continue it, "
-                            "--force to overwrite it, or choose another directory");
-    }
+    if (!config_.force) check_fresh_start(dir);
     if (comm_.rank() == 0) std::filesystem::create_directories(dir);
     return;
   }
