@@ -32,6 +32,8 @@
 QCCL_API_BEGIN
 namespace qccl {
 
+class ProgressWatch;
+
 struct CommunicatorOptions {
   // Bound on every wait unless a call overrides it.
   Timeout timeout = std::chrono::seconds(300);
@@ -41,6 +43,10 @@ struct CommunicatorOptions {
   // wrong result. Costs one small allreduce per call — none extra for a codec
   // step, whose norm exchange carries it.
   bool check_args = true;
+  // Where this process records what each rank is doing (progress_watch.h),
+  // for the engines to mark their computation; null: nothing is watched.
+  // Owned by whoever launched the ranks, and outlives the communicator.
+  ProgressWatch* progress = nullptr;
 };
 
 // The communicator's reusable buffers: the encoded vector, received chunks,

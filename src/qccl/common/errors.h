@@ -61,6 +61,13 @@ class IoError : public Error {
   using Error::Error;
 };
 
+// Memory ran out: an allocation failed (std::bad_alloc, or libtorch's
+// allocator). The message says where and what to change.
+class OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
 // Rethrows the exception being handled (call it inside a catch block) as an
 // error of the same type — so a MismatchError stays one, with its exit code
 // — whose message is `context` followed by the original message. Exceptions

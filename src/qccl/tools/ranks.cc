@@ -5,10 +5,13 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <new>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "qccl/common/errors.h"
+#include "qccl/common/progress_watch.h"
 #include "qccl/tools/exit_codes.h"
 #include "qccl/transport/local_transport.h"
 #include "qccl/transport/mpi_transport.h"
@@ -76,6 +79,39 @@ int exit_code_of(const std::function<void()>& command) {
   }
 }
 
+namespace {
+
+// libtorch's CPU allocator reports a failed allocation as a c10::Error
+// (not std::bad_alloc) whose text says so; this layer sees it as text.
+bool is_allocation_failure(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
+  const std::string_view what = e.what();
+  return what.find("can't allocate memory") != std::string_view::npos ||
+         what.find("Cannot allocate memory") != std::string_view::npos;
+}
+
+// Runs one rank's body; a failed allocation comes out as an
+// OutOfMemoryError naming the rank, what it was doing (its progress
+// watch's activity) and what to change.
+int run_rank(const std::function<int(Communicator&, const Launch&)>& body, Communicator& comm,
+             const Launch& launch, const ProgressWatch& watch) {
+  try {
+    return body(comm, launch);
+  } catch (const std::exception& e) {
+    if (!is_allocation_failure(e)) throw;
+    const std::string where = watch.activity(comm.rank());
+    // libtorch's message is followed by a backtrace: its first line says it.
+    const std::string_view what = e.what();
+    throw OutOfMemoryError(
+        "memory ran out on rank " + std::to_string(comm.rank()) +
+        (where.empty() ? "" : " in " + where) + " (" + std::string(what.substr(0, what.find('\n'))) +
+        "): lower --batch, --ranks or the model's size, or give the run more memory "
+        "(ulimit -v, other processes); the latest checkpoint is unchanged");
+  }
+}
+
+}  // namespace
+
 int launch_on_ranks(int ranks, CommunicatorOptions options, int argc, char** argv,
                     const std::function<int(Communicator&, const Launch&)>& body,
                     MismatchReport report) {
@@ -86,10 +122,12 @@ int launch_on_ranks(int ranks, CommunicatorOptions options, int argc, char** arg
       return kExitUsage;
     }
     int code = kExitOk;
+    ProgressWatch watch(0, ranks, options.timeout, kExitError);
+    options.progress = &watch;
     const int failure = exit_code_of([&] {
       run_in_process(ranks, [&](Transport& transport) {
         Communicator comm(transport, options);
-        const int rank_code = body(comm, Launch{"in-process transport"});
+        const int rank_code = run_rank(body, comm, Launch{"in-process transport"}, watch);
         if (transport.rank() == 0) code = rank_code;
       });
     });
@@ -97,10 +135,13 @@ int launch_on_ranks(int ranks, CommunicatorOptions options, int argc, char** arg
   }
   MpiRuntime runtime(&argc, &argv);
   auto transport = runtime.world_transport();
+  ProgressWatch watch(transport->rank(), 1, options.timeout, kExitError);
+  options.progress = &watch;
   try {
     Communicator comm(*transport, options);
-    return body(comm, Launch{"mpi transport (thread level " + std::string(runtime.thread_level()) +
-                             ")"});
+    return run_rank(body, comm,
+                    Launch{"mpi transport (thread level " + std::string(runtime.thread_level()) + ")"},
+                    watch);
   } catch (const std::exception& e) {
     // Mismatches and non-finite inputs are raised on every rank by
     // construction: each rank ends cleanly, and one of them reports it.

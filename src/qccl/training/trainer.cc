@@ -21,6 +21,7 @@
 #include "qccl/collectives/collective_call.h"
 #include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
+#include "qccl/common/progress_watch.h"
 #include "qccl/common/files.h"
 #include "qccl/common/page_faults.h"
 #include "qccl/common/resident_memory.h"
@@ -117,6 +118,7 @@ EvalSums evaluate(Communicator& comm, Task& task, double train_loss_sum, double 
   for (std::size_t i = static_cast<std::size_t>(comm.rank()); i < task.test_size(); i += n) {
     samples.push_back(static_cast<std::uint32_t>(i));
     if (samples.size() == kBatch || i + n >= task.test_size()) {
+      const ProgressWatch::Scope busy(comm.options().progress, comm.rank(), "evaluating the test set");
       const auto part = task.evaluate(task.batch(samples, true));
       sums.loss += part.loss;
       sums.correct += part.correct;
@@ -323,7 +325,11 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
   const auto faults_before = thread_minor_faults();
   const std::size_t first = static_cast<std::size_t>(s) * global_batch_ +
                             static_cast<std::size_t>(comm_.rank()) * config_.batch;
-  const auto batch = task_->batch(order.subspan(first, config_.batch), false);
+  ProgressWatch* const progress = comm_.options().progress;
+  const auto batch = [&] {
+    const ProgressWatch::Scope busy(progress, comm_.rank(), "reading its batch", at_.global_step);
+    return task_->batch(order.subspan(first, config_.batch), false);
+  }();
   split.data = seconds_since(step_start);
 
   const auto sent_before = engine_->bytes_sent();
@@ -334,6 +340,10 @@ void TrainingRun::step(std::int64_t epoch, std::int64_t s, std::span<const std::
   StepOutcome outcome;
   bool skipped = false;
   try {
+    // Waits on peers inside have their own timeouts; the watch ends a step
+    // whose computation never finishes (an allocator retrying forever).
+    const ProgressWatch::Scope busy(progress, comm_.rank(), "forward, backward and the exchange",
+                                    at_.global_step);
     algorithm_->step(context, outcome);
   } catch (const NonFiniteError& e) {
     if (!config_.skip_nonfinite) {
@@ -533,7 +543,11 @@ TrainSummary train(Communicator& comm, const TrainConfig& given) {
   set_blas_threads(config.threads);
   check_outputs(comm, outputs_of(config));
   const CheckpointLock lock(comm, config.checkpoint_dir);
-  TrainingRun run(comm, config);
+  TrainingRun run = [&] {
+    const ProgressWatch::Scope busy(comm.options().progress, comm.rank(),
+                                    "loading the data and building the model");
+    return TrainingRun(comm, config);
+  }();
   run.run();
   return run.result();
 }
