@@ -228,6 +228,11 @@ expect "train: memory that runs out says where and what to change" 1 \
 expect "train: a step that never finishes ends the run, naming the step" 1 \
   'rank 0 has been in (step [0-9]+: )?[a-z ,]+ for [0-9]+ ms, 1.5 times --timeout 50 ms, without finishing' -- \
   "$qccl" train --model gpt --ranks 1 --quiet --max-steps-per-epoch 2 --timeout 50
+mkdir -p "$traindir/manifest-dir/latest.json"
+expect "train: a manifest that is a directory is named" 2 "the checkpoint's manifest: '.*/latest.json' is a directory, not a regular file" -- \
+  "$qccl" train --model mlp --ranks 1 --quiet --checkpoint-dir "$traindir/manifest-dir" --resume
+expect "train: a checkpoint directory whose name is too long is named" 2 "cannot write into --checkpoint-dir '.*': File name too long" -- \
+  "$qccl" train --model mlp --ranks 1 --quiet --checkpoint-dir "$traindir/$(printf 'x%.0s' {1..300})"
 expect "train: unknown model" 2 "unknown model 'resnet'; choose one of mlp, cnn" -- \
   "$qccl" train --model resnet --ranks 2
 expect "train: unknown codec" 2 'valid codecs: fp32' -- "$qccl" train --codec zip --ranks 2

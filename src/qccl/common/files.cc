@@ -196,7 +196,8 @@ void check_can_write_into(const std::string& dir, std::string_view what,
   const std::string named = std::string(what) + " '" + dir + "'";
   std::error_code error;
   fs::create_directories(dir, error);
-  if (!fs::is_directory(dir)) {
+  std::error_code unused;
+  if (!fs::is_directory(dir, unused)) {
     throw InvalidArgument("cannot write into " + named + ": " +
                           (error ? error.message() : std::string("it is not a directory")));
   }

@@ -10,6 +10,7 @@
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
+#include "qccl/common/readable_file.h"
 
 namespace qccl::engines {
 namespace {
@@ -164,14 +165,20 @@ std::string manifest_text(const Manifest& m) {
 
 Manifest read_manifest(const std::string& dir) {
   const std::string path = dir + "/latest.json";
-  std::ifstream in(path);
-  if (!in) {
+  std::error_code missing;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, missing))) {
     throw InvalidArgument("--resume: no checkpoint in '" + dir + "' (" + path +
                           " is missing); run without --resume to start fresh");
   }
+  std::string text;
+  try {
+    text = read_regular_file(path);  // never a directory, FIFO or device
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("--resume: the checkpoint's manifest: ") + e.what());
+  }
   Manifest m;
   try {
-    const Json j = Json::parse(in);
+    const Json j = Json::parse(text);
     m.run = run_of(path, j);
     for (const char* key : {"step", "epoch", "ranks", "settings", "files"}) {
       if (!j.contains(key)) corrupt(path, std::string("lacks '") + key + "'");
