@@ -6,13 +6,20 @@ with the same codec and length (qccl checks that, and says which rank
 differs). A Compressor is one codec instance: its state — the step counter
 that keys the random rounding, error-feedback residuals, IntSGD's scales —
 persists from call to call, and saves and loads with state_dict().
+
+Threads may share the context and a Compressor: calls on the world
+communicator run one at a time (a call waits up to its timeout for another
+thread's), and every rank must still make them in the same order.
+shutdown() from any thread waits for the call in flight; calls that start
+after it raise InvalidArgument saying qccl was shut down.
 """
 
 import atexit
+import threading
 
 from ._native import native
 from ._tensors import fp32_buffer
-from .errors import InvalidArgument
+from .errors import InvalidArgument, TimeoutError  # pylint: disable=redefined-builtin
 
 
 class _World:
@@ -20,21 +27,49 @@ class _World:
     group: set by init(), ended by shutdown() (also at exit)."""
     context = None
     compressors = {}  # (operation, codec, algorithm, seed, key) -> Compressor, for the functions below
+    lock = threading.Lock()  # init() against init() on another thread
 
 
-def init(timeout=300.0):
-    """Joins mpirun's ranks and returns the context; idempotent. `timeout`
-    (seconds) bounds every wait: a rank that is gone or stuck gives a
+DEFAULT_TIMEOUT = 300.0
+AFTER_SHUTDOWN = ("qccl was shut down in this process (qccl.shutdown()); MPI cannot start again "
+                  "in this process: make qccl's calls before qccl.shutdown(), and start a new "
+                  "process (mpirun) for more")
+
+
+def init(timeout=None):
+    """Joins mpirun's ranks and returns the context. `timeout` (seconds,
+    default 300) bounds every wait: a rank that is gone or stuck gives a
     qccl.TimeoutError naming the operation, never a hang. If
     torch.distributed is initialised, its rank and world size must be
-    mpirun's."""
-    if _World.context is not None:
-        if _World.context.closed:
-            raise InvalidArgument("qccl was shut down in this process; MPI cannot start again")
-        return _World.context
-    context = native.Context(float(timeout))
-    _World.context = context
-    atexit.register(shutdown)
+    mpirun's.
+
+    A process has one context: init() again returns it, and so does
+    init(timeout=...) with the timeout it has; another timeout raises
+    InvalidArgument naming both, since the context keeps its settings."""
+    requested = None if timeout is None else float(timeout)
+    wait = DEFAULT_TIMEOUT if requested is None else requested
+    if not _World.lock.acquire(timeout=wait):
+        raise TimeoutError(f"qccl.init(): another thread has been initialising qccl for {wait:g} "
+                           "s (MPI_Init); is mpirun's launch stuck?")
+    try:
+        current = _World.context
+        if current is not None:
+            if current.closed:
+                raise InvalidArgument(AFTER_SHUTDOWN)
+            if requested is not None and requested != current.timeout:
+                raise InvalidArgument(
+                    f"qccl is already initialised with timeout={current.timeout:g} s, and "
+                    f"qccl.init(timeout={requested:g}) asks for other settings; a process has one "
+                    "qccl context, which keeps the settings it was created with: call "
+                    f"qccl.init(timeout={current.timeout:g}) or qccl.init() to use it, or pass "
+                    "the settings you want to the first qccl.init() (qccl.shutdown() ends MPI "
+                    "for the whole process, so it cannot start qccl again)")
+            return current
+        context = native.Context(DEFAULT_TIMEOUT if requested is None else requested)
+        _World.context = context
+        atexit.register(shutdown)
+    finally:
+        _World.lock.release()
     check_matches_torch_distributed(context)
     return context
 
@@ -44,14 +79,17 @@ def is_initialized():
 
 
 def shutdown():
-    """Waits for the hooks' buckets in flight, then ends qccl and MPI (MPI
-    cannot start again in this process). Called at exit. The context closes
-    every hook created on it first."""
+    """Ends qccl and MPI (MPI cannot start again in this process); called
+    at exit. Safe from any thread at any time: calls that start afterwards,
+    on any thread, raise InvalidArgument saying qccl was shut down; the
+    collective in flight on another thread, if any, is waited for (up to
+    its timeout); then every hook created on the context closes, after its
+    buckets in flight, and MPI ends."""
     context = _World.context
-    if context is None or context.closed:
+    if context is None:
         return
     _World.compressors.clear()
-    context.close()
+    context.close()  # idempotent; a second caller waits for the first
 
 
 def context():
@@ -59,7 +97,7 @@ def context():
     if _World.context is None:
         raise InvalidArgument("call qccl.init() first (in every rank, under mpirun)")
     if _World.context.closed:
-        raise InvalidArgument("qccl was shut down in this process; MPI cannot start again")
+        raise InvalidArgument(AFTER_SHUTDOWN)
     return _World.context
 
 
@@ -155,9 +193,11 @@ def _compressor(operation, tensor, codec, name, algorithm, seed):
     default, the tensor's shape tells tensors apart."""
     key = name if name is not None else ("shape",) + tuple(getattr(tensor, "shape", ()))
     k = (operation, codec, algorithm, seed, key)
-    if k not in _World.compressors:
-        _World.compressors[k] = Compressor(codec, algorithm=algorithm, seed=seed)
-    return _World.compressors[k]
+    compressor = _World.compressors.get(k)
+    if compressor is None:  # setdefault: threads that race here share the first one stored
+        compressor = _World.compressors.setdefault(
+            k, Compressor(codec, algorithm=algorithm, seed=seed))
+    return compressor
 
 
 def allreduce_mean_(tensor, codec="fp32", *, name=None, algorithm="ring", seed=0):

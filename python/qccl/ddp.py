@@ -58,6 +58,14 @@ class DDPHookState:
         in flight)."""
         return {"codec": self.codec, "native": self._native.save_state()}
 
+    def close(self):
+        """Ends the hook: buckets handed to it afterwards, and state_dict(),
+        raise InvalidArgument saying it was closed; the buckets already
+        queued complete first (each within the hook's timeout). Safe from
+        any thread, also while another one hands it buckets; idempotent.
+        qccl.shutdown() and deleting the state close it too."""
+        self._native.close()
+
     def load_state_dict(self, state):
         """Restores state_dict()'s result; call before the first backward."""
         if state.get("codec") != self.codec:

@@ -1,7 +1,7 @@
 // The bindings of the context, the compressors and the DDP hook's native
 // side (context.h, compressor.h, bucket_hook.h). Every call that moves data
-// or waits releases the GIL, so the hooks' streams can complete futures
-// meanwhile.
+// or waits — for data, or for another thread's call — releases the GIL, so
+// the hooks' streams can complete futures and other threads run meanwhile.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -45,15 +45,29 @@ void bind_context(py::module_& module) {
            py::arg("context"), py::arg("codec"), py::arg("seed"), py::arg("algorithm"),
            py::arg("timeout"))
       .def_property_readonly("codec", &Compressor::spec)
-      .def_property_readonly("step", &Compressor::step)
-      .def("blocks", &Compressor::blocks, py::arg("count"))
-      .def("error_bound", &Compressor::error_bound, py::arg("inf_norm"))
+      .def_property_readonly("step",
+                             [](Compressor& c) {
+                               py::gil_scoped_release no_gil;
+                               return c.step();
+                             })
+      .def("blocks", &Compressor::blocks, py::arg("count"), release_gil())
+      .def("error_bound", &Compressor::error_bound, py::arg("inf_norm"), release_gil())
       .def("allreduce_mean", &Compressor::allreduce_mean, release_gil())
       .def("reduce_scatter_mean", &Compressor::reduce_scatter_mean, release_gil())
       .def("allgather", &Compressor::allgather, release_gil())
-      .def("save_state", [](const Compressor& c) { return to_bytes(c.save_state()); })
+      .def("save_state", [](Compressor& c) {
+        std::vector<std::byte> state;
+        {
+          py::gil_scoped_release no_gil;
+          state = c.save_state();
+        }
+        return to_bytes(state);
+      })
       .def("load_state", [](Compressor& c, const py::bytes& state, std::uint64_t step) {
-        c.load_state(bytes_view(state), step);
+        const auto view = bytes_view(state);
+        std::vector<std::byte> bytes(view.begin(), view.end());
+        py::gil_scoped_release no_gil;
+        c.load_state(bytes, step);
       });
 
   module.def("codec_catalog", &codec_catalog, "(name, description) of every codec");
@@ -107,7 +121,8 @@ void bind_bucket_hook(py::module_& module) {
         py::gil_scoped_release no_gil;
         hook.load_state(std::move(bytes));
       })
-      .def("close", &BucketHook::close, release_gil());
+      .def("close", [](BucketHook& hook) { hook.close("was closed (DDPHookState.close())"); },
+           release_gil());
 }
 
 }  // namespace qccl::python

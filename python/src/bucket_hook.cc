@@ -23,8 +23,7 @@ std::shared_ptr<BucketHook> BucketHook::create(std::shared_ptr<Context> context,
   // Deleted without the GIL: closing waits for buckets in flight, whose
   // completions take the GIL to finish their futures.
   std::shared_ptr<BucketHook> hook(
-      new BucketHook(std::move(context), spec, seed, algorithm, timeout_seconds,
-                     std::move(parameters)),
+      new BucketHook(context, spec, seed, algorithm, timeout_seconds, std::move(parameters)),
       [](BucketHook* ended) {
         if (Py_IsInitialized() && PyGILState_Check()) {
           pybind11::gil_scoped_release no_gil;
@@ -33,7 +32,14 @@ std::shared_ptr<BucketHook> BucketHook::create(std::shared_ptr<Context> context,
           delete ended;
         }
       });
-  hook->context_->add_user(hook);
+  // The split and the registration under one lease on the world: a
+  // concurrent qccl.shutdown() either turns this away or closes the hook.
+  auto world = context->use_world("qccl.ddp_hook (" + hook->spec() + ")");
+  hook->stream_ = std::make_shared<ClosableStream>(
+      world.communicator(), "ddp hook", "this DDP hook", hook->wait_timeout_,
+      "create a new hook with qccl.ddp_hook() (before qccl.shutdown()) and register it on the "
+      "model");
+  context->add_user(hook->stream_);
   return hook;
 }
 
@@ -57,32 +63,17 @@ BucketHook::BucketHook(std::shared_ptr<Context> context, const std::string& spec
                           "sums only fp32 and fp16 values)");
   }
   snapshots_.resize(parameters_.size());
-  stream_ = std::make_unique<Stream>(context_->communicator(), "ddp hook");
 }
 
-BucketHook::~BucketHook() { close(); }
-
-void BucketHook::close() {
-  std::unique_ptr<Stream> stream;
-  {
-    std::lock_guard lock(stream_mutex_);
-    stream.swap(stream_);
+// The stream's operations use this hook, so it ends first; no call holds a
+// lease here (each holds a reference). An error is dropped, as a destructor
+// cannot raise it.
+BucketHook::~BucketHook() {
+  if (stream_ == nullptr) return;  // create() failed before the stream
+  try {
+    stream_->close("was deleted");
+  } catch (...) {
   }
-  stream.reset();  // waits for the buckets in flight (each bounded by its timeout)
-}
-
-Stream& BucketHook::stream() {
-  std::lock_guard lock(stream_mutex_);
-  if (stream_ == nullptr) {
-    throw InvalidArgument("this DDP hook's stream was closed (qccl.shutdown()); create the hook "
-                          "again after qccl.init() in a new process");
-  }
-  return *stream_;
-}
-
-std::uint64_t BucketHook::bytes_sent() const {
-  std::lock_guard lock(stream_mutex_);
-  return stream_ ? stream_->data_bytes_sent() : 0;
 }
 
 // Cheap, on the submitting thread, so a wrong bucket fails in the hook:
@@ -166,7 +157,7 @@ void BucketHook::submit(BucketCall call, PythonObject done) {
   check_bucket(call);
   auto update = wants_feedback_ ? update_since_last_call(call) : std::vector<float>{};
   const std::string description = "bucket " + std::to_string(call.index);
-  stream().submit(
+  stream_->submit(
       description,
       [this, call = std::move(call), update = std::move(update)](Communicator& comm) {
         Codec& codec = codec_for(call.index, call.parameters);
@@ -183,8 +174,7 @@ void BucketHook::submit(BucketCall call, PythonObject done) {
 
 void BucketHook::run_on_stream(const std::string& what,
                                std::function<void(Communicator&)> operation) {
-  const Work work = stream().submit(what, std::move(operation));
-  work.wait(wait_timeout_);
+  stream_->submit(what, std::move(operation)).wait(wait_timeout_);
 }
 
 // [magic][the shared store][bucket count], then per bucket its index, its

@@ -20,6 +20,11 @@
 //
 // Every use of a codec runs on the stream's thread, in submission order,
 // so a bucket's state is never touched by two threads at once.
+//
+// Python threads may submit, save, load and close at once: the stream is a
+// ClosableStream, which close() — from Python, from qccl.shutdown(), or
+// when the hook is deleted — ends only after the buckets queued, turning
+// later calls away with an error naming who closed it.
 #pragma once
 
 #include <cstddef>
@@ -32,6 +37,7 @@
 #include <vector>
 
 #include "context.h"
+#include "closable_stream.h"
 #include "python_object.h"
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/codecs/codec.h"
@@ -56,7 +62,7 @@ struct BucketCall {
   std::optional<double> step_size;        // the learning rate the mean will be applied with
 };
 
-class BucketHook final : public Closable, public std::enable_shared_from_this<BucketHook> {
+class BucketHook final {
  public:
   // Splits the hook's stream from the world (collective). `parameters` are
   // the model's, numbered as BucketCall refers to them.
@@ -65,11 +71,11 @@ class BucketHook final : public Closable, public std::enable_shared_from_this<Bu
                                             const std::string& algorithm,
                                             std::optional<double> timeout_seconds,
                                             std::vector<ParameterInfo> parameters);
-  ~BucketHook() override;  // closes; create() deletes it without the GIL
+  ~BucketHook();  // closes; create() deletes it without the GIL
 
   std::string spec() const { return spec_.text(); }
   bool wants_step_feedback() const { return wants_feedback_; }
-  std::uint64_t bytes_sent() const;
+  std::uint64_t bytes_sent() const { return stream_->bytes_sent(); }
   // Queues `call`; `done` gets None or the exception. Call without the GIL.
   void submit(BucketCall call, PythonObject done);
   // The state of every bucket's codec and of the per-parameter store, and
@@ -77,15 +83,15 @@ class BucketHook final : public Closable, public std::enable_shared_from_this<Bu
   // the buckets in flight. Call without the GIL.
   std::vector<std::byte> save_state();
   void load_state(std::vector<std::byte> bytes);
-  // Ends the stream after the buckets in flight (Closable). Call without
-  // the GIL.
-  void close() override;
+  // Ends the stream after the buckets in flight; `reason` (e.g. "was
+  // closed (DDPHookState.close())") is what later calls are told. Call
+  // without the GIL.
+  void close(const std::string& reason) { stream_->close(reason); }
 
  private:
   BucketHook(std::shared_ptr<Context> context, const std::string& spec, std::uint64_t seed,
              const std::string& algorithm, std::optional<double> timeout_seconds,
              std::vector<ParameterInfo> parameters);
-  Stream& stream();
   // The update since this bucket's previous call, in bucket layout; empty
   // when some parameter has no earlier snapshot (its first step).
   std::vector<float> update_since_last_call(const BucketCall& call);
@@ -114,8 +120,9 @@ class BucketHook final : public Closable, public std::enable_shared_from_this<Bu
   std::mutex snapshots_mutex_;  // the submitting thread's
   std::vector<std::vector<float>> snapshots_;  // by parameter number
 
-  mutable std::mutex stream_mutex_;
-  std::unique_ptr<Stream> stream_;
+  // Set by create(), on the world communicator; shared with the context,
+  // which closes it at shutdown.
+  std::shared_ptr<ClosableStream> stream_;
 };
 
 }  // namespace qccl::python

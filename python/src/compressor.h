@@ -4,7 +4,12 @@
 // rounding, error-feedback residuals, IntSGD's scales — persists across
 // calls. Buffers arrive as (address, element count) of fp32 memory that the
 // Python side has checked (CPU, float32, contiguous) and keeps alive for the
-// call. Each call releases the GIL while data moves.
+// call.
+//
+// Threads may share a compressor: each call holds the codec exclusively
+// (its state changes with every step) and, for a collective, the context's
+// world communicator (context.h), waiting for another thread's call up to
+// the compressor's timeout. Call every method without the GIL.
 #pragma once
 
 #include <cstddef>
@@ -25,15 +30,15 @@ class Compressor {
   Compressor(std::shared_ptr<Context> context, const std::string& spec, std::uint64_t seed,
              const std::string& algorithm, std::optional<double> timeout_seconds);
 
-  std::string spec() const { return codec_->spec(); }
-  std::uint64_t step() const { return codec_->step(); }
+  std::string spec() const { return spec_; }
+  std::uint64_t step();
   // (first, count) of each rank's block of a `count`-element vector.
-  std::vector<std::pair<std::size_t, std::size_t>> blocks(std::size_t count) const;
+  std::vector<std::pair<std::size_t, std::size_t>> blocks(std::size_t count);
 
   // A bound that |result − exact mean| never exceeds for any element of an
   // allreduce whose inputs have the global ∞-norm `inf_norm` (infinity
   // where the codec has none).
-  double error_bound(double inf_norm) const;
+  double error_bound(double inf_norm);
 
   void allreduce_mean(std::uintptr_t data, std::size_t count);
   void reduce_scatter_mean(std::uintptr_t input, std::size_t count, std::uintptr_t output,
@@ -42,13 +47,19 @@ class Compressor {
                  std::size_t output_count);
 
   // Checkpoints: the codec's state and its step.
-  std::vector<std::byte> save_state() const { return codec_->save_state(); }
+  std::vector<std::byte> save_state();
   void load_state(std::span<const std::byte> state, std::uint64_t step);
 
  private:
+  // The codec for the call `what`, this thread's until the lease ends.
+  Lifecycle::Lease hold_codec(const std::string& what);
+  Timeout timeout() const { return options_.timeout.value_or(context_->timeout()); }
+
   std::shared_ptr<Context> context_;
   std::unique_ptr<Codec> codec_;
+  std::string spec_;
   CollectiveOptions options_;
+  Lifecycle codec_use_{"this Compressor", "this Compressor's codec"};  // never closed
 };
 
 // The fp32 elements at `address`, `count` of them.
