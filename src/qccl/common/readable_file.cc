@@ -23,22 +23,25 @@ std::string kind_of(mode_t mode) {
 
 }  // namespace
 
-ReadableFile::ReadableFile(const std::string& path, std::string_view missing_hint) : path_(path) {
+ReadableFile::ReadableFile(const std::string& path, std::string_view missing_hint,
+                           std::string_view kind)
+    : path_(path) {
+  const std::string named = (kind.empty() ? "" : std::string(kind) + " ") + "'" + path + "'";
   // O_NONBLOCK: opening a FIFO with no writer returns at once instead of
   // waiting for one; it is then refused by its type below.
   fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd_ < 0) {
     const int error = errno;
-    std::string message = "cannot open '" + path + "': " + std::system_category().message(error);
+    std::string message = "cannot open " + named + ": " + std::system_category().message(error);
     if (error == ENOENT && !missing_hint.empty()) message += " (" + std::string(missing_hint) + ")";
     throw InvalidArgument(message);
   }
   struct stat status {};
   if (::fstat(fd_, &status) != 0 || !S_ISREG(status.st_mode)) {
-    const std::string kind = S_ISREG(status.st_mode) ? "unreadable" : kind_of(status.st_mode);
+    const std::string what = S_ISREG(status.st_mode) ? "unreadable" : kind_of(status.st_mode);
     ::close(fd_);
     fd_ = -1;
-    throw InvalidArgument("'" + path + "' is " + kind + ", not a regular file; pass the file itself");
+    throw InvalidArgument(named + " is " + what + ", not a regular file; pass the file itself");
   }
   size_ = static_cast<std::uint64_t>(status.st_size);
   // Regular files never block; reads go back to the ordinary mode.
@@ -55,8 +58,9 @@ int ReadableFile::release() {
   return fd;
 }
 
-void check_readable_file(const std::string& path, std::string_view missing_hint) {
-  ReadableFile file(path, missing_hint);
+void check_readable_file(const std::string& path, std::string_view missing_hint,
+                         std::string_view kind) {
+  ReadableFile file(path, missing_hint, kind);
 }
 
 std::string read_regular_file(const std::string& path, std::string_view missing_hint) {

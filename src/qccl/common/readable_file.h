@@ -22,10 +22,12 @@ namespace qccl {
 class ReadableFile {
  public:
   // Opens `path` for reading (never blocking: a FIFO is refused, not
-  // waited on). InvalidArgument naming the path: "cannot open 'P': No such
-  // file or directory (HINT)", "cannot open 'P': Permission denied", "'P'
-  // is a FIFO, not a regular file", ...
-  explicit ReadableFile(const std::string& path, std::string_view missing_hint = {});
+  // waited on). InvalidArgument naming the path, and `kind` where given
+  // ("LibSVM file"): "cannot open KIND 'P': No such file or directory
+  // (HINT)", "cannot open 'P': Permission denied", "'P' is a FIFO (named
+  // pipe), not a regular file", ...
+  explicit ReadableFile(const std::string& path, std::string_view missing_hint = {},
+                        std::string_view kind = {});
   ~ReadableFile();
   ReadableFile(const ReadableFile&) = delete;
   ReadableFile& operator=(const ReadableFile&) = delete;
@@ -46,7 +48,8 @@ class ReadableFile {
 
 // Checks, for readers that open the file themselves (std::ifstream), that
 // `path` is a regular file this process can open; throws as ReadableFile.
-void check_readable_file(const std::string& path, std::string_view missing_hint = {});
+void check_readable_file(const std::string& path, std::string_view missing_hint = {},
+                         std::string_view kind = {});
 
 // The whole contents of `path`, at most its size when opened; throws as
 // ReadableFile, and InvalidArgument on an I/O error part-way.

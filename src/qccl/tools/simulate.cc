@@ -23,7 +23,7 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 
 std::vector<float> read_input(const std::string& path, int ranks) {
-  check_readable_file(path);  // a regular file: its size is known, nothing blocks
+  check_readable_file(path, {}, "the input file");  // a regular file: its size is known, nothing blocks
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw InvalidArgument("simulate: cannot open input file '" + path + "'");
   const auto bytes = static_cast<std::size_t>(in.tellg());

@@ -71,7 +71,7 @@ Dataset parse_csv(std::istream& in, const std::string& source, int label_column)
 }
 
 Dataset read_csv(const std::string& path, int label_column) {
-  check_readable_file(path);  // a regular file: never a FIFO or a device
+  check_readable_file(path, {}, "CSV file");  // a regular file: never a FIFO or a device
   std::ifstream in(path);
   if (!in) throw InvalidArgument("cannot open CSV file '" + path + "'");
   return parse_csv(in, path, label_column);

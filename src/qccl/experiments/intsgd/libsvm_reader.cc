@@ -91,7 +91,7 @@ Dataset parse_libsvm(std::istream& in, const std::string& source) {
 }
 
 Dataset read_libsvm(const std::string& path) {
-  check_readable_file(path);  // a regular file: never a FIFO or a device
+  check_readable_file(path, {}, "LibSVM file");  // a regular file: never a FIFO or a device
   std::ifstream in(path);
   if (!in) throw InvalidArgument("cannot open LibSVM file '" + path + "'");
   return parse_libsvm(in, path);
