@@ -15,6 +15,7 @@
 #include "engines/train_helpers.h"
 #include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
+#include "qccl/common/files.h"
 #include "qccl/training/checkpoint_identity.h"
 #include "qccl/training/checkpoint_lock.h"
 #include "support/world.h"
@@ -25,12 +26,7 @@ namespace {
 using namespace test_support;
 using Json = nlohmann::json;
 
-std::string text_of(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+std::string text_of(const fs::path& path) { return read_whole_file(path.string()); }
 
 Json manifest_of(const fs::path& dir) { return Json::parse(text_of(dir / "latest.json")); }
 

@@ -26,12 +26,7 @@ namespace {
 using namespace test_support;
 using Json = nlohmann::json;
 
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
+std::string read_bytes(const fs::path& path) { return read_whole_file(path.string()); }
 
 void write_bytes(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
