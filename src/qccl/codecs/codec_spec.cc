@@ -65,7 +65,8 @@ void check_spec_size(std::string_view text) {
     if (ch == ')') --depth;
   }
   if (deepest > kMaxSpecNesting) {
-    throw InvalidArgument("codec spec '" + std::string(text.substr(0, 60)) + "...' nests " +
+    const std::string shown(text.substr(0, 60));
+    throw InvalidArgument("codec spec '" + shown + (text.size() > 60 ? "...' nests " : "' nests ") +
                           std::to_string(deepest) + " wrappers; at most " +
                           std::to_string(kMaxSpecNesting) +
                           " are allowed (one is what error feedback needs: ef(SPEC))");
