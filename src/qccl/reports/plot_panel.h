@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "qccl/reports/plot_axis.h"
+#include "qccl/reports/plot_data.h"
 #include "qccl/reports/plot_geometry.h"
 #include "qccl/reports/plot_style.h"
-#include "qccl/reports/svg_plot.h"
 
 namespace qccl::tools {
 
