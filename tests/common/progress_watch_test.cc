@@ -53,6 +53,21 @@ TEST(ProgressWatch, ActivitiesThatFinishInTimeNeverEndTheProcess) {
   std::this_thread::sleep_for(600ms);
 }
 
+// Waits on peers stop the clock: an activity that spends longer than the
+// bound waiting, in a wait nested in another, computes only briefly.
+TEST(ProgressWatch, WaitsOnPeersDoNotCountAsComputation) {
+  ProgressWatch watch(0, 1, Timeout(100), 1);
+  const ProgressWatch::Scope busy(&watch, 0, "a step with a long exchange", 1);
+  {
+    const ProgressWatch::Wait waiting;
+    const ProgressWatch::Wait nested;
+    std::this_thread::sleep_for(400ms);
+  }
+  std::this_thread::sleep_for(20ms);
+  // Another thread's wait does not pause this thread's activity either way.
+  std::thread([] { const ProgressWatch::Wait elsewhere; }).join();
+}
+
 void stay_busy_past_the_bound() {
   ProgressWatch watch(0, 2, Timeout(100), 3);
   const ProgressWatch::Scope busy(&watch, 1, "forward and backward", 5);
@@ -62,8 +77,8 @@ void stay_busy_past_the_bound() {
 TEST(ProgressWatchDeathTest, ARankStuckInOneActivityEndsTheProcessNamingIt) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(stay_busy_past_the_bound(), ::testing::ExitedWithCode(3),
-              "rank 1 has been in step 5: forward and backward for [0-9]+ ms, 1.5 times "
-              "--timeout 100 ms, without finishing. Memory may have run out");
+              "rank 1 has been computing in step 5: forward and backward for [0-9]+ ms, more "
+              "than --timeout 100 ms, without finishing. Memory may have run out");
 }
 
 }  // namespace

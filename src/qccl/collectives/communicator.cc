@@ -4,6 +4,7 @@
 #include <map>
 
 #include "qccl/common/errors.h"
+#include "qccl/common/progress_watch.h"
 
 namespace qccl {
 namespace {
@@ -53,6 +54,7 @@ std::string Communicator::poison_reason() const {
 }
 
 void Communicator::wait(Request& request, Timeout timeout, std::string_view operation) {
+  const ProgressWatch::Wait waiting;  // on a peer: not computation
   const auto deadline = Clock::now() + timeout;
   try {
     while (true) {

@@ -6,6 +6,7 @@
 
 #include "qccl/collectives/communicator.h"
 #include "qccl/common/errors.h"
+#include "qccl/common/progress_watch.h"
 
 namespace qccl {
 namespace detail {
@@ -93,6 +94,7 @@ void Work::wait(Timeout timeout) const {
   if (timeout.count() < 0) {
     throw InvalidArgument("Work::wait: negative timeout " + to_string(timeout));
   }
+  const ProgressWatch::Wait waiting;  // on a peer: not computation
   std::unique_lock lock(state_->mutex);
   const bool done = state_->finished.wait_until(lock, deadline_after(timeout),
                                                 [&] { return state_->done; });

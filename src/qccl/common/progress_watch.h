@@ -4,10 +4,12 @@
 //    bare std::bad_alloc: the rank's current activity ("step 12: forward
 //    and backward") says where memory ran out;
 //  - an allocator that cannot get memory may retry forever instead of
-//    failing (OpenBLAS's does, spinning at 100% CPU): a rank that stays in
-//    one activity 1.5 times longer than the bound (the wait timeout) ends
-//    the process with a message, so that no run hangs in computation.
-// Waits on peers are not activities: they have their own timeouts.
+//    failing (OpenBLAS's does, spinning at 100% CPU): a rank that computes
+//    in one activity longer than the bound (--timeout) ends the process
+//    with a message, so that no run hangs in computation.
+// Waits on peers do not count: they have their own timeouts. A thread that
+// waits (Communicator::wait, Work::wait) marks it with a Wait, which stops
+// its activity's clock; the clock starts again when the wait ends.
 //
 // One watch serves every rank of a process (one slot per rank); a watching
 // thread checks the slots a few times per bound. Scopes never allocate,
@@ -34,8 +36,8 @@ class ProgressWatch {
 
  public:
   // Slots for ranks first_rank..first_rank+ranks-1 (this process's); a
-  // rank in one activity for 1.5 `bound`s ends the process with
-  // `exit_code` after printing why.
+  // rank computing in one activity for longer than `bound` ends the
+  // process with `exit_code` after printing why.
   ProgressWatch(int first_rank, int ranks, Timeout bound, int exit_code);
   ~ProgressWatch();
   ProgressWatch(const ProgressWatch&) = delete;
@@ -56,7 +58,21 @@ class ProgressWatch {
     Slot* slot_;
     const char* previous_what_;
     std::int64_t previous_step_, previous_since_;
+    Slot* enclosing_;  // the thread's scope before this one
     int exceptions_;
+  };
+
+  // A wait on a peer by the calling thread: while it lasts, the thread's
+  // current activity (if any) is not computing, so its clock stops.
+  class Wait {
+   public:
+    Wait();
+    ~Wait();
+    Wait(const Wait&) = delete;
+    Wait& operator=(const Wait&) = delete;
+
+   private:
+    Slot* slot_ = nullptr;  // the activity paused; null: none
   };
 
   // "step 12: forward and backward": where rank `rank`'s latest exception
@@ -72,6 +88,8 @@ class ProgressWatch {
     std::atomic<const char*> failed_what{nullptr};
     std::atomic<std::int64_t> failed_step{-1};
   };
+
+  static thread_local Slot* current_activity_;
 
   void watch();
   [[noreturn]] void stalled(int rank, std::int64_t busy_ns) const;

@@ -22,7 +22,8 @@ void add_launch_options(CLI::App& command, LaunchOptions& options, const LaunchH
   if (!help.algorithm.empty()) command.add_option("--algo", options.algorithm, help.algorithm);
   add_ranks_option(command, options.ranks);
   command.add_option("--timeout", options.timeout_ms,
-                     "bound on every wait, in ms (default 300000)");
+                     "bound on every wait, and on a training step's computation, in ms "
+                     "(default 300000)");
 }
 
 }  // namespace qccl::tools
