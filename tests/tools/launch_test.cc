@@ -57,6 +57,22 @@ TEST(Launch, LibtorchAllocationErrorsAreNamedTooWithoutTheirBacktrace) {
   EXPECT_EQ(printed.find("frame #0"), std::string::npos) << printed;
 }
 
+// An error the ranks agreed on (a checkpoint that could not be saved)
+// carries a rank's failed allocation as text: it is named as one too.
+TEST(Launch, AnAgreedErrorCarryingAFailedAllocationIsNamedToo) {
+  testing::internal::CaptureStderr();
+  const int code = launch(1, [](Communicator& comm) {
+    const ProgressWatch::Scope busy(comm.options().progress, 0, "saving a checkpoint", 20);
+    throw IoError("checkpoint of step 20 not saved: rank 0: std::bad_alloc");
+  });
+  const std::string printed = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(code, kExitError);
+  EXPECT_NE(printed.find("memory ran out on rank 0 in step 20: saving a checkpoint (checkpoint of "
+                         "step 20 not saved: rank 0: std::bad_alloc)"),
+            std::string::npos)
+      << printed;
+}
+
 // Other errors keep their type and exit code.
 TEST(Launch, OtherErrorsAreUnchanged) {
   testing::internal::CaptureStderr();

@@ -45,6 +45,10 @@ if [ "$mode" = arguments ]; then
       setpriv --reuid=65534 --regid=65534 --clear-groups "$mpirun" --dry-run true
   fi
   expect "no command" 2 'no command' -- "$mpirun" -np 2
+  expect "an MCA parameter the script sets is refused, naming its option" 2 "give the network with --net, not '--mca btl_tcp_if_include'" -- \
+    "$mpirun" --hostfile "$tmp/hosts" --mca btl_tcp_if_include eth0 --dry-run hostname
+  expect "the transport cannot be set twice" 2 "'--mca btl' is set by this script" -- \
+    "$mpirun" --mca btl tcp,self --dry-run -np 2 hostname
   expect "missing hostfile" 2 "hostfile '$tmp/none' does not exist: write one line per host, 'NAME slots=N'" -- \
     "$mpirun" --hostfile "$tmp/none" hostname
   : >"$tmp/empty"

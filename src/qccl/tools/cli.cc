@@ -165,7 +165,12 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const CLI::App* active = active_command(app);
     std::cerr << "qccl: " << e.what() << "\n";
-    std::cerr << "valid for '" << command_path(active) << "': " << valid_options(active) << "\n";
+    // The list helps with a name that is not an option, not with a value.
+    const bool unknown = dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr ||
+                         dynamic_cast<const CLI::OptionNotFound*>(&e) != nullptr;
+    if (unknown) {
+      std::cerr << "valid for '" << command_path(active) << "': " << valid_options(active) << "\n";
+    }
     std::cerr << "run '" << command_path(active) << " --help' for details\n";
     return kExitUsage;
   }

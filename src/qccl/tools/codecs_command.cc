@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "qccl/collectives/options.h"
 #include "qccl/common/errors.h"
 #include "qccl/tools/codec_help.h"
 #include "qccl/tools/exit_codes.h"
@@ -30,6 +31,10 @@ CLI::App* add_codecs(CLI::App& app, CodecsCommand& command) {
 int run_codecs_command(CodecsCommand& command, int, char**) {
   return exit_code_of([&] {
     command.query.algorithm = parse_algorithm(command.algorithm);
+    if (command.query.algorithm == Algorithm::native) {
+      throw InvalidArgument("--algo native is MPI's own allreduce, which runs fp32 and fp16 only; "
+                            "the codecs' bounds are for ring or halving-doubling");
+    }
     const auto rows = codec_catalogue(command.specs, command.query);
     if (command.json) {
       std::cout << codec_catalogue_json(rows, command.query).dump(2) << std::endl;

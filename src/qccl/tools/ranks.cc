@@ -85,9 +85,12 @@ namespace {
 // (not std::bad_alloc) whose text says so; this layer sees it as text.
 bool is_allocation_failure(const std::exception& e) {
   if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) return true;
+  // Errors the ranks agree on (a checkpoint not saved) carry the rank's
+  // failure as text.
   const std::string_view what = e.what();
   return what.find("can't allocate memory") != std::string_view::npos ||
-         what.find("Cannot allocate memory") != std::string_view::npos;
+         what.find("Cannot allocate memory") != std::string_view::npos ||
+         what.find("std::bad_alloc") != std::string_view::npos;
 }
 
 // Runs one rank's body; a failed allocation comes out as an

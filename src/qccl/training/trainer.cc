@@ -192,6 +192,8 @@ class TrainingRun {
                     at_.global_step, when);
   }
   void save() {
+    const ProgressWatch::Scope busy(comm_.options().progress, comm_.rank(), "saving a checkpoint",
+                                    at_.global_step);
     verify("at a checkpoint");
     const WholeModel whole(*engine_);
     save_checkpoint(comm_, config_.checkpoint_dir, task_->metric_name(), task_->model(),
