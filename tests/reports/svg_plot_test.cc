@@ -11,6 +11,7 @@
 #include <string>
 
 #include "plot_checks.h"
+#include "qccl/reports/plot_style.h"
 #include "qccl/reports/svg_plot.h"
 #include "svg_reading.h"
 
@@ -141,6 +142,26 @@ TEST(SvgPlotTest, EachSeriesKeepsOneStyleOfItsOwnInEveryPanelAndTheLegend) {
   const auto names = legend_names(plot);
   ASSERT_EQ(names.size(), legend_styles.size());
   for (std::size_t i = 0; i < names.size(); ++i) EXPECT_EQ(style_of.at(names[i]), legend_styles[i]);
+}
+
+// The issue of the old plots: fp32 and PowerSGD both blue. Up to twenty
+// series, every series has a colour of its own.
+TEST(SvgPlotTest, UpToTwentySeriesNeverShareAColour) {
+  PlotPanel panel{"many", "ms per step", "accuracy (%)", false, false, {}};
+  for (std::size_t i = 0; i < kDistinctColours; ++i) {
+    panel.series.push_back({"series " + std::to_string(i),
+                            {{static_cast<double>(i), static_cast<double>(i % 3)}},
+                            true});
+  }
+  const auto plot = read_svg_plot(render_svg({panel}));
+  std::map<std::string, std::string> colour_of;
+  for (const auto& marker : plot.markers) {
+    if (!marker.in_legend) colour_of[marker.series] = marker.colour;
+  }
+  ASSERT_EQ(colour_of.size(), kDistinctColours);
+  std::set<std::string> colours;
+  for (const auto& [series, colour] : colour_of) colours.insert(colour);
+  EXPECT_EQ(colours.size(), kDistinctColours);
 }
 
 TEST(SvgPlotTest, TheLegendListsExactlyTheSeriesDrawn) {

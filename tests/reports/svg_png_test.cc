@@ -55,7 +55,11 @@ class SvgPngTest : public ::testing::Test {
 
   // Renders at the declared size, draws something, and is not mostly ink.
   void expect_rendered(const std::vector<PlotPanel>& panels, const std::string& name) {
-    const std::string svg = render_svg(panels);
+    expect_rendered(render_svg(panels), name);
+  }
+
+  // Likewise for a plot already drawn (the SVGs the docs show).
+  void expect_rendered(const std::string& svg, const std::string& name) {
     const SvgPlot plot = read_svg_plot(svg);
     expect_readable(plot);
     const RgbaImage image = rasterise(svg, name);
@@ -73,6 +77,19 @@ class SvgPngTest : public ::testing::Test {
 
   fs::path dir_;
 };
+
+// The plots the docs show, as committed: readable (no text over text, a
+// marker or the edge) and rendered.
+TEST_F(SvgPngTest, TheDocsPlotsAsCommittedReadAndRender) {
+  for (const char* name : {"baselines-comparison.svg", "pytorch-hooks-comparison.svg"}) {
+    std::ifstream in(fs::path(QCCL_DOCS_DIR) / name);
+    ASSERT_TRUE(in) << name;
+    std::stringstream svg;
+    svg << in.rdbuf();
+    SCOPED_TRACE(name);
+    expect_rendered(svg.str(), name);
+  }
+}
 
 std::vector<std::pair<double, double>> curve(double scale, double slope, int points) {
   std::vector<std::pair<double, double>> out;

@@ -9,14 +9,18 @@
 namespace qccl::tools {
 namespace {
 
-// Tableau 10 (matplotlib's default cycle), readable on white.
-constexpr std::string_view kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+// Tableau 10 (matplotlib's default cycle), then ten darker or purer hues
+// that stay apart from them: twenty colours readable on white, so that a
+// plot of up to twenty series never repeats a colour.
+constexpr std::string_view kColours[] = {
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+    "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39",
+    "#7b4173", "#000000", "#00a087", "#ff00ff", "#4d4d00", "#0000ff"};
 constexpr Marker kMarkers[] = {Marker::circle,  Marker::square,        Marker::triangle_up,
                                Marker::diamond, Marker::triangle_down, Marker::plus,
                                Marker::star};
 constexpr std::size_t kColourCount = std::size(kColours), kMarkerCount = std::size(kMarkers);
-static_assert(kColourCount * kMarkerCount == kDistinctStyles);
+static_assert(kColourCount == kDistinctColours && kColourCount * kMarkerCount == kDistinctStyles);
 
 // The outline of each shape but the circle, in units of the radius, inside
 // ±marker_extent(1) on both axes.

@@ -17,9 +17,11 @@ struct SeriesStyle {
   Marker marker = Marker::circle;
 };
 
-// Ten colours and seven shapes, paired so that the first kDistinctStyles
-// series all differ in colour or shape, and neighbours in both.
-inline constexpr std::size_t kDistinctStyles = 70;
+// Twenty colours and seven shapes, paired so that the first
+// kDistinctColours series all differ in colour (and neighbours in shape
+// too), and the first kDistinctStyles in colour or shape.
+inline constexpr std::size_t kDistinctColours = 20;
+inline constexpr std::size_t kDistinctStyles = 140;
 SeriesStyle series_style(std::size_t index);
 
 // The marker's name, as its SVG element's class ("marker diamond").
