@@ -222,9 +222,12 @@ expect "train: a model beyond this machine's memory is refused before it is buil
 expect "train: ranks beyond this machine's memory are refused before they start" 2 \
   'on 1024 rank\(s\) of this host needs at least .* lower --ranks \(1024 in this process\)' -- \
   "$qccl" train --model recommender --fields 64 --values-per-field 1000000 --ranks 1024
-expect "train: memory that runs out says where and what to change" 1 \
-  'memory ran out on rank 0 in loading the data and building the model \(.*can.t allocate memory.*\): lower --batch' -- \
+expect "train: a model beyond the address-space limit is refused before it is built" 2 \
+  "needs at least .* and this process's address-space limit \(ulimit -v\) leaves [0-9.]+ GiB available; lower the model.s size \(--fields, --values-per-field\), or raise ulimit -v" -- \
   env OPENBLAS_NUM_THREADS=1 bash -c "ulimit -v 2000000 && exec '$qccl' train --model recommender --values-per-field 4194304 --ranks 1 --quiet --max-steps-per-epoch 2"
+expect "train: memory that runs out in a step says where and what to change" 1 \
+  'memory ran out on rank 0 in step 0: forward, backward and the exchange \(.*can.t allocate memory.*\): lower --batch' -- \
+  env OPENBLAS_NUM_THREADS=1 bash -c "ulimit -v 2000000 && exec '$qccl' train --model cnn --batch 32768 --ranks 1 --quiet --max-steps-per-epoch 1"
 expect "train: a step that never finishes ends the run, naming the step" 1 \
   'rank 0 has been computing in (step [0-9]+: )?[a-z ,]+ for [0-9]+ ms, more than --timeout 50 ms, without finishing' -- \
   "$qccl" train --model gpt --ranks 1 --quiet --max-steps-per-epoch 2 --timeout 50
