@@ -31,6 +31,7 @@ class _World:
 
 
 DEFAULT_TIMEOUT = 300.0
+MAX_TIMEOUT = 30 * 24 * 3600.0  # as on the command line
 AFTER_SHUTDOWN = ("qccl was shut down in this process (qccl.shutdown()); MPI cannot start again "
                   "in this process: make qccl's calls before qccl.shutdown(), and start a new "
                   "process (mpirun) for more")
@@ -47,6 +48,9 @@ def init(timeout=None):
     init(timeout=...) with the timeout it has; another timeout raises
     InvalidArgument naming both, since the context keeps its settings."""
     requested = None if timeout is None else float(timeout)
+    if requested is not None and not 0 < requested <= MAX_TIMEOUT:  # NaN fails too
+        raise InvalidArgument(f"qccl.init(timeout={timeout!r}): give a number of seconds in "
+                              f"(0, {MAX_TIMEOUT:.0f}] (30 days)")
     wait = DEFAULT_TIMEOUT if requested is None else requested
     if not _World.lock.acquire(timeout=wait):
         raise TimeoutError(f"qccl.init(): another thread has been initialising qccl for {wait:g} "

@@ -14,9 +14,12 @@ constexpr const char* kAfterShutdown =
 }  // namespace
 
 Timeout timeout_from_seconds(double seconds, const char* what) {
-  if (!std::isfinite(seconds) || seconds <= 0) {
-    throw InvalidArgument(std::string(what) + " must be a positive number of seconds, not " +
-                          std::to_string(seconds));
+  // At most 30 days, as on the command line: beyond it the conversion to
+  // the waits' clocks overflows.
+  constexpr double kMaxSeconds = 30.0 * 24 * 3600;
+  if (!std::isfinite(seconds) || seconds <= 0 || seconds > kMaxSeconds) {
+    throw InvalidArgument(std::string(what) + " must be a number of seconds in (0, 2592000] (30 "
+                          "days), not " + std::to_string(seconds));
   }
   return Timeout(static_cast<Timeout::rep>(std::ceil(seconds * 1000.0)));
 }

@@ -110,6 +110,17 @@ def init_settings(rank, size):
     else:
         raise AssertionError("qccl.init() with another timeout kept the first one silently")
     assert qccl.init() is context and context.timeout == TIMEOUT
+    # A timeout that is not a number of seconds in (0, 30 days] is qccl's
+    # error, naming the range, here and for a Compressor.
+    for bad in (-5, 0, float("nan"), 1e300):
+        for call in (lambda: qccl.init(timeout=bad),
+                     lambda: qccl.Compressor("fp32", timeout=bad)):
+            try:
+                call()
+            except qccl.InvalidArgument as error:
+                assert "2592000" in str(error), str(error)
+            else:
+                raise AssertionError(f"a timeout of {bad} was accepted")
 
 
 # --- one Compressor, two threads ---
