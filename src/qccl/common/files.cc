@@ -119,7 +119,24 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   }
 }
 
-std::string read_whole_file(const std::string& path) { return read_regular_file(path); }
+std::string read_whole_file(const std::string& path) {
+  ReadableFile file(path);
+  std::string bytes(file.size(), '\0');
+  std::size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::read(file.fd(), bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw InvalidArgument("could not read '" + path + "': " +
+                            std::system_category().message(errno));
+    }
+    if (n == 0) break;  // it shrank since it was opened
+    got += static_cast<std::size_t>(n);
+  }
+  bytes.resize(got);
+  return bytes;
+}
+
 
 LineFile::LineFile(const std::string& path, bool truncate) : path_(path) {
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate ? O_TRUNC : 0),

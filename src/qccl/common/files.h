@@ -30,8 +30,9 @@ namespace qccl {
 // pipe, a directory) is refused, never replaced.
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
-// The whole contents of `path` (read_regular_file: a regular file only, at
-// most its size); InvalidArgument naming it when it cannot be read.
+// The whole contents of `path`: a regular file only (readable_file.h), at
+// most its size when opened. InvalidArgument naming it when it cannot be
+// opened, is not a regular file, or fails part-way.
 std::string read_whole_file(const std::string& path);
 
 // A file that grows by whole lines (a JSON-lines log). A line that cannot be

@@ -63,22 +63,4 @@ void check_readable_file(const std::string& path, std::string_view missing_hint,
   ReadableFile file(path, missing_hint, kind);
 }
 
-std::string read_regular_file(const std::string& path, std::string_view missing_hint) {
-  ReadableFile file(path, missing_hint);
-  std::string bytes(file.size(), '\0');
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t n = ::read(file.fd(), bytes.data() + got, bytes.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      throw InvalidArgument("could not read '" + path + "': " +
-                            std::system_category().message(errno));
-    }
-    if (n == 0) break;  // it shrank since it was opened
-    got += static_cast<std::size_t>(n);
-  }
-  bytes.resize(got);
-  return bytes;
-}
-
 }  // namespace qccl

@@ -51,9 +51,5 @@ class ReadableFile {
 void check_readable_file(const std::string& path, std::string_view missing_hint = {},
                          std::string_view kind = {});
 
-// The whole contents of `path`, at most its size when opened; throws as
-// ReadableFile, and InvalidArgument on an I/O error part-way.
-std::string read_regular_file(const std::string& path, std::string_view missing_hint = {});
-
 }  // namespace qccl
 QCCL_API_END

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "qccl/common/errors.h"
-#include "qccl/common/readable_file.h"
+#include "qccl/common/files.h"
 
 namespace qccl::data {
 namespace {
@@ -61,7 +61,7 @@ TextCorpus read_fortunes(const std::string& directory, std::size_t test_every) {
   std::string train, test;
   TextCorpus corpus;
   for (const auto& path : files) {
-    const std::string text = read_regular_file(path.string());
+    const std::string text = read_whole_file(path.string());
     for (auto& fortune : split_fortunes(text)) {
       (corpus.documents % test_every == test_every - 1 ? test : train) += fortune;
       ++corpus.documents;

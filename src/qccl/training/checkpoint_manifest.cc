@@ -10,7 +10,7 @@
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
-#include "qccl/common/readable_file.h"
+#include "qccl/common/files.h"
 
 namespace qccl::engines {
 namespace {
@@ -172,7 +172,7 @@ Manifest read_manifest(const std::string& dir) {
   }
   std::string text;
   try {
-    text = read_regular_file(path);  // never a directory, FIFO or device
+    text = read_whole_file(path);  // never a directory, FIFO or device
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(std::string("--resume: the checkpoint's manifest: ") + e.what());
   }
