@@ -40,23 +40,6 @@ std::vector<float> sample_data(std::size_t count) {
   return data;
 }
 
-// The whole vector as one matrix, rows × (count / rows), rows the largest
-// divisor of count not above √count: PowerSGD compresses it; for every
-// other codec it is one tensor, as without a layout.
-TensorLayout matrix_layout(std::size_t count) {
-  std::size_t rows = 1;
-  for (std::size_t r = 1; r * r <= count; ++r) {
-    if (count % r == 0) rows = r;
-  }
-  const std::vector<std::string> names{"bench"};
-  const auto elements = static_cast<std::int64_t>(count);
-  const std::vector<std::vector<std::int64_t>> shapes{
-      rows > 1 ? std::vector<std::int64_t>{static_cast<std::int64_t>(rows),
-                                           elements / static_cast<std::int64_t>(rows)}
-               : std::vector<std::int64_t>{elements}};
-  return TensorLayout::of_shapes(names, shapes);
-}
-
 // One rank's whole allreduce-mean step, timed: its exchange with itself,
 // the codec's selection, encode and decode, and its state updates. This is
 // what the encode and decode columns miss for codecs whose work is not all
@@ -182,6 +165,20 @@ nlohmann::json codec_rows_to_json(const CodecBenchConfig& config,
                          {"step_gbps", r.step_gbps}});
   }
   return j;
+}
+
+TensorLayout matrix_layout(std::size_t count) {
+  std::size_t rows = 1;
+  for (std::size_t r = 1; r * r <= count; ++r) {
+    if (count % r == 0) rows = r;
+  }
+  const std::vector<std::string> names{"bench"};
+  const auto elements = static_cast<std::int64_t>(count);
+  const std::vector<std::vector<std::int64_t>> shapes{
+      rows > 1 ? std::vector<std::int64_t>{static_cast<std::int64_t>(rows),
+                                           elements / static_cast<std::int64_t>(rows)}
+               : std::vector<std::int64_t>{elements}};
+  return TensorLayout::of_shapes(names, shapes);
 }
 
 }  // namespace qccl::tools

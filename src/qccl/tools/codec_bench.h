@@ -9,7 +9,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qccl/codecs/tensor_layout.h"
+
 namespace qccl::tools {
+
+// The whole vector as one matrix, rows × (count / rows), rows the largest
+// divisor of count not above √count (one dimension when that is 1): what
+// PowerSGD compresses; every other codec sees one tensor, as without a
+// layout. The benchmark and the catalogue size their codecs on it.
+TensorLayout matrix_layout(std::size_t count);
 
 struct CodecBenchConfig {
   std::vector<std::string> codecs;  // specs

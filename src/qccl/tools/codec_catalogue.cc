@@ -7,8 +7,8 @@
 
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/codecs/registry/recommended_settings.h"
-#include "qccl/codecs/tensor_layout.h"
 #include "qccl/common/errors.h"
+#include "qccl/tools/codec_bench.h"
 #include "qccl/tools/codec_help.h"
 #include "qccl/tools/text_table.h"
 
@@ -24,17 +24,6 @@ std::string operations_of(const Codec& codec) {
   add(CodecOperation::reduce_scatter_mean, "reduce-scatter");
   add(CodecOperation::allgather, "allgather");
   return list;
-}
-
-// The query's elements as one matrix, as square as its size divides.
-TensorLayout matrix_layout(std::size_t elements) {
-  std::size_t rows = static_cast<std::size_t>(std::sqrt(static_cast<double>(elements)));
-  while (rows > 1 && elements % rows != 0) --rows;
-  const std::vector<TensorSlice> matrix{{.name = "matrix",
-                                         .shape = {static_cast<std::int64_t>(rows),
-                                                   static_cast<std::int64_t>(elements / rows)},
-                                         .elements = elements}};
-  return TensorLayout(matrix);
 }
 
 // The row of one spec: the codec's traits and its bounds for the query.
@@ -61,9 +50,11 @@ CatalogueRow row_of(const std::string& spec, const CatalogueQuery& query) {
   return row;
 }
 
+// "1024x1024 matrix", or "997-element vector" for a count without divisors.
 std::string matrix_shape(std::size_t elements) {
   const auto shape = matrix_layout(elements).tensors(elements).front().shape;
-  return std::to_string(shape[0]) + "x" + std::to_string(shape[1]);
+  if (shape.size() < 2) return std::to_string(elements) + "-element vector";
+  return std::to_string(shape[0]) + "x" + std::to_string(shape[1]) + " matrix";
 }
 
 std::string number(double value, int digits) {
@@ -102,7 +93,7 @@ std::vector<CatalogueRow> codec_catalogue(const std::vector<std::string>& specs,
 void print_codec_catalogue(std::ostream& out, const std::vector<CatalogueRow>& rows,
                            const CatalogueQuery& query) {
   using A = TextTable::Align;
-  out << "Codecs for one " << matrix_shape(query.elements) << " matrix (" << query.elements
+  out << "Codecs for one " << matrix_shape(query.elements) << " (" << query.elements
       << " elements) per rank on " << query.ranks << " ranks (" << to_string(query.algorithm)
       << "), inputs with |x| = 1:\n";
   TextTable table({{"spec", A::left},

@@ -18,7 +18,8 @@
 namespace qccl::tools {
 
 // What the sizes and bounds are computed for: `elements` per rank, one
-// matrix as square as the count divides (PowerSGD compresses matrices;
+// matrix as square as the count divides (codec_bench.h's matrix_layout:
+// PowerSGD compresses matrices;
 // per-tensor codecs see one tensor), on `ranks` ranks, inputs with
 // ‖x‖∞ = 1 and every |x| = 1 (so that ‖x‖²₂,₂, the sum over ranks of
 // ‖xᵢ‖², is ranks·elements).
