@@ -36,7 +36,7 @@ expect "unknown algorithm lists the valid ones" 2 'valid algorithms: ring, halvi
   "$qccl" bench allreduce --algo spiral --ranks 2
 expect "broadcast has no halving-doubling" 2 "algorithm 'halving-doubling' is not available" -- \
   "$qccl" bench broadcast --algo tree --ranks 2
-expect "bad size" 2 'is not a size' -- "$qccl" bench allreduce --max-bytes 12Q --ranks 2
+expect "bad size, naming the option" 2 "^qccl: --max-bytes: '12Q' is not a size" -- "$qccl" bench allreduce --max-bytes 12Q --ranks 2
 expect "a size beyond the machine's memory is refused up front" 2 '--max-bytes 1024G .*need about .* GiB available' -- \
   "$qccl" bench allreduce --max-bytes 1024G --ranks 2
 expect "--ranks 0 is a value, refused" 2 '1 to 1024, not 0' -- "$qccl" bench allreduce --ranks 0

@@ -66,9 +66,9 @@ int run_bench(BenchCommand& command, int argc, char** argv) {
   const LaunchOptions& launch = command.launch;
   try {
     config.algorithms = parse_algorithm_list(command.algorithms);
-    config.min_bytes = parse_bytes(command.min_bytes);
-    config.max_bytes = parse_bytes(command.max_bytes);
-    config.chunk_bytes = parse_bytes(command.chunk_bytes);
+    config.min_bytes = parse_bytes(command.min_bytes, "--min-bytes");
+    config.max_bytes = parse_bytes(command.max_bytes, "--max-bytes");
+    config.chunk_bytes = parse_bytes(command.chunk_bytes, "--chunk-bytes");
     if (!command.link_rate.empty()) config.link_rate_bps = parse_rate(command.link_rate);
     if (config.chunk_bytes == 0) throw InvalidArgument("--chunk-bytes must be at least 1");
     if (config.window < 1) throw InvalidArgument("--window must be at least 1");

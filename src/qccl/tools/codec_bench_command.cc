@@ -22,7 +22,7 @@ CLI::App* add_codec_bench(CLI::App& bench, CodecBenchCommand& command) {
 
 int run_codec_bench_command(CodecBenchCommand& command, int, char**) {
   try {
-    command.config.bytes = parse_bytes(command.size);
+    command.config.bytes = parse_bytes(command.size, "--size");
     if (command.config.codecs.empty()) {
       command.config.codecs = {"fp32",      "fp16",       "global-qsgd:bits=8,dither=linear",
                                "global-qsgd:bits=4", "global-qsgd:bits=8,dither=exp",

@@ -25,7 +25,7 @@ CLI::App* add_model(CLI::App& app, ModelCommand& command) {
 int run_model(ModelCommand& command, int, char**) {
   return exit_code_of([&] {
     if (!command.link_rate.empty()) command.config.link_rate_bps = parse_rate(command.link_rate);
-    command.config.bytes = parse_bytes(command.size);
+    command.config.bytes = parse_bytes(command.size, "--size");
     if (command.config.ranks < 2) throw InvalidArgument("--ranks must be at least 2");
     if (command.config.ratio < 0) throw InvalidArgument("--ratio must be positive");
     run_model_command(command.config, std::cout);

@@ -440,15 +440,6 @@ void print_train_summaries(std::ostream& out, const std::vector<engines::TrainSu
 
 namespace {
 
-// A size option's value, or InvalidArgument naming the option.
-std::size_t parse_option_bytes(const char* option, const std::string& text) {
-  try {
-    return parse_bytes(text);
-  } catch (const InvalidArgument& e) {
-    throw InvalidArgument(std::string(option) + ": " + e.what());
-  }
-}
-
 // With several codecs each run writes its own log and checkpoints, named
 // after the codec (path_for_codec): say which file is whose before the
 // first run starts.
@@ -476,8 +467,8 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
         CodecSpec::parse(command.weights_codec.empty() ? defaults.weights : command.weights_codec);
     if (c.data.empty()) c.data = engines::dataset_for_model(c.model);
     c.algorithm = command.launch.parsed_algorithm();
-    c.bucket_cap_bytes = parse_option_bytes("--bucket-cap", command.bucket_cap);
-    c.first_bucket_bytes = parse_option_bytes("--first-bucket", command.first_bucket);
+    c.bucket_cap_bytes = parse_bytes(command.bucket_cap, "--bucket-cap");
+    c.first_bucket_bytes = parse_bytes(command.first_bucket, "--first-bucket");
     c.progress = !command.launch.quiet;
     c.overlap_updates = !command.no_overlap_updates;
     c.sparse_embeddings = !command.dense_embeddings;

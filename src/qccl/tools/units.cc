@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <iomanip>
 #include <limits>
 #include <sstream>
 
@@ -10,9 +11,10 @@
 
 namespace qccl::tools {
 
-std::size_t parse_bytes(std::string_view text) {
+std::size_t parse_bytes(std::string_view text, std::string_view option) {
   auto fail = [&]() -> std::size_t {
-    throw InvalidArgument("'" + std::string(text) +
+    throw InvalidArgument((option.empty() ? "" : std::string(option) + ": ") + "'" +
+                          std::string(text) +
                           "' is not a size: use a whole number of bytes, optionally with K, M or "
                           "G (powers of 1024), e.g. 4096, 64K, 16M, 1G");
   };
@@ -72,6 +74,18 @@ std::string format_bytes(std::size_t bytes) {
     ++u;
   }
   return std::to_string(bytes) + " " + units[u];
+}
+
+std::string format_gib(double bytes) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1) << bytes / double(1 << 30) << " GiB";
+  return text.str();
+}
+
+std::string format_mib(double bytes) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(0) << bytes / double(1 << 20) << " MiB";
+  return text.str();
 }
 
 std::vector<std::string> split_list(const std::string& text) {
