@@ -18,6 +18,9 @@ namespace qccl {
 bool reset_peak_resident();
 // Bytes: VmHWM, or ru_maxrss where /proc/self/status cannot be read.
 std::uint64_t peak_resident_bytes();
+// The address space this process has mapped (VmSize), which an
+// address-space limit (ulimit -v) bounds; 0 where it cannot be read.
+std::uint64_t mapped_bytes();
 
 }  // namespace qccl
 QCCL_API_END

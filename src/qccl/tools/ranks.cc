@@ -3,7 +3,6 @@
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
-#include <iomanip>
 #include <iostream>
 #include <new>
 #include <sstream>
@@ -13,6 +12,7 @@
 #include "qccl/common/errors.h"
 #include "qccl/common/progress_watch.h"
 #include "qccl/tools/exit_codes.h"
+#include "qccl/tools/units.h"
 #include "qccl/transport/local_transport.h"
 #include "qccl/transport/mpi_transport.h"
 
@@ -45,21 +45,11 @@ double available_memory_bytes() {
   return 0;
 }
 
-namespace {
-
-std::string gib(double bytes) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(1) << bytes / double(1 << 30) << " GiB";
-  return text.str();
-}
-
-}  // namespace
-
 void check_fits_in_memory(double bytes, const std::string& options) {
   const double available = available_memory_bytes();
   if (available > 0 && bytes > available) {
-    throw InvalidArgument(options + " need about " + gib(bytes) + " of memory in this process, " +
-                          "and this machine has " + gib(available) + " available: lower them");
+    throw InvalidArgument(options + " need about " + format_gib(bytes) + " of memory in this process, " +
+                          "and this machine has " + format_gib(available) + " available: lower them");
   }
 }
 

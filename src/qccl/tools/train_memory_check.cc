@@ -5,40 +5,22 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
-#include <iomanip>
-#include <sstream>
 #include <string>
 
 #include "qccl/common/errors.h"
+#include "qccl/common/resident_memory.h"
 #include "qccl/tools/ranks.h"
+#include "qccl/tools/units.h"
 #include "qccl/training/memory_estimate.h"
 
 namespace qccl::tools {
 namespace {
 
-std::string gib(double bytes) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(1) << bytes / double(1 << 30) << " GiB";
-  return text.str();
-}
-
-std::string mib(double bytes) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(0) << bytes / double(1 << 20) << " MiB";
-  return text.str();
-}
-
-// Ranks started on this host by mpirun (1 where the variable is absent).
-int local_processes() {
-  const char* size = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  const int n = size != nullptr ? std::atoi(size) : 1;
-  return n >= 1 ? n : 1;
-}
-
-int world_ranks(const LaunchOptions& launch) {
-  if (launch.ranks > 0) return launch.ranks;
-  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
-  const int n = size != nullptr ? std::atoi(size) : 1;
+// A count OpenMPI gives its ranks in the environment (1 where it is absent:
+// not under mpirun).
+int mpirun_count(const char* variable) {
+  const char* text = std::getenv(variable);
+  const int n = text != nullptr ? std::atoi(text) : 1;
   return n >= 1 ? n : 1;
 }
 
@@ -54,12 +36,7 @@ struct MemoryLimit {
 MemoryLimit address_space_headroom() {
   struct rlimit limit {};
   if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return {};
-  std::ifstream status("/proc/self/status");
-  double mapped_kib = 0;
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmSize:", 0) == 0) mapped_kib = std::strtod(line.c_str() + 7, nullptr);
-  }
-  const double left = static_cast<double>(limit.rlim_cur) - mapped_kib * 1024;
+  const double left = static_cast<double>(limit.rlim_cur) - static_cast<double>(mapped_bytes());
   return {std::max(left, 1.0), "this process's address-space limit (ulimit -v) leaves",
           "raise ulimit -v"};
 }
@@ -94,10 +71,10 @@ MemoryLimit cgroup_headroom() {
   throw InvalidArgument(
       "train: --model " + config.model + " with " + std::to_string(estimate.parameters) +
       " parameters on " + std::to_string(ranks_here) + " rank(s) of this host needs at least " +
-      gib(needed) + " (" + mib(static_cast<double>(estimate.per_rank_bytes)) +
+      format_gib(needed) + " (" + format_mib(static_cast<double>(estimate.per_rank_bytes)) +
       " per rank for parameters, gradients, exchange buffers, optimizer state and data, " +
-      mib(static_cast<double>(estimate.per_process_bytes)) + " per process), and " + limit.what +
-      " " + gib(limit.bytes) + " available; lower " + change +
+      format_mib(static_cast<double>(estimate.per_process_bytes)) + " per process), and " + limit.what +
+      " " + format_gib(limit.bytes) + " available; lower " + change +
       (ranks_here > 1 ? ", or spread the ranks over several hosts under mpirun" : ""));
 }
 
@@ -106,8 +83,8 @@ MemoryLimit cgroup_headroom() {
 void check_training_fits(const engines::TrainConfig& config, const LaunchOptions& launch) {
   const bool threads = launch.ranks > 0;
   const std::uint64_t ranks_per_process = threads ? static_cast<std::uint64_t>(launch.ranks) : 1;
-  const std::uint64_t processes = threads ? 1 : static_cast<std::uint64_t>(local_processes());
-  const auto estimate = engines::estimate_memory(config, world_ranks(launch));
+  const std::uint64_t processes = threads ? 1 : static_cast<std::uint64_t>(mpirun_count("OMPI_COMM_WORLD_LOCAL_SIZE"));
+  const auto estimate = engines::estimate_memory(config, threads ? launch.ranks : mpirun_count("OMPI_COMM_WORLD_SIZE"));
   // The host's free memory holds every process here; the limits of this
   // process (and of its control group) hold this process.
   struct Check {
