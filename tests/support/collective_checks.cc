@@ -21,6 +21,7 @@ CollectiveOptions options_for(const CollectiveCase& c) {
   CollectiveOptions o;
   o.algorithm = c.algorithm;
   o.chunk_bytes = c.chunk_bytes;
+  o.between_hosts = c.between_hosts;
   return o;
 }
 

@@ -15,6 +15,7 @@ struct CollectiveCase {
   Algorithm algorithm = Algorithm::ring;
   bool in_place = false;
   std::size_t chunk_bytes = std::size_t{1} << 20;
+  Algorithm between_hosts = Algorithm::ring;  // algorithm hierarchical's second level
 };
 
 // Expects `data` to be bitwise identical on every rank.

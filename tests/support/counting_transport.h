@@ -50,6 +50,10 @@ class CountingTransport final : public Transport {
     inner_.barrier(timeout);
   }
   std::unique_ptr<Transport> duplicate(Timeout timeout) override { return inner_.duplicate(timeout); }
+  std::unique_ptr<Transport> split(int color, int key, Timeout timeout) override {
+    return inner_.split(color, key, timeout);
+  }
+  int host_key(Timeout timeout) override { return inner_.host_key(timeout); }
   void interrupt(std::string_view reason) noexcept override { inner_.interrupt(reason); }
   void abort(std::string_view reason, int exit_code) noexcept override {
     inner_.abort(reason, exit_code);

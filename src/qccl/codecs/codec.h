@@ -136,6 +136,12 @@ struct CodecTraits {
   // (decode_sum.h). Otherwise (vote counts, TernGrad's levels, which their
   // codecs scale) the path leaves the sum.
   bool means_of_decoded_values = false;
+  // The hierarchical algorithm may run its allreduce mean across hosts
+  // (collectives/hierarchical.h): the step's encoding follows from the
+  // global norm and StepSetup's ranks, rank, step and algorithm alone (not
+  // from this rank's input or layout), and its data path is the default one.
+  // The algorithm then builds it for the H host means (ranks = H).
+  bool host_means = false;
 };
 
 // What a bound is asked for: `count` elements per rank on `ranks` ranks,
@@ -232,6 +238,12 @@ class Codec {
                      CodecOperation operation) const;
   std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
                                        Algorithm algorithm) const;
+  // The worst-case error of a hierarchical allreduce mean on `hosts` hosts
+  // of `ranks_per_host` ranks, `between` hosts (`norm`: the global norm of
+  // the inputs, of the codec's kind): this codec's bound for `hosts` ranks,
+  // plus the fp32 rounding of the host means.
+  double hierarchical_error_bound(double norm, int hosts, int ranks_per_host,
+                                  Algorithm between) const;
 
   // Throws InvalidArgument naming the codec, the operation and the ones it
   // offers, unless it supports `operation`.
@@ -351,6 +363,13 @@ class Codec {
   // when nothing moved.
   virtual void complete_step(const StepSetup& /*setup*/, Encoding* /*encoding*/,
                              const Operation& /*operation*/) {}
+
+  // The hierarchical allreduce mean (codecs/hierarchical_mean.cc): the
+  // step's exchange over every rank, fp32 host means within hosts, this
+  // codec across them. Refuses codecs without CodecTraits::host_means and
+  // a wanted own contribution.
+  void run_hierarchical_mean(Communicator& comm, const Operation& operation,
+                             const CollectiveOptions& options);
 
   // The default data path: the collective body of the codec's aggregation
   // for the operation, in the compressed domain (the encoding must be a

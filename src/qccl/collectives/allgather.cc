@@ -52,6 +52,7 @@ void allgatherv(Communicator& comm, std::span<const float> input,
                 const CollectiveOptions& options) {
   constexpr std::string_view op = "allgather";
   validate_options(options, op);
+  refuse_hierarchical(options, op);
   check_allgather_arguments(input.size(), output.size(), counts, comm.size(), comm.rank(),
                             "elements");
   Fp32Sum identity;
@@ -68,6 +69,7 @@ void allgatherv_bytes(Communicator& comm, std::span<const std::byte> input,
                       const CollectiveOptions& options) {
   constexpr std::string_view op = "allgather";
   validate_options(options, op);
+  refuse_hierarchical(options, op);
   require_ring(options, op);
   check_allgather_arguments(input.size(), output.size(), byte_counts, comm.size(), comm.rank());
   Fingerprint fingerprint("allgatherv bytes");
@@ -80,6 +82,7 @@ void allgatherv_bytes(Communicator& comm, std::span<const std::byte> input,
 std::vector<std::size_t> allgather_counts(Communicator& comm, std::size_t count,
                                           const CollectiveOptions& options) {
   validate_options(options, "allgather counts");
+  refuse_hierarchical(options, "allgather counts");
   const Timeout timeout = comm.timeout(options.timeout);
   std::vector<std::size_t> counts;
   run_collective(comm, Fingerprint("allgather counts"), timeout,

@@ -6,6 +6,7 @@
 #include "qccl/collectives/codec_steps.h"
 #include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/halving_doubling.h"
+#include "qccl/collectives/hierarchical.h"
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/native.h"
 #include "qccl/collectives/schedule.h"
@@ -22,6 +23,7 @@ void validate_allreduce(std::span<const float> input, std::span<const float> out
   check_no_partial_overlap(input, output, op);
   checked_granularity(reduction, op);
   if (options.algorithm == Algorithm::native) check_native(reduction, op);
+  if (options.algorithm == Algorithm::hierarchical) check_hierarchical_reduction(reduction, op);
 }
 
 void allreduce(Communicator& comm, std::span<const float> input, std::span<float> output,
@@ -47,6 +49,15 @@ void allreduce_body(Communicator& comm, int tag, std::span<const float> input,
   }
   if (options.algorithm == Algorithm::native) {
     native_allreduce(comm, input, output, reduction, options, own);
+    return;
+  }
+  if (options.algorithm == Algorithm::hierarchical) {
+    if (!own.empty()) {
+      throw InvalidArgument("allreduce: the hierarchical algorithm reduces host sums, so no "
+                            "rank's own quantized input exists to return: use ring or "
+                            "halving-doubling where it is needed (error feedback)");
+    }
+    hierarchical_allreduce_body(comm, tag, input, output, reduction, options);
     return;
   }
   if (count == 0) return;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "qccl/collectives/host_groups.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/progress_watch.h"
 
@@ -46,6 +47,27 @@ void Communicator::cancel(std::string reason) {
   poison(reason);
   cancelled_.store(true);
   if (owned_) owned_->interrupt(reason);
+  std::lock_guard lock(groups_mutex_);
+  if (host_groups_) {  // a hierarchical call may wait on either level
+    host_groups_->local().cancel(reason);
+    host_groups_->across().cancel(reason);
+  }
+}
+
+Communicator::~Communicator() = default;
+
+HostGroups& Communicator::host_groups() {
+  {
+    std::lock_guard lock(groups_mutex_);
+    if (host_groups_) return *host_groups_;
+  }
+  // Made outside the lock: the splits wait on the other ranks, and only the
+  // thread driving this communicator makes them.
+  auto groups = std::make_unique<HostGroups>(
+      *this, discover_host_layout(transport_, options_.ranks_per_host, options_.timeout));
+  std::lock_guard lock(groups_mutex_);
+  host_groups_ = std::move(groups);
+  return *host_groups_;
 }
 
 std::string Communicator::poison_reason() const {

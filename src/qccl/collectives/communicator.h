@@ -32,6 +32,7 @@
 QCCL_API_BEGIN
 namespace qccl {
 
+class HostGroups;
 class ProgressWatch;
 
 struct CommunicatorOptions {
@@ -47,6 +48,10 @@ struct CommunicatorOptions {
   // for the engines to mark their computation; null: nothing is watched.
   // Owned by whoever launched the ranks, and outlives the communicator.
   ProgressWatch* progress = nullptr;
+  // Ranks per host for the hierarchical algorithm, in consecutive groups
+  // (rank r on host r / ranks_per_host); 0: what the transport knows (MPI:
+  // which ranks share memory; in process, one rank per host).
+  int ranks_per_host = 0;
 };
 
 // The communicator's reusable buffers: the encoded vector, received chunks,
@@ -57,6 +62,7 @@ class Communicator {
  public:
   explicit Communicator(Transport& transport, CommunicatorOptions options = {},
                         std::string name = "world");
+  ~Communicator();
 
   // A communicator over the same ranks with its own tag space, call
   // sequence, fingerprints, scratch and poison (a duplicate of the
@@ -112,6 +118,12 @@ class Communicator {
   void cancel(std::string reason);
   std::string poison_reason() const;
 
+  // This communicator's ranks within and across hosts (host_groups.h),
+  // split from it on the first call, which is collective: every rank makes
+  // it in the same call (the hierarchical collectives do, inside a checked
+  // call).
+  HostGroups& host_groups();
+
  private:
   friend class CollectiveCall;
 
@@ -125,6 +137,8 @@ class Communicator {
   std::atomic<std::uint64_t> exchanges_{0}, exchange_bytes_{0};
   std::string poison_;
   std::vector<std::byte> scratch_[3];
+  mutable std::mutex groups_mutex_;  // host_groups_ against cancel() from another thread
+  std::unique_ptr<HostGroups> host_groups_;
 };
 
 }  // namespace qccl

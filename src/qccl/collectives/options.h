@@ -17,9 +17,13 @@ enum class Algorithm {
   ring,              // reduce-scatter then allgather around a ring, pipelined in chunks
   halving_doubling,  // recursive halving then recursive doubling (any rank count)
   native,            // the transport's own collective (MPI): the uncompressed baseline
+  // Two levels (hierarchical.h): fp32 within each host, then the call's
+  // reduction across hosts with CollectiveOptions::between_hosts, one rank
+  // per host for each 1/L slice; allreduce only.
+  hierarchical,
 };
 
-// "ring", "halving-doubling" or "native".
+// "ring", "halving-doubling", "native" or "hierarchical".
 std::string_view to_string(Algorithm algorithm);
 // Parses those names, and "tree" for halving-doubling (its former name);
 // throws InvalidArgument listing them.
@@ -37,6 +41,9 @@ struct PhaseTimes {
 
 struct CollectiveOptions {
   Algorithm algorithm = Algorithm::ring;
+  // Algorithm hierarchical: the schedule between hosts (ring,
+  // halving-doubling or native).
+  Algorithm between_hosts = Algorithm::ring;
   // Bound on every wait of this call; unset: the communicator's timeout.
   std::optional<Timeout> timeout;
   // Largest pipelined message, in bytes of uncompressed fp32 input. Segments

@@ -45,6 +45,7 @@ void reduce_scatter(Communicator& comm, std::span<const float> input, std::span<
                     std::span<const std::size_t> counts) {
   constexpr std::string_view op = "reduce-scatter";
   validate_options(options, op);
+  refuse_hierarchical(options, op);
   if (options.algorithm == Algorithm::native) check_native(reduction, op);
   const std::size_t granularity = checked_granularity(reduction, op);
   const auto blocks = counts.empty()

@@ -49,10 +49,12 @@ void run_schedule(Communicator& comm, int tag, SlotLayout& layout, std::span<std
       run_halving_doubling(comm, tag, layout, work, reduction, halving_doubling_phases(phases),
                            options, timeout, operation);
       return;
-    case Algorithm::native: break;
+    case Algorithm::native:
+    case Algorithm::hierarchical: break;
   }
-  throw InvalidArgument(operation + ": the native algorithm has no schedule of qccl's; "
-                        "callers run the transport's own collective instead");
+  throw InvalidArgument(operation + ": the " + std::string(to_string(options.algorithm)) +
+                        " algorithm has no schedule of one level: callers run the transport's "
+                        "own collective (native) or the two levels (hierarchical) instead");
 }
 
 }  // namespace qccl

@@ -15,10 +15,22 @@ void validate_options(const CollectiveOptions& options, std::string_view operati
     throw InvalidArgument(std::string(operation) + ": window must be at least 1, got " +
                           std::to_string(options.window));
   }
+  if (options.between_hosts == Algorithm::hierarchical) {
+    throw InvalidArgument(std::string(operation) +
+                          ": between_hosts must be ring, halving-doubling or native, not "
+                          "hierarchical");
+  }
   if (options.timeout && options.timeout->count() <= 0) {
     throw InvalidArgument(std::string(operation) + ": timeout must be positive, got " +
                           to_string(*options.timeout));
   }
+}
+
+void refuse_hierarchical(const CollectiveOptions& options, std::string_view operation) {
+  if (options.algorithm != Algorithm::hierarchical) return;
+  throw InvalidArgument(std::string(operation) +
+                        ": the hierarchical algorithm runs allreduce only; use ring or "
+                        "halving-doubling for this operation");
 }
 
 void check_same_length(std::size_t input, std::size_t output, std::string_view operation) {

@@ -92,11 +92,12 @@ struct Rendezvous {
 // The message space and collectives of one transport and its duplicates'
 // counterparts on the other ranks (MPI's communicator).
 struct Context {
-  explicit Context(int n) : mailboxes(static_cast<std::size_t>(n)) {
+  explicit Context(int n) : size(n), mailboxes(static_cast<std::size_t>(n)) {
     rendezvous.present.assign(static_cast<std::size_t>(n), false);
     rendezvous.contributions.resize(static_cast<std::size_t>(n));
     rendezvous.interrupted.resize(static_cast<std::size_t>(n));
   }
+  const int size;  // ranks on this context: the world's, or a split's
   std::vector<Mailbox> mailboxes;
   Rendezvous rendezvous;
   int released = 0;  // ranks whose transport on this context has ended
@@ -106,13 +107,14 @@ struct LocalWorldState {
   explicit LocalWorldState(int n) : size(n) {}
   const int size;
 
-  // Contexts by id: 0 is the world's; duplicates derive theirs from their
-  // parent's id and how many duplicates it made, so every rank finds the same
-  // context without communicating.
-  std::shared_ptr<Context> context(std::uint64_t id) {
+  // Contexts by id: 0 is the world's; duplicates and splits derive theirs
+  // from their parent's id and how many it made (and a split from its
+  // color), so every rank finds the same context without communicating.
+  // `ranks`: the context's size (a split's group; the world's otherwise).
+  std::shared_ptr<Context> context(std::uint64_t id, int ranks) {
     std::lock_guard lock(contexts_mutex);
     auto& slot = contexts[id];
-    if (!slot) slot = std::make_shared<Context>(size);
+    if (!slot) slot = std::make_shared<Context>(ranks);
     return slot;
   }
   // A rank's transport on context `id` has ended; once every rank's has, the
@@ -121,7 +123,7 @@ struct LocalWorldState {
   void release(std::uint64_t id) {
     std::lock_guard lock(contexts_mutex);
     auto it = contexts.find(id);
-    if (it != contexts.end() && ++it->second->released == size) contexts.erase(it);
+    if (it != contexts.end() && ++it->second->released == it->second->size) contexts.erase(it);
   }
 
   std::mutex contexts_mutex;
@@ -307,15 +309,16 @@ void complete_round(detail::Rendezvous& rv) {
 
 class LocalTransport final : public Transport {
  public:
-  LocalTransport(std::shared_ptr<LocalWorldState> world, std::uint64_t context_id, int rank)
-      : world_(std::move(world)), context_id_(context_id), context_(world_->context(context_id)),
-        rank_(rank) {}
+  LocalTransport(std::shared_ptr<LocalWorldState> world, std::uint64_t context_id, int rank,
+                 int size)
+      : world_(std::move(world)), context_id_(context_id),
+        context_(world_->context(context_id, size)), rank_(rank) {}
   ~LocalTransport() override { world_->release(context_id_); }
   LocalTransport(const LocalTransport&) = delete;
   LocalTransport& operator=(const LocalTransport&) = delete;
 
   int rank() const override { return rank_; }
-  int size() const override { return world_->size; }
+  int size() const override { return context_->size; }
   int max_tag() const override { return INT_MAX; }
   std::string_view name() const override { return "in-process"; }
 
@@ -393,8 +396,33 @@ class LocalTransport final : public Transport {
 
   std::unique_ptr<Transport> duplicate(Timeout) override {
     const std::uint64_t id = mix64(context_id_ ^ mix64(++duplicates_ + 0x9E3779B97F4A7C15ULL));
-    return std::make_unique<LocalTransport>(world_, id, rank_);
+    return std::make_unique<LocalTransport>(world_, id, rank_, size());
   }
+
+  // Every rank's (color, key) by an allgather; the ranks of this rank's
+  // color, ordered by (key, rank), form the new context.
+  std::unique_ptr<Transport> split(int color, int key, Timeout timeout) override {
+    if (color < 0) throw InvalidArgument("split: color must be >= 0, got " + std::to_string(color));
+    const std::int64_t mine[2] = {color, key};
+    std::vector<std::int64_t> all(2 * static_cast<std::size_t>(size()));
+    const std::vector<std::size_t> counts(static_cast<std::size_t>(size()), sizeof mine);
+    allgather(std::as_bytes(std::span(mine)), std::as_writable_bytes(std::span(all)), counts,
+              timeout);
+    std::vector<std::pair<std::int64_t, int>> group;  // (key, rank) of this color
+    for (int r = 0; r < size(); ++r) {
+      if (all[2 * static_cast<std::size_t>(r)] == color) {
+        group.emplace_back(all[2 * static_cast<std::size_t>(r) + 1], r);
+      }
+    }
+    std::sort(group.begin(), group.end());
+    const auto me = std::find(group.begin(), group.end(), std::pair<std::int64_t, int>(key, rank_));
+    const std::uint64_t id = mix64(context_id_ ^ mix64(++duplicates_ + 0x9E3779B97F4A7C15ULL) ^
+                                   mix64(static_cast<std::uint64_t>(color) + 1));
+    return std::make_unique<LocalTransport>(world_, id, static_cast<int>(me - group.begin()),
+                                            static_cast<int>(group.size()));
+  }
+
+  int host_key(Timeout /*timeout: nothing to wait for*/) override { return rank_; }
 
   void interrupt(std::string_view reason) noexcept override {
     auto& rv = context_->rendezvous;
@@ -422,7 +450,7 @@ class LocalTransport final : public Transport {
     const std::uint64_t round = rv.generation;
     rv.contributions[me] = std::move(mine);
     rv.present[me] = true;
-    if (++rv.arrived == world_->size) {
+    if (++rv.arrived == context_->size) {
       complete_round(rv);
     } else {
       rv.completed.wait_until(lock, Clock::now() + timeout, [&] {
@@ -463,7 +491,7 @@ class LocalTransport final : public Transport {
     auto& rv = context_->rendezvous;
     const auto me = static_cast<std::size_t>(rank_);
     std::string missing;
-    for (int r = 0; r < world_->size; ++r) {
+    for (int r = 0; r < context_->size; ++r) {
       if (!rv.present[static_cast<std::size_t>(r)]) {
         missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       }
@@ -507,7 +535,7 @@ std::unique_ptr<Transport> LocalWorld::transport(int rank) {
     throw InvalidArgument("in-process world of " + std::to_string(state_->size) +
                           " ranks has no rank " + std::to_string(rank));
   }
-  return std::make_unique<LocalTransport>(state_, 0, rank);
+  return std::make_unique<LocalTransport>(state_, 0, rank, state_->size);
 }
 
 void LocalWorld::abort(std::string_view reason) noexcept { state_->abort(reason); }

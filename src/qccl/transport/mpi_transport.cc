@@ -333,6 +333,37 @@ class MpiTransport final : public Transport {
     return std::make_unique<MpiTransport>(copy, lock_);
   }
 
+  // MPI_Comm_split has no nonblocking form: a polled barrier first, so
+  // that it starts only once every rank has arrived and a rank that never
+  // splits fails the others at the timeout instead of hanging them.
+  std::unique_ptr<Transport> split(int color, int key, Timeout timeout) override {
+    check_not_interrupted("split");
+    if (color < 0) throw InvalidArgument("split: color must be >= 0, got " + std::to_string(color));
+    barrier(timeout);
+    MPI_Comm part = MPI_COMM_NULL;
+    {
+      std::lock_guard lock(*lock_);
+      check_mpi(MPI_Comm_split(comm_, color, key, &part), "MPI_Comm_split");
+    }
+    return std::make_unique<MpiTransport>(part, lock_);
+  }
+
+  // The shared-memory split, then the lowest rank of each group, after a
+  // polled barrier as in split().
+  int host_key(Timeout timeout) override {
+    check_not_interrupted("host_key");
+    barrier(timeout);
+    std::lock_guard lock(*lock_);
+    MPI_Comm node = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+              "MPI_Comm_split_type");
+    int lowest = rank_;
+    const int status = MPI_Allreduce(MPI_IN_PLACE, &lowest, 1, MPI_INT, MPI_MIN, node);
+    MPI_Comm_free(&node);
+    check_mpi(status, "MPI_Allreduce");
+    return lowest;
+  }
+
   // A collective in flight cannot be abandoned (MPI_Cancel and
   // MPI_Request_free are erroneous on one): it completes or times out.
   void interrupt(std::string_view reason) noexcept override {

@@ -123,6 +123,19 @@ class Transport {
   // Bounded by `timeout`.
   virtual std::unique_ptr<Transport> duplicate(Timeout timeout) = 0;
 
+  // A transport over the ranks that pass the same `color` (>= 0), ranked
+  // by (key, rank) (MPI_Comm_split), whose messages and collectives never
+  // match this one's. Collective over every rank of this transport, in the
+  // same order as duplicate(); bounded by `timeout`. The hierarchical
+  // collectives split a communicator into its hosts and across them.
+  virtual std::unique_ptr<Transport> split(int color, int key, Timeout timeout) = 0;
+
+  // A number that exactly the ranks on this rank's host share: on MPI the
+  // lowest rank of this transport in MPI_Comm_split_type's shared-memory
+  // group (OpenMPI's node: a machine, or an emulated host); in process every
+  // rank is its own host, its rank. Collective; bounded by `timeout`.
+  virtual int host_key(Timeout timeout) = 0;
+
   // Stops this rank's transport-level collectives on this transport (not
   // its point-to-point requests, which their waiters stop): later calls fail
   // at once with a CommError naming `reason`. One waiting now stops too where

@@ -19,7 +19,9 @@ class Fp32Codec final : public Codec {
  public:
   using Codec::Codec;
   std::string spec() const override { return "fp32"; }
-  CodecTraits traits() const override { return {.unbiased = true, .native_equivalent = true}; }
+  CodecTraits traits() const override {
+    return {.unbiased = true, .native_equivalent = true, .host_means = true};
+  }
   // n-1 additions of values <= n·norm, then a division: n·2^-23·norm.
   CodecBounds bounds(const BoundsQuery& q) const override {
     return {.wire_bytes = q.count * sizeof(float),
@@ -84,7 +86,9 @@ class Fp16Codec final : public Codec {
   using Codec::Codec;
   std::string spec() const override { return "fp16"; }
   // Round to nearest: biased.
-  CodecTraits traits() const override { return {.unbiased = false, .native_equivalent = true}; }
+  CodecTraits traits() const override {
+    return {.unbiased = false, .native_equivalent = true, .host_means = true};
+  }
   // n encodings and n-1 sums, each rounding by at most 2^-11 of a magnitude
   // <= norm (plus fp16's subnormal spacing 2^-24 each).
   CodecBounds bounds(const BoundsQuery& q) const override {

@@ -37,7 +37,8 @@ class GlobalQsgdCodec final : public Codec {
   CodecTraits traits() const override {
     return {.unbiased = true,
             .norm_kind = config_.norm,
-            .granularity = config_.bits == 4 ? std::size_t{2} : std::size_t{1}};
+            .granularity = config_.bits == 4 ? std::size_t{2} : std::size_t{1},
+            .host_means = true};
   }
   // Payload only; averaging chunks add a 4-byte header per pipelined chunk.
   CodecBounds bounds(const BoundsQuery& q) const override {

@@ -1,0 +1,71 @@
+#include "qccl/collectives/hierarchical.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "qccl/collectives/allreduce.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+
+std::vector<Range> host_slices(std::size_t count, int local_size, std::size_t granularity) {
+  return split_range({0, count}, static_cast<std::size_t>(local_size), granularity);
+}
+
+void sum_within_host(HostGroups& groups, std::span<const float> input,
+                     std::span<const Range> slices, float scale, bool prescale,
+                     std::span<float> slice, std::span<float> scratch, Timeout timeout) {
+  std::span<const float> summed = input;
+  if (prescale) {
+    std::transform(input.begin(), input.end(), scratch.begin(), [&](float x) { return x * scale; });
+    summed = scratch.first(input.size());
+  }
+  const std::vector<std::size_t> counts = range_counts(slices);
+  groups.local().transport().reduce_scatter(std::as_bytes(summed), std::as_writable_bytes(slice),
+                                            counts, DataType::f32, ReduceOp::sum, timeout);
+  if (!prescale && scale != 1.0f) {
+    for (float& x : slice) x *= scale;
+  }
+}
+
+void gather_within_host(HostGroups& groups, std::span<const float> slice,
+                        std::span<const Range> slices, std::span<float> output, Timeout timeout) {
+  const std::vector<std::size_t> bytes = range_counts(slices, sizeof(float));
+  groups.local().transport().allgather(std::as_bytes(slice), std::as_writable_bytes(output), bytes,
+                                       timeout);
+}
+
+CollectiveOptions between_hosts_options(const CollectiveOptions& options) {
+  CollectiveOptions between = options;
+  between.algorithm = options.between_hosts;
+  return between;
+}
+
+void check_hierarchical_reduction(const Reduction& reduction, std::string_view operation) {
+  if (reduction.identity_layout()) return;
+  throw InvalidArgument(std::string(operation) +
+                        ": the hierarchical algorithm combines host sums, which only an exact "
+                        "fp32 reduction may take as they are, not '" + reduction.name() +
+                        "': run a codec through Codec::allreduce_mean (qccl bench --codec), "
+                        "which builds its encoding for host means");
+}
+
+void hierarchical_allreduce_body(Communicator& comm, int tag, std::span<const float> input,
+                                 std::span<float> output, Reduction& reduction,
+                                 const CollectiveOptions& options) {
+  check_hierarchical_reduction(reduction, "allreduce");
+  if (input.empty()) return;
+  HostGroups& groups = comm.host_groups();
+  const Timeout timeout = comm.timeout(options.timeout);
+  const auto slices = host_slices(input.size(), groups.local_size(), reduction.granularity());
+  const Range mine = slices[static_cast<std::size_t>(groups.local_rank())];
+  // The host sum lands in scratch: the input may be the output.
+  auto slice = std::span(reinterpret_cast<float*>(comm.scratch(Scratch::decoded,
+                                                               mine.count * sizeof(float)).data()),
+                         mine.count);
+  sum_within_host(groups, input, slices, 1.0f, false, slice, {}, timeout);
+  allreduce_body(groups.across(), tag, slice, slice, reduction, between_hosts_options(options));
+  gather_within_host(groups, slice, slices, output, timeout);
+}
+
+}  // namespace qccl

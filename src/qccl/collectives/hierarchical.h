@@ -1,0 +1,65 @@
+// The hierarchical allreduce: two levels, for clusters of several ranks per
+// host behind one network card (host_groups.h gives the levels).
+//
+// With L ranks on each of H hosts, the vector is cut into L slices:
+//  1. within each host, an fp32 reduce-scatter over shared memory (the
+//     transport's own): local rank l gets its host's sum of slice l;
+//  2. across hosts, the ranks with local rank l (one per host) allreduce
+//     slice l with the call's reduction and CollectiveOptions::between_hosts
+//     — compressed, for a codec (Codec builds the step's encoding for the H
+//     host means: codec.h);
+//  3. within each host, an fp32 allgather of the slices.
+// So a host's card carries each of its slices once, (H−1)/H of the vector
+// out and in per allreduce, against 2(n−1)/n for the flat ring when its
+// ranks are placed host by host; and the latency-bound rounds between hosts
+// fall from n−1 to H−1 per phase. Every rank ends with identical bytes:
+// each slice is reduced once, identically on its H ranks (the reduction's
+// contract), and copied within the host.
+#pragma once
+
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "qccl/collectives/communicator.h"
+#include "qccl/collectives/host_groups.h"
+#include "qccl/collectives/layout.h"
+#include "qccl/collectives/options.h"
+#include "qccl/collectives/reduction.h"
+
+namespace qccl {
+
+// The L slices of a vector of `count` elements, on boundaries that are
+// multiples of `granularity`.
+std::vector<Range> host_slices(std::size_t count, int local_size, std::size_t granularity);
+
+// Step 1: `slice` (slices[l] long, l this rank's local rank) receives the
+// sum over this host's ranks of their inputs' slice l, times `scale`. With
+// `prescale` the inputs are scaled before they are summed (into `scratch`,
+// as long as the input), so a mean of values near fp32's largest stays
+// finite; otherwise the sum is scaled.
+void sum_within_host(HostGroups& groups, std::span<const float> input,
+                     std::span<const Range> slices, float scale, bool prescale,
+                     std::span<float> slice, std::span<float> scratch, Timeout timeout);
+
+// Step 3: every rank of the host receives every slice into `output`, local
+// rank l's from its `slice`.
+void gather_within_host(HostGroups& groups, std::span<const float> slice,
+                        std::span<const Range> slices, std::span<float> output, Timeout timeout);
+
+// The hierarchical allreduce of an exact fp32 reduction (identity layout:
+// Fp32Sum), whose host sums it may combine as they are. A codec's
+// reduction is built for its ranks' inputs, not for host sums: codecs run
+// the algorithm through Codec::allreduce_mean, and other reductions are
+// refused with InvalidArgument.
+// Throws InvalidArgument unless `reduction` is an exact fp32 one (above).
+void check_hierarchical_reduction(const Reduction& reduction, std::string_view operation);
+
+void hierarchical_allreduce_body(Communicator& comm, int tag, std::span<const float> input,
+                                 std::span<float> output, Reduction& reduction,
+                                 const CollectiveOptions& options);
+
+// The options of step 2: algorithm between_hosts.
+CollectiveOptions between_hosts_options(const CollectiveOptions& options);
+
+}  // namespace qccl

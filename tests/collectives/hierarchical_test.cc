@@ -1,0 +1,277 @@
+// The hierarchical allreduce (collectives/hierarchical.h): host layouts, the
+// exact fp32 result and the codecs' means on ranks {1,2,3,4,7} and more in
+// hosts of every size that divides them, identical bytes on every rank,
+// each host's traffic across hosts, and clear refusals.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <tuple>
+
+#include "../support/collective_checks.h"
+#include "../support/patterns.h"
+#include "../support/sparse_test_reduction.h"
+#include "../support/test_names.h"
+#include "../support/world.h"
+#include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/collectives/allreduce.h"
+#include "qccl/collectives/fp32_sum.h"
+#include "qccl/collectives/host_groups.h"
+#include "qccl/collectives/reduce_scatter.h"
+#include "qccl/common/errors.h"
+
+namespace qccl::test {
+namespace {
+
+CommunicatorOptions with_hosts(int ranks_per_host) {
+  CommunicatorOptions options{kTestTimeout, true};
+  options.ranks_per_host = ranks_per_host;
+  return options;
+}
+
+TEST(HostLayoutTest, ConsecutiveGroupsAndTheirDescription) {
+  const HostLayout even = HostLayout::consecutive(6, 3);
+  EXPECT_EQ(even.hosts(), 2);
+  EXPECT_TRUE(even.uniform());
+  EXPECT_EQ(even.host_of(4), 1);
+  EXPECT_EQ(even.local_rank(4), 1);
+  EXPECT_EQ(even.describe(), "2 hosts x 3 ranks");
+  EXPECT_NO_THROW(even.check_uniform("x"));
+
+  const HostLayout uneven = HostLayout::consecutive(7, 2);
+  EXPECT_EQ(uneven.hosts(), 4);
+  EXPECT_FALSE(uneven.uniform());
+  EXPECT_EQ(uneven.host_size(3), 1);
+  EXPECT_EQ(uneven.describe(), "4 hosts of 2, 2, 2, 1 ranks");
+  try {
+    uneven.check_uniform("the hierarchical algorithm");
+    FAIL() << "an uneven layout passed";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("4 hosts of 2, 2, 2, 1 ranks"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("--ranks-per-host"), std::string::npos);
+  }
+  EXPECT_THROW(HostLayout::consecutive(4, 0), InvalidArgument);
+}
+
+TEST(HostLayoutTest, KeysNumberHostsByTheirLowestRank) {
+  const std::vector<int> keys{5, 5, 9, 5, 9, 2};
+  const HostLayout layout = HostLayout::from_keys(keys);
+  EXPECT_EQ(layout.hosts(), 3);
+  EXPECT_EQ((std::vector<int>{layout.host_of(0), layout.host_of(2), layout.host_of(5)}),
+            (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ((std::vector<int>{layout.local_rank(0), layout.local_rank(1), layout.local_rank(3),
+                              layout.local_rank(4)}),
+            (std::vector<int>{0, 1, 2, 1}));
+  EXPECT_EQ(layout.describe(), "3 hosts of 3, 2, 1 ranks");
+}
+
+TEST(HostGroupsTest, LevelsHoldTheHostAndOneRankPerHost) {
+  run_world(6, [](Communicator& comm) {
+    HostGroups& groups = comm.host_groups();
+    EXPECT_EQ(&groups, &comm.host_groups()) << "made once";
+    EXPECT_EQ(groups.hosts(), 3);
+    EXPECT_EQ(groups.local_size(), 2);
+    EXPECT_EQ(groups.host(), comm.rank() / 2);
+    EXPECT_EQ(groups.local_rank(), comm.rank() % 2);
+    EXPECT_EQ(groups.across().size(), 3);
+    EXPECT_EQ(groups.across().rank(), comm.rank() / 2);
+    // Sums within each level cover exactly its ranks.
+    std::vector<std::int64_t> mine{comm.rank()};
+    allreduce_values<std::int64_t>(groups.local().transport(), mine, ReduceOp::sum, kTestTimeout);
+    EXPECT_EQ(mine[0], 4 * (comm.rank() / 2) + 1);
+    std::vector<std::int64_t> across{comm.rank()};
+    allreduce_values<std::int64_t>(groups.across().transport(), across, ReduceOp::sum,
+                                   kTestTimeout);
+    EXPECT_EQ(across[0], 6 + 3 * (comm.rank() % 2));
+  }, with_hosts(2));
+}
+
+TEST(HostGroupsTest, InProcessRanksAreTheirOwnHostsUnlessTold) {
+  run_world(3, [](Communicator& comm) {
+    EXPECT_EQ(comm.host_groups().hosts(), 3);
+    EXPECT_EQ(comm.host_groups().local_size(), 1);
+  });
+}
+
+// (ranks, ranks per host): every divisor of 1, 2, 3, 4, 7 and of 6 and 8.
+using Shape = std::tuple<int, int>;
+const auto kShapes = ::testing::Values(Shape{1, 1}, Shape{2, 1}, Shape{2, 2}, Shape{3, 1},
+                                       Shape{3, 3}, Shape{4, 2}, Shape{4, 4}, Shape{6, 2},
+                                       Shape{6, 3}, Shape{7, 1}, Shape{7, 7}, Shape{8, 4});
+std::string shape_name(const Shape& s) {
+  return "n" + std::to_string(std::get<0>(s)) + "_per_host" + std::to_string(std::get<1>(s));
+}
+
+using Fp32Param = std::tuple<Shape, std::size_t, Algorithm, bool>;
+class HierarchicalFp32Test : public ::testing::TestWithParam<Fp32Param> {};
+
+TEST_P(HierarchicalFp32Test, SumEqualsClosedFormOnEveryRank) {
+  const auto [shape, count, between, in_place] = GetParam();
+  CollectiveCase c{count, Algorithm::hierarchical, in_place};
+  c.between_hosts = between;
+  run_world(std::get<0>(shape), [&](Communicator& comm) { check_allreduce_fp32(comm, c); },
+            with_hosts(std::get<1>(shape)));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ShapesSizesBetween, HierarchicalFp32Test,
+    ::testing::Combine(kShapes,
+                       ::testing::Values(std::size_t{0}, std::size_t{1}, std::size_t{1001},
+                                         std::size_t{100000}),
+                       ::testing::Values(Algorithm::ring, Algorithm::halving_doubling,
+                                         Algorithm::native),
+                       ::testing::Bool()),
+    [](const ::testing::TestParamInfo<Fp32Param>& info) {
+      return shape_name(std::get<0>(info.param)) + "_len" +
+             std::to_string(std::get<1>(info.param)) + "_" +
+             test_name(std::string(to_string(std::get<2>(info.param)))) +
+             (std::get<3>(info.param) ? "_inplace" : "_outofplace");
+    });
+
+// A codec's mean across hosts: identical bytes everywhere, and within the
+// codec's bound for H ranks of the exact mean, plus the fp32 rounding of
+// the host means (L additions and a scaling, each within 2^-24 of a value
+// at most L times the largest input).
+using CodecParam = std::tuple<std::string, Shape, Algorithm>;
+class HierarchicalCodecTest : public ::testing::TestWithParam<CodecParam> {};
+
+TEST_P(HierarchicalCodecTest, MeanIsIdenticalEverywhereAndWithinTheBound) {
+  const auto [spec, shape, between] = GetParam();
+  const auto [ranks, per_host] = shape;
+  constexpr std::size_t kCount = 5003;
+  run_world(ranks, [&](Communicator& comm) {
+    auto codec = make_codec(spec, {.seed = 11, .bucket = 3});
+    CollectiveOptions options;
+    options.algorithm = Algorithm::hierarchical;
+    options.between_hosts = between;
+    options.chunk_bytes = 4096;  // several pipelined chunks per slice
+    for (int step = 0; step < 2; ++step) {
+      auto data = make_vector(kCount, [&](std::size_t i) { return noise(comm.rank() + 31 * step, i); });
+      std::vector<double> statistic{local_norm_statistic(data, codec->norm_kind())};
+      allreduce_values<double>(comm.transport(), statistic,
+                               codec->norm_kind() == NormKind::inf ? ReduceOp::max : ReduceOp::sum,
+                               kTestTimeout);
+      const double norm =
+          codec->norm_kind() == NormKind::inf ? statistic[0] : std::sqrt(statistic[0]);
+      const double bound = codec->hierarchical_error_bound(norm, ranks / per_host, per_host, between);
+      codec->allreduce_mean(comm, data, options);
+      expect_identical_across_ranks(comm, data);
+      double worst = 0;
+      for (std::size_t i = 0; i < kCount; ++i) {
+        double exact = 0;
+        for (int r = 0; r < ranks; ++r) exact += noise(r + 31 * step, i);
+        worst = std::max(worst, std::abs(data[i] - exact / ranks));
+      }
+      EXPECT_LE(worst, bound) << spec << " step " << step;
+    }
+  }, with_hosts(per_host));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CodecsShapes, HierarchicalCodecTest,
+    ::testing::Combine(::testing::Values("fp32", "fp16", "global-qsgd:bits=8",
+                                         "global-qsgd:bits=4",
+                                         "global-qsgd:bits=8,dither=exp", "qsgd",
+                                         "natural"),
+                       ::testing::Values(Shape{2, 2}, Shape{4, 2}, Shape{6, 3}, Shape{7, 7},
+                                         Shape{8, 2}),
+                       ::testing::Values(Algorithm::ring, Algorithm::halving_doubling)),
+    [](const ::testing::TestParamInfo<CodecParam>& info) {
+      return test_name(std::get<0>(info.param)) + "_" + shape_name(std::get<1>(info.param)) +
+             "_" + test_name(std::string(to_string(std::get<2>(info.param))));
+    });
+
+// Unbiased across hosts: Global-QSGD's dithering of the host means, keyed
+// by host and element, averages to the exact mean (5 standard errors per
+// element over 400 steps).
+TEST(HierarchicalCodecTest, GlobalQsgdStaysUnbiased) {
+  constexpr std::size_t kCount = 64;
+  constexpr int kSteps = 400, kRanks = 4;
+  std::vector<double> sum(kCount, 0.0), squares(kCount, 0.0);
+  run_world(kRanks, [&](Communicator& comm) {
+    auto codec = make_codec("global-qsgd:bits=4", {.seed = 5, .bucket = 0});
+    CollectiveOptions options;
+    options.algorithm = Algorithm::hierarchical;
+    for (int step = 0; step < kSteps; ++step) {
+      auto data = make_vector(kCount, [&](std::size_t i) { return noise(comm.rank(), i); });
+      codec->allreduce_mean(comm, data, options);
+      if (comm.rank() != 0) continue;
+      for (std::size_t i = 0; i < kCount; ++i) {
+        sum[i] += data[i];
+        squares[i] += static_cast<double>(data[i]) * data[i];
+      }
+    }
+  }, with_hosts(2));
+  for (std::size_t i = 0; i < kCount; ++i) {
+    double exact = 0;
+    for (int r = 0; r < kRanks; ++r) exact += noise(r, i);
+    exact /= kRanks;
+    const double mean = sum[i] / kSteps;
+    const double variance = std::max(squares[i] / kSteps - mean * mean, 0.0) * kSteps / (kSteps - 1);
+    EXPECT_NEAR(mean, exact, 5 * std::sqrt(variance / kSteps) + 1e-6) << "element " << i;
+  }
+}
+
+// Each host's card carries 2(H−1)/H of the vector per allreduce (its L
+// ranks each send that share of their 1/L slice across hosts), against the
+// flat ring's 2(n−1)/n from each of the ranks at a host boundary.
+TEST(HierarchicalTrafficTest, EachHostSendsItsSlicesAcrossOnce) {
+  constexpr std::size_t kCount = 120000;
+  run_world(4, [&](Communicator& comm) {
+    Fp32Sum sum;
+    auto data = make_vector(kCount, [&](std::size_t i) { return pattern(comm.rank(), i); });
+    CollectiveOptions options;
+    options.algorithm = Algorithm::hierarchical;
+    allreduce(comm, data, sum, options);
+    Communicator& across = comm.host_groups().across();
+    const std::uint64_t slice_bytes = kCount / 2 * sizeof(float);
+    EXPECT_EQ(across.data_bytes_sent(), slice_bytes) << "2(H-1)/H of a slice, H = 2";
+  }, with_hosts(2));
+}
+
+TEST(HierarchicalRefusalTest, UnequalHostsAreRefusedOnEveryRank) {
+  const std::string message = expect_throw_on_every_rank<InvalidArgument>(3, [](Communicator& comm) {
+    std::vector<float> data(10, 1.0f);
+    Fp32Sum sum;
+    CollectiveOptions options;
+    options.algorithm = Algorithm::hierarchical;
+    allreduce(comm, data, sum, options);
+  }, with_hosts(2));
+  EXPECT_NE(message.find("2 hosts of 2, 1 ranks"), std::string::npos) << message;
+}
+
+TEST(HierarchicalRefusalTest, CodecsThatSelectFromTheirOwnInputAreRefused) {
+  for (const std::string spec : {"topk:ratio=0.1", "ef(global-qsgd:bits=8)", "intsgd"}) {
+    const std::string message = expect_throw_on_every_rank<InvalidArgument>(
+        2,
+        [&](Communicator& comm) {
+          auto codec = make_codec(spec, {});
+          std::vector<float> data(16, 0.5f);
+          CollectiveOptions options;
+          options.algorithm = Algorithm::hierarchical;
+          codec->allreduce_mean(comm, data, options);
+        },
+        with_hosts(1));
+    EXPECT_NE(message.find("hierarchical"), std::string::npos) << spec << ": " << message;
+  }
+}
+
+TEST(HierarchicalRefusalTest, OtherOperationsAndInexactReductionsAreRefused) {
+  run_world(2, [](Communicator& comm) {
+    CollectiveOptions options;
+    options.algorithm = Algorithm::hierarchical;
+    std::vector<float> input(8, 1.0f), output(4);
+    Fp32Sum sum;
+    EXPECT_THROW(reduce_scatter(comm, input, output, sum, options), InvalidArgument);
+    SparseTestReduction sparse;
+    EXPECT_THROW(allreduce(comm, input, sparse, options), InvalidArgument);
+    auto codec = make_codec("global-qsgd:bits=8", {});
+    EXPECT_THROW(codec->reduce_scatter_mean(comm, input, output, options), InvalidArgument);
+    options.between_hosts = Algorithm::hierarchical;
+    options.algorithm = Algorithm::ring;
+    EXPECT_THROW(allreduce(comm, input, sum, options), InvalidArgument);
+  });
+}
+
+}  // namespace
+}  // namespace qccl::test
