@@ -15,6 +15,7 @@
 #include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/fp32_sum.h"
+#include "qccl/collectives/host_groups.h"
 #include "qccl/collectives/reduce_scatter.h"
 #include "qccl/common/errors.h"
 #include "qccl/transport/mpi_transport.h"
@@ -144,6 +145,67 @@ INSTANTIATE_TEST_SUITE_P(
                        std::string(to_string(std::get<1>(info.param))) + "_" +
                        std::string(to_string(std::get<2>(info.param))));
     });
+
+// The hierarchical allreduce on MPI communicators: the host found from
+// shared memory (one machine: one host of every rank), and hosts of one
+// and of two ranks as --ranks-per-host gives them.
+TEST(MpiHierarchicalTest, SharedMemoryMakesOneHostOfThisMachine) {
+  Communicator comm(*world().transport, {std::chrono::seconds(60), true});
+  HostGroups& groups = comm.host_groups();
+  EXPECT_EQ(groups.hosts(), 1);
+  EXPECT_EQ(groups.local_size(), comm.size());
+  EXPECT_EQ(groups.across().size(), 1);
+}
+
+class MpiHierarchicalShapeTest : public ::testing::TestWithParam<int> {
+ protected:
+  // 0: the layout MPI finds; otherwise this many ranks per host.
+  CommunicatorOptions options() const {
+    CommunicatorOptions o{std::chrono::seconds(60), true};
+    o.ranks_per_host = GetParam();
+    return o;
+  }
+  bool divides() const { return GetParam() == 0 || world().transport->size() % GetParam() == 0; }
+};
+
+TEST_P(MpiHierarchicalShapeTest, Fp32SumEqualsClosedForm) {
+  if (!divides()) GTEST_SKIP() << "hosts of unequal size";
+  Communicator comm(*world().transport, options());
+  for (Algorithm between : {Algorithm::ring, Algorithm::halving_doubling, Algorithm::native}) {
+    for (std::size_t count : {0, 1, 1001, 100000}) {
+      CollectiveCase c{count, Algorithm::hierarchical, count % 2 == 1};
+      c.between_hosts = between;
+      check_allreduce_fp32(comm, c);
+    }
+  }
+}
+
+TEST_P(MpiHierarchicalShapeTest, GlobalQsgdIsIdenticalEverywhereAndWithinTheBound) {
+  if (!divides()) GTEST_SKIP() << "hosts of unequal size";
+  Communicator comm(*world().transport, options());
+  auto codec = make_codec("global-qsgd:bits=8", {.seed = 3, .bucket = 1});
+  CollectiveOptions o;
+  o.algorithm = Algorithm::hierarchical;
+  const int per_host = comm.host_groups().local_size();
+  auto data = make_vector(100003, [&](std::size_t i) { return noise(comm.rank(), i); });
+  std::vector<double> largest{local_norm(data, NormKind::inf)};
+  allreduce_values<double>(comm.transport(), largest, ReduceOp::max, std::chrono::seconds(60));
+  codec->allreduce_mean(comm, data, o);
+  expect_identical_across_ranks(comm, data);
+  const double bound = codec->hierarchical_error_bound(largest[0], comm.size() / per_host,
+                                                       per_host, Algorithm::ring);
+  for (std::size_t i = 0; i < data.size(); i += 97) {
+    double exact = 0;
+    for (int r = 0; r < comm.size(); ++r) exact += noise(r, i);
+    ASSERT_LE(std::abs(data[i] - exact / comm.size()), bound) << "element " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksPerHost, MpiHierarchicalShapeTest, ::testing::Values(0, 1, 2),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return info.param == 0 ? std::string("from_shared_memory")
+                                                  : "per_host" + std::to_string(info.param);
+                         });
 
 // Two streams, each its own MPI communicator, in flight at once
 // (stream_checks.h).
