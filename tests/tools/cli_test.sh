@@ -32,10 +32,23 @@ expect "bench help lists operations" 0 'reduce-scatter' -- "$qccl" bench --help
 expect "no command is a usage error" 2 'subcommand' -- "$qccl"
 expect "unknown option lists the valid ones" 2 'valid for .qccl bench allreduce.: .*--algo.*--min-bytes' -- \
   "$qccl" bench allreduce --bogus
-expect "unknown algorithm lists the valid ones" 2 'valid algorithms: ring, halving-doubling \(or tree\), native' -- \
+expect "unknown algorithm lists the valid ones" 2 'valid algorithms: ring, halving-doubling \(or tree\), native, hierarchical' -- \
   "$qccl" bench allreduce --algo spiral --ranks 2
 expect "broadcast has no halving-doubling" 2 "algorithm 'halving-doubling' is not available" -- \
   "$qccl" bench broadcast --algo tree --ranks 2
+expect "hierarchical runs allreduce only" 2 "algorithm 'hierarchical' is not available" -- \
+  "$qccl" bench reduce-scatter --algo hierarchical --ranks 2
+expect "hierarchical refuses hosts of unequal size" 2 'same number of ranks on every host, but the job runs on 2 hosts of 2, 1 ranks' -- \
+  "$qccl" bench allreduce --algo hierarchical --ranks 3 --ranks-per-host 2 --max-bytes 4K
+expect "negative ranks per host" 2 '--ranks-per-host must not be negative' -- \
+  "$qccl" bench allreduce --ranks 2 --ranks-per-host -1
+expect "between hosts cannot be hierarchical" 2 '--between-hosts must be ring, halving-doubling or native' -- \
+  "$qccl" bench allreduce --ranks 2 --between-hosts hierarchical
+expect "hierarchical with a codec, 2 hosts x 2 ranks" 0 'hierarchical .* 0$' -- \
+  "$qccl" bench allreduce --algo hierarchical --between-hosts halving-doubling --ranks 4 \
+  --ranks-per-host 2 --codec global-qsgd:bits=4 --max-bytes 64K
+expect "hierarchical under mpirun finds the host by shared memory" 0 'hierarchical .* 0$' -- \
+  "${mpirun[@]}" -np 4 "$qccl" bench allreduce --algo ring,hierarchical --codec global-qsgd --max-bytes 64K
 expect "bad size, naming the option" 2 "^qccl: --max-bytes: '12Q' is not a size" -- "$qccl" bench allreduce --max-bytes 12Q --ranks 2
 expect "a size beyond the machine's memory is refused up front" 2 '--max-bytes 1024G .*need about .* GiB available' -- \
   "$qccl" bench allreduce --max-bytes 1024G --ranks 2
@@ -245,6 +258,10 @@ expect "train: missing data" 2 'cannot open .*/nonexistent/train-images' -- \
   "$qccl" train --model mlp --data-dir /nonexistent --ranks 2
 expect "train: native runs only what MPI can sum" 2 "'intsgd:round=random.*' runs on ring or halving-doubling" -- \
   "$qccl" train --algo native --codec intsgd --ranks 2
+expect "train refuses a codec that cannot compress host means" 2 '--algo hierarchical compresses host means, which .topk' -- \
+  "$qccl" train --algo hierarchical --codec topk --ranks 2
+expect "the sharded engine refuses hierarchical" 2 '--engine sharded runs on ring or halving-doubling, not --algo hierarchical' -- \
+  "$qccl" train --engine sharded --model gpt --algo hierarchical --ranks 2
 expect "train: unknown --buckets names the choices" 2 "unknown --buckets 'greedy'; choose one of ddp, layerwise, one, groups:N1,N2,.., mergecomp" -- \
   "$qccl" train --buckets greedy --ranks 2
 expect "train: bucket groups that do not fit the model name both counts" 2 "groups of 1,1 tensors make 2 tensors, but the model has 6" -- \

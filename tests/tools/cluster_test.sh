@@ -20,6 +20,9 @@ if [ "$mode" = arguments ]; then
   expect "no command" 2 'no command' -- "$cluster" --hosts 2
   expect "one host" 2 '--hosts must be a whole number from 2 to 64' -- "$cluster" --hosts 1 -- true
   expect "hosts not a number" 2 '--hosts must be' -- "$cluster" --hosts four -- true
+  expect "no ranks per host" 2 '--ranks-per-host must be a whole number from 1 to 16' -- \
+    "$cluster" --ranks-per-host 0 -- true
+  expect "too many ranks per host" 2 '--ranks-per-host must be' -- "$cluster" --ranks-per-host 17 -- true
   expect "bad rate" 2 '--rate must look like 100mbit' -- "$cluster" --rate 1gb -- true
   expect "burst without a number" 2 '--burst must be a whole number of bytes' -- "$cluster" --burst 16KiB -- true
   expect "burst below a packet" 2 '--burst must be from 2k' -- "$cluster" --burst 1500 -- true
@@ -93,6 +96,36 @@ if [ "$cpu_count" -le 63 ]; then
     echo "ok: --pin with more hosts than CPUs wraps around" ||
     { echo "FAIL: --pin with $((cpu_count + 1)) hosts gave: $(echo $over)"; failures=$((failures + 1)); }
 fi
+
+# 2 hosts x 2 ranks: ranks 0-1 on host 0 and 2-3 on host 1, which MPI's
+# shared-memory split finds; the hierarchical allreduce then sends across
+# hosts half the vector per rank (a 2-host ring of each half-vector slice),
+# a third of what the flat ring sends from a rank at a host boundary.
+placed=$("$cluster" --hosts 2 --ranks-per-host 2 --prefix "$prefix" --subnet 10.78.0 -- \
+  sh -c 'echo "$OMPI_COMM_WORLD_RANK $(hostname)"' 2>/dev/null | sort -n | tr '\n' ' ')
+[ "$placed" = "0 ${prefix}-h0 1 ${prefix}-h0 2 ${prefix}-h1 3 ${prefix}-h1 " ] &&
+  echo "ok: --ranks-per-host 2 places ranks host by host" ||
+  { echo "FAIL: --ranks-per-host 2 placed '$placed'"; failures=$((failures + 1)); }
+json=$(mktemp)
+"$cluster" --hosts 2 --ranks-per-host 2 --rate unshaped --prefix "$prefix" --subnet 10.78.0 -- \
+  "$qccl" bench allreduce --algo ring,hierarchical --min-bytes 1M --max-bytes 1M --iters 2 \
+  --warmup 1 --json >"$json" 2>"$out"
+status=$?
+if [ "$status" -eq 0 ] && /usr/bin/python3 - "$json" <<'PY'
+import json, sys
+rows = {r["algorithm"]: r for r in json.load(open(sys.argv[1]))["rows"]}
+assert all(r["wrong"] == 0 for r in rows.values()), rows
+assert rows["ring"]["sent_bytes_per_rank"] == 1.5 * 2**20, rows["ring"]
+assert rows["hierarchical"]["sent_bytes_per_rank"] == 0.5 * 2**20, rows["hierarchical"]
+PY
+then
+  echo "ok: hierarchical allreduce on 2 hosts x 2 ranks"
+else
+  echo "FAIL: hierarchical allreduce on 2 hosts x 2 ranks (exit $status)"
+  sed 's/^/    /' "$out" "$json" | tail -20
+  failures=$((failures + 1))
+fi
+rm -f "$json"
 
 expect "passes on the command's failure" 1 '' -- \
   "$cluster" --hosts 2 --prefix "$prefix" --subnet 10.78.0 -- false

@@ -25,6 +25,8 @@ class ErrorFeedbackCodec final : public Codec {
     CodecTraits traits = inner_->traits();
     traits.unbiased = false;
     traits.operations.allgather = false;
+    // Its residual is this rank's x − Q(x); host means have no such x.
+    traits.host_means = false;
     return traits;
   }
   // The result differs from the mean of this step's inputs by the residuals

@@ -24,8 +24,11 @@ std::vector<Algorithm> parse_algorithm_list(const std::string& text) {
 CLI::App* add_bench_operation(CLI::App& bench, BenchOperation op, std::string description,
                               BenchCommand& command) {
   auto* sub = bench.add_subcommand(std::string(to_string(op)), std::move(description));
+  // Every algorithm of one level; hierarchical, which needs hosts of
+  // several ranks to differ, when asked for.
   std::string default_algorithms;
   for (Algorithm a : algorithms_for(op)) {
+    if (a == Algorithm::hierarchical) continue;
     default_algorithms += (default_algorithms.empty() ? "" : ",") + std::string(to_string(a));
   }
   sub->callback([&command, op, default_algorithms] {
@@ -33,7 +36,9 @@ CLI::App* add_bench_operation(CLI::App& bench, BenchOperation op, std::string de
     if (command.algorithms.empty()) command.algorithms = default_algorithms;
   });
   sub->add_option("--algo", command.algorithms,
-                  "comma-separated algorithms, measured side by side (default: " +
+                  "comma-separated algorithms (ring, halving-doubling, native; hierarchical for "
+                  "allreduce: fp32 within hosts, the codec between them), measured side by "
+                  "side (default: " +
                       default_algorithms + ")");
   sub->add_option("--min-bytes", command.min_bytes, "smallest size S in bytes, e.g. 1K (default 1K)");
   sub->add_option("--max-bytes", command.max_bytes, "largest size S in bytes, e.g. 256M (default 64M)");
@@ -85,7 +90,9 @@ int run_bench(BenchCommand& command, int argc, char** argv) {
     std::cerr << "qccl: " << e.what() << "\n";
     return kExitUsage;
   }
-  const CommunicatorOptions options{launch.timeout(), !command.no_arg_check};
+  CommunicatorOptions options = launch.communicator_options();
+  options.check_args = !command.no_arg_check;
+  config.between_hosts = launch.parsed_between_hosts();
   return launch_on_ranks(launch.ranks, options, argc, argv,
                          [&](Communicator& comm, const Launch& how) {
                            const auto rows = run_collective_bench(comm, config);

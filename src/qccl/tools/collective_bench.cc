@@ -11,6 +11,7 @@
 #include "qccl/collectives/broadcast.h"
 #include "qccl/collectives/collective_call.h"
 #include "qccl/collectives/fp32_sum.h"
+#include "qccl/collectives/host_groups.h"
 #include "qccl/collectives/reduce_scatter.h"
 #include "qccl/collectives/fingerprint.h"
 #include "qccl/common/errors.h"
@@ -29,6 +30,10 @@ std::string_view to_string(BenchOperation op) {
 
 std::vector<Algorithm> algorithms_for(BenchOperation op) {
   if (op == BenchOperation::broadcast) return {Algorithm::ring};  // the pipelined binomial tree
+  if (op == BenchOperation::allreduce) {
+    return {Algorithm::ring, Algorithm::halving_doubling, Algorithm::native,
+            Algorithm::hierarchical};
+  }
   return {Algorithm::ring, Algorithm::halving_doubling, Algorithm::native};
 }
 
@@ -278,6 +283,11 @@ class BenchCase {
 
  private:
   double bound() const {
+    if (algorithm_ == Algorithm::hierarchical) {
+      HostGroups& groups = comm_.host_groups();
+      return codec_->hierarchical_error_bound(norm_, groups.hosts(), groups.local_size(),
+                                              config_.between_hosts);
+    }
     return codec_->error_bound(norm_, n_, algorithm_, *codec_operation(config_.operation));
   }
 
@@ -342,7 +352,9 @@ void check_settings_agree(Communicator& comm, const BenchConfig& c) {
     return joined;
   };
   Fingerprint fingerprint("bench settings");
-  fingerprint.add_text("operation and --algo", std::string(to_string(c.operation)) + " " + algorithms)
+  fingerprint.add_text("operation and --algo", std::string(to_string(c.operation)) + " " + algorithms +
+                                                   "--between-hosts " +
+                                                   std::string(to_string(c.between_hosts)))
       .add_text("sizes", text({{"--min-bytes", std::to_string(c.min_bytes)},
                                {"--max-bytes", std::to_string(c.max_bytes)},
                                {"--step-factor", std::to_string(c.step_factor)}}))
@@ -354,6 +366,18 @@ void check_settings_agree(Communicator& comm, const BenchConfig& c) {
       .add_text("codec", text({{"--codec", c.codec.empty() ? "(none)" : c.codec},
                                {"--native-codec", c.native_codec ? "on" : "off"}}));
   run_collective(comm, fingerprint, comm.timeout(std::nullopt), [](int) {});
+}
+
+}  // namespace
+
+namespace {
+
+// What `algorithm` has sent from this rank so far: on the communicator, and
+// for hierarchical, across hosts (its steps within a host are the
+// transport's own collectives, which count nothing, as for native).
+std::uint64_t data_bytes_sent(Communicator& comm, Algorithm algorithm) {
+  if (algorithm != Algorithm::hierarchical) return comm.data_bytes_sent();
+  return comm.data_bytes_sent() + comm.host_groups().across().data_bytes_sent();
 }
 
 }  // namespace
@@ -373,6 +397,7 @@ std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig
       options.algorithm = algorithm;
       options.chunk_bytes = config.chunk_bytes;
       options.window = config.window;
+      options.between_hosts = config.between_hosts;
       bench.select(algorithm);
       for (int i = 0; i < config.warmup; ++i) {
         bench.prepare();
@@ -380,7 +405,7 @@ std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig
       }
       std::vector<double> times(static_cast<std::size_t>(config.iterations));
       std::int64_t wrong = 0;
-      const auto sent_before = comm.data_bytes_sent();
+      const auto sent_before = data_bytes_sent(comm, algorithm);
       for (auto& t : times) {
         bench.prepare();
         transport.barrier(timeout);
@@ -389,8 +414,9 @@ std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig
         t = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
         wrong = std::max<std::int64_t>(wrong, static_cast<std::int64_t>(bench.count_wrong()));
       }
-      std::vector<double> sent{static_cast<double>(comm.data_bytes_sent() - sent_before) /
-                               config.iterations};
+      std::vector<double> sent{
+          static_cast<double>(data_bytes_sent(comm, algorithm) - sent_before) /
+          config.iterations};
       // Per iteration, the slowest rank's time is the collective's time.
       allreduce_values<double>(transport, times, ReduceOp::max, timeout);
       allreduce_values<double>(transport, sent, ReduceOp::max, timeout);

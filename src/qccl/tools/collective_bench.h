@@ -17,8 +17,8 @@ enum class BenchOperation { allreduce, allgather, reduce_scatter, broadcast };
 
 std::string_view to_string(BenchOperation op);
 // Algorithms each operation implements: ring, halving-doubling and native
-// (MPI) for allreduce, reduce-scatter and allgather; broadcast has one (a
-// pipelined binomial tree), listed as ring.
+// (MPI) for allreduce, reduce-scatter and allgather, and hierarchical for
+// allreduce; broadcast has one (a pipelined binomial tree), listed as ring.
 std::vector<Algorithm> algorithms_for(BenchOperation op);
 // The codec operation a benchmark operation runs with --codec (none for
 // broadcast).
@@ -47,6 +47,8 @@ struct BenchConfig {
   // encoding (codecs with an MPI equivalent: fp16). native is then no longer
   // the fp32 baseline.
   bool native_codec = false;
+  // Algorithm hierarchical: the algorithm between hosts.
+  Algorithm between_hosts = Algorithm::ring;
 };
 
 // Throws InvalidArgument for an inconsistent configuration.
@@ -61,7 +63,8 @@ struct BenchRow {
   double algbw_gbps = 0;   // S / t, GB = 1e9 bytes
   double busbw_gbps = 0;   // algbw * bus factor
   // Bytes this collective sent per rank per call (the most of any rank);
-  // unset for native, whose traffic happens inside MPI.
+  // unset for native, whose traffic happens inside MPI; for hierarchical,
+  // what it sent across hosts (its fp32 steps within a host are MPI's).
   std::optional<double> sent_bytes_per_rank;
   // Elements that differ from the closed form (beyond the codec's worst-case
   // error bound for a lossy codec), summed over ranks.

@@ -72,7 +72,7 @@ int run_gan_command(GanCommand& command, int argc, char** argv) {
   if (!command.launch.quiet) {
     command.config.gan.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   }
-  return run_on_ranks(command.launch.ranks, command.launch.timeout(), argc, argv,
+  return run_on_ranks(command.launch, argc, argv,
                       [&](Communicator& comm) {
                         const auto report = run_gan_experiment(comm, command.config);
                         if (comm.rank() == 0) print_gan_report(std::cout, report);

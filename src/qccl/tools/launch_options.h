@@ -1,13 +1,16 @@
 // The options every command that runs on ranks takes, defined once: how
 // many ranks run as threads (--ranks; none: the MPI world), the bound on
 // every wait (--timeout), and where a command has them, the collective
-// algorithm (--algo) and quiet output (--quiet).
+// algorithm (--algo) and quiet output (--quiet); and for the hierarchical
+// algorithm, the ranks per host (--ranks-per-host) and the algorithm
+// between hosts (--between-hosts).
 #pragma once
 
 #include <CLI/CLI.hpp>
 
 #include <string>
 
+#include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
 #include "qccl/common/duration.h"
 
@@ -21,11 +24,19 @@ struct LaunchOptions {
   long timeout_ms = 300000;
   std::string algorithm = "ring";
   bool quiet = false;
+  int ranks_per_host = 0;  // 0: from the transport (MPI: shared memory)
+  std::string between_hosts = "ring";
 
   Timeout timeout() const { return Timeout(timeout_ms); }
   // The --algo value; InvalidArgument for an unknown name.
   Algorithm parsed_algorithm() const;
-  // InvalidArgument for --ranks below 0 or a --timeout outside 1 ms..30 days.
+  // The --between-hosts value; InvalidArgument unless ring,
+  // halving-doubling or native.
+  Algorithm parsed_between_hosts() const;
+  // The communicators' options: the timeout, the call check, the hosts.
+  CommunicatorOptions communicator_options() const;
+  // InvalidArgument for --ranks or --ranks-per-host below 0, a --timeout
+  // outside 1 ms..30 days, or a bad --between-hosts.
   void check() const;
 };
 
@@ -36,8 +47,8 @@ struct LaunchHelp {
   std::string quiet;
 };
 
-// Adds --ranks and --timeout to `command`, and --algo and --quiet where
-// `help` describes them.
+// Adds --ranks, --timeout, --ranks-per-host and --between-hosts to
+// `command`, and --algo and --quiet where `help` describes them.
 void add_launch_options(CLI::App& command, LaunchOptions& options, const LaunchHelp& help = {});
 
 }  // namespace qccl::tools

@@ -49,7 +49,7 @@ int run_logreg_command(LogregCommand& command, int argc, char** argv) {
     std::cerr << "qccl: " << e.what() << "\n";
     return kExitUsage;
   }
-  return run_on_ranks(command.launch.ranks, command.launch.timeout(), argc, argv,
+  return run_on_ranks(command.launch, argc, argv,
                       [&](Communicator& comm) {
                         const auto report = run_logreg_experiment(comm, command.config);
                         if (comm.rank() == 0) print_logreg_report(std::cout, report);

@@ -65,7 +65,7 @@ int run_qsdp_command(QsdpCommand& command, int argc, char** argv) {
     validate(c);
   });
   if (settings != kExitOk) return settings;
-  return run_on_ranks(command.launch.ranks, command.launch.timeout(), argc, argv,
+  return run_on_ranks(command.launch, argc, argv,
                       [&](Communicator& comm) {
                         const auto report = run_qsdp_experiment(comm, c);
                         if (comm.rank() == 0) print_qsdp_report(std::cout, report);

@@ -153,9 +153,9 @@ int launch_on_ranks(int ranks, CommunicatorOptions options, int argc, char** arg
   }
 }
 
-int run_on_ranks(int ranks, Timeout timeout, int argc, char** argv,
+int run_on_ranks(const LaunchOptions& launch, int argc, char** argv,
                  const std::function<void(Communicator&)>& body) {
-  return launch_on_ranks(ranks, CommunicatorOptions{timeout, true}, argc, argv,
+  return launch_on_ranks(launch.ranks, launch.communicator_options(), argc, argv,
                          [&](Communicator& comm, const Launch&) {
                            body(comm);
                            return kExitOk;

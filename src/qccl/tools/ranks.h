@@ -7,6 +7,7 @@
 #include <string>
 
 #include "qccl/collectives/communicator.h"
+#include "qccl/tools/launch_options.h"
 
 namespace qccl::tools {
 
@@ -55,8 +56,9 @@ int launch_on_ranks(int ranks, CommunicatorOptions options, int argc, char** arg
                     const std::function<int(Communicator&, const Launch&)>& body,
                     MismatchReport report = MismatchReport::rank_zero);
 
-// The same for a body that succeeds or throws, with the call check on.
-int run_on_ranks(int ranks, Timeout timeout, int argc, char** argv,
+// The same for a body that succeeds or throws, with the call check on,
+// on the ranks, timeout and hosts of `launch`.
+int run_on_ranks(const LaunchOptions& launch, int argc, char** argv,
                  const std::function<void(Communicator&)>& body);
 
 }  // namespace qccl::tools

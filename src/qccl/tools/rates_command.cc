@@ -57,7 +57,7 @@ int run_rates_command(RatesCommand& command, int argc, char** argv) {
     std::cerr << "qccl: " << e.what() << "\n";
     return kExitUsage;
   }
-  return run_on_ranks(command.launch.ranks, command.launch.timeout(), argc, argv,
+  return run_on_ranks(command.launch, argc, argv,
                       [&](Communicator& comm) {
                         const auto report = run_rates_experiment(comm, c);
                         if (comm.rank() == 0) print_rates_report(std::cout, report);

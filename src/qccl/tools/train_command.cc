@@ -105,7 +105,8 @@ void add_codec_options(CLI::App& sub, TrainCommand& command, TrainOptionSet set)
         ->take_all();
   }
   sub.add_option("--algo", command.launch.algorithm,
-                 "ring (default), halving-doubling (or tree) or native (fp32/fp16 via MPI)");
+                 "ring (default), halving-doubling (or tree), native (fp32/fp16 via MPI) or "
+                 "hierarchical (fp32 within hosts, the codec between them; see --ranks-per-host)");
   sub.add_flag("--dense-embeddings", command.dense_embeddings,
                "recommender: embedding gradients as dense tensors (default: sparse rows)");
   if (set == TrainOptionSet::train) {
@@ -467,6 +468,7 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
         CodecSpec::parse(command.weights_codec.empty() ? defaults.weights : command.weights_codec);
     if (c.data.empty()) c.data = engines::dataset_for_model(c.model);
     c.algorithm = command.launch.parsed_algorithm();
+    c.between_hosts = command.launch.parsed_between_hosts();
     c.bucket_cap_bytes = parse_bytes(command.bucket_cap, "--bucket-cap");
     c.first_bucket_bytes = parse_bytes(command.first_bucket, "--first-bucket");
     c.progress = !command.launch.quiet;
@@ -488,7 +490,7 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
     std::cerr << "qccl: " << e.what() << "\n";
     return kExitUsage;
   }
-  return run_on_ranks(command.launch.ranks, command.launch.timeout(), argc, argv,
+  return run_on_ranks(command.launch, argc, argv,
                       [&](Communicator& comm) {
     std::vector<engines::TrainSummary> runs;
     const bool root = comm.rank() == 0;

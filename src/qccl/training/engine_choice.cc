@@ -27,6 +27,7 @@ std::unique_ptr<Engine> data_parallel(Communicator& comm, const TrainConfig& con
   options.codec = config.codec;
   options.seed = config.seed;
   options.collective.algorithm = config.algorithm;
+  options.collective.between_hosts = config.between_hosts;
   options.policy = initial_bucket_policy(config);
   options.timeout = comm.options().timeout;
   return std::make_unique<DataParallelEngine>(comm, std::move(named), options);

@@ -78,8 +78,9 @@ void validate(const TrainConfig& c) {
     require(codec->step_feedback() == nullptr && weights->step_feedback() == nullptr,
             "--engine sharded gives codecs no optimizer feedback; '" + codec->spec() +
                 "' needs it (use it with --engine data-parallel)");
-    require(c.algorithm != Algorithm::native, "--engine sharded runs on ring or halving-doubling, "
-                                              "not --algo native");
+    require(c.algorithm != Algorithm::native && c.algorithm != Algorithm::hierarchical,
+            "--engine sharded runs on ring or halving-doubling, not --algo " +
+                std::string(to_string(c.algorithm)));
     require(c.buckets == "ddp", "--buckets applies to --engine data-parallel; the sharded engine "
                                 "exchanges one block at a time");
   }
@@ -87,6 +88,11 @@ void validate(const TrainConfig& c) {
               codec->aggregation() == Aggregation::allgather_decode,
           "--algo native (MPI_Allreduce) runs only codecs MPI can sum, fp32 and fp16; '" +
               codec->spec() + "' runs on ring or halving-doubling");
+  require(c.algorithm != Algorithm::hierarchical || codec->traits().host_means,
+          "--algo hierarchical compresses host means, which '" + codec->spec() +
+              "' cannot (it selects, scales or keeps state from each rank's own input, or "
+              "wraps error feedback): use fp32, fp16, global-qsgd, qsgd or natural, or --algo "
+              "ring");
   // The optimizers hold their settings as floats: a larger value would fail
   // inside libtorch without naming the option.
   constexpr double kFloatMax = std::numeric_limits<float>::max();

@@ -29,6 +29,7 @@ struct TrainConfig : ModelConfig {
   // and backward passes (QSDP §4.1, §5.1).
   CodecSpec weights_codec;                // default fp32
   Algorithm algorithm = Algorithm::ring;
+  Algorithm between_hosts = Algorithm::ring;  // --algo hierarchical's second level
   std::string optimizer = "sgd";          // sgd | adam | adamw
   double lr = 0.05;                       // base learning rate
   std::string lr_schedule = "constant";   // constant | cosine | linear (lr_schedule.h)
