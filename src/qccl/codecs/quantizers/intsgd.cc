@@ -129,6 +129,14 @@ std::size_t IntegerCodec::scaled_length() const {
 StepPreparation IntegerCodec::prepare(Communicator&, const StepSetup& setup, const Operation&,
                                      const CollectiveOptions&) {
   check_length(setup.input.size());
+  // A wire too narrow for the sum over this many ranks is refused from the
+  // first step on (which is exact, §4.1, and would not notice), on every
+  // rank before anything moves.
+  try {
+    per_rank_clip(config_.wire, setup.summed);
+  } catch (const InvalidArgument&) {
+    rethrow_with_context(spec() + ": ");
+  }
   return {scales_digest(setup.summed)};
 }
 
