@@ -226,6 +226,7 @@ TEST(HierarchicalTrafficTest, EachHostSendsItsSlicesAcrossOnce) {
     Communicator& across = comm.host_groups().across();
     const std::uint64_t slice_bytes = kCount / 2 * sizeof(float);
     EXPECT_EQ(across.data_bytes_sent(), slice_bytes) << "2(H-1)/H of a slice, H = 2";
+    EXPECT_EQ(comm.data_bytes_sent(), slice_bytes) << "the communicator counts its levels' data";
   }, with_hosts(2));
 }
 

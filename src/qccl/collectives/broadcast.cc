@@ -18,7 +18,6 @@ void broadcast_bytes(Communicator& comm, std::span<std::byte> data, int root,
                      const CollectiveOptions& options) {
   constexpr std::string_view op = "broadcast";
   validate_options(options, op);
-  refuse_hierarchical(options, op);
   const int n = comm.size();
   if (root < 0 || root >= n) {
     throw InvalidArgument("broadcast: root " + std::to_string(root) + " is outside 0.." +

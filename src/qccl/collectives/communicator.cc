@@ -56,6 +56,17 @@ void Communicator::cancel(std::string reason) {
 
 Communicator::~Communicator() = default;
 
+std::uint64_t Communicator::data_bytes_sent() const {
+  const std::uint64_t exchanged = exchange_bytes_.load();
+  const std::uint64_t sent = transport_.stats().bytes_sent;
+  std::uint64_t total = sent > exchanged ? sent - exchanged : 0;
+  std::lock_guard lock(groups_mutex_);
+  if (host_groups_) {
+    total += host_groups_->local().data_bytes_sent() + host_groups_->across().data_bytes_sent();
+  }
+  return total;
+}
+
 HostGroups& Communicator::host_groups() {
   {
     std::lock_guard lock(groups_mutex_);

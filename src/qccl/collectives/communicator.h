@@ -91,14 +91,12 @@ class Communicator {
   }
   // Bytes this rank has sent on the communicator's transport as data, i.e.
   // without the exchanges' few hundred bytes per call (what the benchmarks
-  // and the trainer report as "sent").
+  // and the trainer report as "sent"), and on its host groups' (the
+  // hierarchical algorithm's point-to-point traffic; their transport-level
+  // collectives, like native's, count nothing).
   // Read from another thread while a call runs, the two counters may be a
   // few exchanges apart; the difference is clamped at zero.
-  std::uint64_t data_bytes_sent() const {
-    const std::uint64_t exchanged = exchange_bytes_.load();
-    const std::uint64_t sent = transport_.stats().bytes_sent;
-    return sent > exchanged ? sent - exchanged : 0;
-  }
+  std::uint64_t data_bytes_sent() const;
 
   // Waits for `request`, naming `operation` in the error on failure. Waits in
   // short slices, so that cancel() from another thread stops it promptly.

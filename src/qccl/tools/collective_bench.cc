@@ -370,17 +370,6 @@ void check_settings_agree(Communicator& comm, const BenchConfig& c) {
 
 }  // namespace
 
-namespace {
-
-// What `algorithm` has sent from this rank so far: on the communicator, and
-// for hierarchical, across hosts (its steps within a host are the
-// transport's own collectives, which count nothing, as for native).
-std::uint64_t data_bytes_sent(Communicator& comm, Algorithm algorithm) {
-  if (algorithm != Algorithm::hierarchical) return comm.data_bytes_sent();
-  return comm.data_bytes_sent() + comm.host_groups().across().data_bytes_sent();
-}
-
-}  // namespace
 
 std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig& config) {
   validate(config);
@@ -405,7 +394,7 @@ std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig
       }
       std::vector<double> times(static_cast<std::size_t>(config.iterations));
       std::int64_t wrong = 0;
-      const auto sent_before = data_bytes_sent(comm, algorithm);
+      const auto sent_before = comm.data_bytes_sent();
       for (auto& t : times) {
         bench.prepare();
         transport.barrier(timeout);
@@ -414,9 +403,8 @@ std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig
         t = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
         wrong = std::max<std::int64_t>(wrong, static_cast<std::int64_t>(bench.count_wrong()));
       }
-      std::vector<double> sent{
-          static_cast<double>(data_bytes_sent(comm, algorithm) - sent_before) /
-          config.iterations};
+      std::vector<double> sent{static_cast<double>(comm.data_bytes_sent() - sent_before) /
+                               config.iterations};
       // Per iteration, the slowest rank's time is the collective's time.
       allreduce_values<double>(transport, times, ReduceOp::max, timeout);
       allreduce_values<double>(transport, sent, ReduceOp::max, timeout);
