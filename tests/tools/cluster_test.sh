@@ -110,22 +110,13 @@ json=$(mktemp)
 "$cluster" --hosts 2 --ranks-per-host 2 --rate unshaped --prefix "$prefix" --subnet 10.78.0 -- \
   "$qccl" bench allreduce --algo ring,hierarchical --min-bytes 1M --max-bytes 1M --iters 2 \
   --warmup 1 --json >"$json" 2>"$out"
-status=$?
-if [ "$status" -eq 0 ] && /usr/bin/python3 - "$json" <<'PY'
+expect_json "hierarchical allreduce on 2 hosts x 2 ranks" $? "$json" <<'PY'
 import json, sys
 rows = {r["algorithm"]: r for r in json.load(open(sys.argv[1]))["rows"]}
 assert all(r["wrong"] == 0 for r in rows.values()), rows
 assert rows["ring"]["sent_bytes_per_rank"] == 1.5 * 2**20, rows["ring"]
 assert rows["hierarchical"]["sent_bytes_per_rank"] == 0.5 * 2**20, rows["hierarchical"]
 PY
-then
-  echo "ok: hierarchical allreduce on 2 hosts x 2 ranks"
-else
-  echo "FAIL: hierarchical allreduce on 2 hosts x 2 ranks (exit $status)"
-  sed 's/^/    /' "$out" "$json" | tail -20
-  failures=$((failures + 1))
-fi
-rm -f "$json"
 
 expect "passes on the command's failure" 1 '' -- \
   "$cluster" --hosts 2 --prefix "$prefix" --subnet 10.78.0 -- false
@@ -156,8 +147,7 @@ json=$(mktemp)
 "$cluster" --hosts 2 --rate 100mbit --prefix "$prefix" --subnet 10.78.0 -- \
   "$qccl" bench allreduce --codec global-qsgd --algo ring,native --min-bytes 1M --max-bytes 1M \
   --iters 3 --warmup 1 --link-rate 100mbit --json >"$json" 2>"$out"
-status=$?
-if [ "$status" -eq 0 ] && /usr/bin/python3 - "$json" <<'PY'
+expect_json "shaped 2-host run" $? "$json" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
 rows = {r["algorithm"]: r for r in report["rows"]}
@@ -175,13 +165,5 @@ assert 0.3 < ring["wire_fraction"] <= 1.05 * wire_s / (wire_s - 0.004), ring
 print(f"native {native['median_us']:.0f} us, global-qsgd ring {ring['median_us']:.0f} us, "
       f"wire {ring['wire_fraction']:.2f}")
 PY
-then
-  echo "ok: shaped 2-host run"
-else
-  echo "FAIL: shaped 2-host run (exit $status)"
-  sed 's/^/    /' "$out" "$json" | tail -20
-  failures=$((failures + 1))
-fi
-rm -f "$json"
 [ -z "$(ours)" ] || { echo "FAIL: left $(ours)"; failures=$((failures + 1)); }
 finish cluster

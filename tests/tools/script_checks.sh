@@ -17,6 +17,22 @@ expect() {
   fi
 }
 
+# expect_json NAME STATUS JSON: a run that exited STATUS and wrote the JSON
+# report JSON passes when STATUS is 0 and the Python checks on standard
+# input (given the report's path) pass; a failure shows the run's output
+# ($out) and the report. Removes JSON.
+expect_json() {
+  local name=$1 status=$2 json=$3
+  if [ "$status" -eq 0 ] && /usr/bin/python3 - "$json"; then
+    echo "ok: $name"
+  else
+    echo "FAIL: $name (exit $status)"
+    sed 's/^/    /' "$out" "$json" | tail -20
+    failures=$((failures + 1))
+  fi
+  rm -f "$json"
+}
+
 # finish WHAT: the summary line; exit 0 when every check passed, else 1.
 finish() {
   if [ "$failures" -ne 0 ]; then
