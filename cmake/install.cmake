@@ -31,8 +31,8 @@ install(EXPORT qcclEnginesTargets NAMESPACE qccl:: DESTINATION ${QCCL_CMAKE_DIR}
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/qcclConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/qcclConfig.cmake
                               INSTALL_DESTINATION ${QCCL_CMAKE_DIR})
-# Before 1.0 a minor release may change the interface: find_package(qccl 0.4)
-# accepts 0.4.x only (the soname is libqccl_core.so.0.4 for the same reason).
+# Before 1.0 a minor release may change the interface: find_package(qccl 0.5)
+# accepts 0.5.x only (the soname is libqccl_core.so.0.5 for the same reason).
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/qcclConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/qcclConfig.cmake ${PROJECT_BINARY_DIR}/qcclConfigVersion.cmake
