@@ -230,13 +230,21 @@ TEST(HierarchicalTrafficTest, EachHostSendsItsSlicesAcrossOnce) {
   }, with_hosts(2));
 }
 
+// Before any data moves, so the communicator stays usable.
 TEST(HierarchicalRefusalTest, UnequalHostsAreRefusedOnEveryRank) {
   const std::string message = expect_throw_on_every_rank<InvalidArgument>(3, [](Communicator& comm) {
     std::vector<float> data(10, 1.0f);
     Fp32Sum sum;
     CollectiveOptions options;
     options.algorithm = Algorithm::hierarchical;
-    allreduce(comm, data, sum, options);
+    try {
+      allreduce(comm, data, sum, options);
+    } catch (const InvalidArgument&) {
+      EXPECT_FALSE(comm.poisoned());
+      allreduce(comm, data, sum);  // the ring still runs
+      EXPECT_EQ(data[0], 3.0f);
+      throw;
+    }
   }, with_hosts(2));
   EXPECT_NE(message.find("2 hosts of 2, 1 ranks"), std::string::npos) << message;
 }

@@ -33,9 +33,12 @@ void allreduce(Communicator& comm, std::span<const float> input, std::span<float
   fingerprint.add_text("algorithm", to_string(options.algorithm))
       .add("element count", static_cast<std::int64_t>(input.size()))
       .add_text("reduction", reduction.name());
-  run_collective(comm, fingerprint, comm.timeout(options.timeout), [&](int tag) {
-    allreduce_body(comm, tag, input, output, reduction, options);
-  });
+  CollectiveCall call(comm, std::move(fingerprint), comm.timeout(options.timeout));
+  // Every rank is in this call (the check passed): the hierarchical levels
+  // are split off here on the first such call, so that hosts of unequal
+  // size are refused on every rank without poisoning the communicator.
+  if (options.algorithm == Algorithm::hierarchical && !input.empty()) comm.host_groups();
+  call.move([&](int tag) { allreduce_body(comm, tag, input, output, reduction, options); });
 }
 
 void allreduce_body(Communicator& comm, int tag, std::span<const float> input,
