@@ -26,6 +26,27 @@ std::span<float> float_scratch(Communicator& comm, Scratch which, std::size_t co
   return {reinterpret_cast<float*>(comm.scratch(which, count * sizeof(float)).data()), count};
 }
 
+// Throws InvalidArgument, on every rank alike, unless `codec` can run the
+// hierarchical algorithm: a codec with CodecTraits::host_means, no own
+// contribution wanted, and native between hosts only for what MPI sums.
+void refuse_unless_hierarchical(const Codec& codec, bool wants_own, Algorithm between) {
+  if (!codec.traits().host_means) {
+    throw InvalidArgument(codec.spec() + ": the hierarchical algorithm needs a codec whose "
+                          "encoding it can build for host means (fp32, fp16, global-qsgd, qsgd, "
+                          "natural); this one selects, scales or keeps state from each rank's "
+                          "own input: use ring or halving-doubling");
+  }
+  if (wants_own) {
+    throw InvalidArgument(codec.spec() + ": the hierarchical algorithm quantizes host means, so "
+                          "no rank's own quantized input exists for error feedback: use ring or "
+                          "halving-doubling with ef(...)");
+  }
+  if (between == Algorithm::native && !codec.has_native_equivalent()) {
+    throw InvalidArgument(codec.spec() + ": native between hosts runs only codecs MPI can sum "
+                          "(fp32, fp16); use ring or halving-doubling between hosts");
+  }
+}
+
 }  // namespace
 
 // A host mean sums L values of magnitude at most `norm` (which bounds every
@@ -43,22 +64,8 @@ double Codec::hierarchical_error_bound(double norm, int hosts, int ranks_per_hos
 
 void Codec::run_hierarchical_mean(Communicator& comm, const Operation& operation,
                                   const CollectiveOptions& options) {
-  if (!traits().host_means) {
-    throw InvalidArgument(spec() + ": the hierarchical algorithm needs a codec whose encoding it "
-                          "can build for host means (fp32, fp16, global-qsgd, qsgd, natural); "
-                          "this one selects, scales or keeps state from each rank's own input: "
-                          "use ring or halving-doubling");
-  }
-  if (!operation.own.empty()) {
-    throw InvalidArgument(spec() + ": the hierarchical algorithm quantizes host means, so no "
-                          "rank's own quantized input exists for error feedback: use ring or "
-                          "halving-doubling with ef(...)");
-  }
+  refuse_unless_hierarchical(*this, !operation.own.empty(), options.between_hosts);
   const CollectiveOptions across = between_hosts_options(options);
-  if (across.algorithm == Algorithm::native && !has_native_equivalent()) {
-    throw InvalidArgument(spec() + ": native between hosts runs only codecs MPI can sum (fp32, "
-                          "fp16); use ring or halving-doubling between hosts");
-  }
   StepSetup setup = step_setup(operation.kind, Algorithm::hierarchical, comm.size(), comm.rank());
   setup.input = operation.input;
   StepPreparation preparation = prepare(comm, setup, operation, options);
