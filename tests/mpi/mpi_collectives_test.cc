@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <tuple>
 
 #include "../support/codec_checks.h"
@@ -198,6 +199,44 @@ TEST_P(MpiHierarchicalShapeTest, GlobalQsgdIsIdenticalEverywhereAndWithinTheBoun
     double exact = 0;
     for (int r = 0; r < comm.size(); ++r) exact += noise(r, i);
     ASSERT_LE(std::abs(data[i] - exact / comm.size()), bound) << "element " << i;
+  }
+}
+
+TEST_P(MpiHierarchicalShapeTest, CodecReduceScatterAndAllgatherWithinTheBound) {
+  if (!divides()) GTEST_SKIP() << "hosts of unequal size";
+  Communicator comm(*world().transport, options());
+  const int per_host = comm.host_groups().local_size(), hosts = comm.size() / per_host;
+  CollectiveOptions o;
+  o.algorithm = Algorithm::hierarchical;
+  for (const std::string spec : {"global-qsgd:bits=4", "qsgd"}) {
+    auto codec = make_codec(spec, {.seed = 5, .bucket = 2});
+    auto input = make_vector(20011, [&](std::size_t i) { return noise(comm.rank(), i); });
+    std::vector<double> statistic{local_norm_statistic(input, codec->norm_kind())};
+    const bool inf = codec->norm_kind() == NormKind::inf;
+    allreduce_values<double>(comm.transport(), statistic, inf ? ReduceOp::max : ReduceOp::sum,
+                             std::chrono::seconds(60));
+    const double norm = inf ? statistic[0] : std::sqrt(statistic[0]);
+    const auto blocks = codec->reduce_scatter_blocks(input.size(), comm.size());
+    const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
+    std::vector<float> block(mine.count);
+    codec->reduce_scatter_mean(comm, input, block, o);
+    const double mean_bound = codec->hierarchical_error_bound(
+        norm, hosts, per_host, Algorithm::ring, CodecOperation::reduce_scatter_mean);
+    for (std::size_t i = 0; i < mine.count; i += 13) {
+      double exact = 0;
+      for (int r = 0; r < comm.size(); ++r) exact += noise(r, mine.first + i);
+      ASSERT_LE(std::abs(block[i] - exact / comm.size()), mean_bound) << spec;
+    }
+    std::vector<float> gathered(input.size() * static_cast<std::size_t>(comm.size()));
+    codec->allgather(comm, input, gathered, o);
+    expect_identical_across_ranks(comm, gathered);
+    const double shard_bound = codec->hierarchical_error_bound(norm, hosts, per_host,
+                                                               Algorithm::ring,
+                                                               CodecOperation::allgather);
+    for (std::size_t j = 0; j < gathered.size(); j += 17) {
+      const int owner = static_cast<int>(j / input.size());
+      ASSERT_LE(std::abs(gathered[j] - noise(owner, j % input.size())), shard_bound) << spec;
+    }
   }
 }
 

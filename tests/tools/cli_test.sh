@@ -36,8 +36,11 @@ expect "unknown algorithm lists the valid ones" 2 'valid algorithms: ring, halvi
   "$qccl" bench allreduce --algo spiral --ranks 2
 expect "broadcast has no halving-doubling" 2 "algorithm 'halving-doubling' is not available" -- \
   "$qccl" bench broadcast --algo tree --ranks 2
-expect "hierarchical runs allreduce only" 2 "algorithm 'hierarchical' is not available" -- \
+expect "hierarchical reduce-scatter needs a codec" 2 "hierarchical runs reduce-scatter through a codec; pass --codec" -- \
   "$qccl" bench reduce-scatter --algo hierarchical --ranks 2
+expect "hierarchical reduce-scatter and allgather with a codec" 0 'hierarchical .* 0$' -- \
+  "$qccl" bench allgather --algo ring,hierarchical --ranks 6 --ranks-per-host 3 \
+  --codec global-qsgd:bits=4 --max-bytes 64K
 expect "hierarchical refuses hosts of unequal size" 2 'same number of ranks on every host, but the job runs on 2 hosts of 2, 1 ranks' -- \
   "$qccl" bench allreduce --algo hierarchical --ranks 3 --ranks-per-host 2 --max-bytes 4K
 expect "negative ranks per host" 2 '--ranks-per-host must not be negative' -- \

@@ -147,7 +147,6 @@ void Codec::reduce_scatter_mean(Communicator& comm, std::span<const float> input
   constexpr std::string_view op = "reduce-scatter mean";
   check_supported(CodecOperation::reduce_scatter_mean);
   validate_options(options, op);
-  refuse_hierarchical(options, op);
   const auto blocks = reduce_scatter_blocks(input.size(), comm.size());
   const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
   if (output.size() != mine.count) {
@@ -174,7 +173,6 @@ void Codec::allgatherv(Communicator& comm, std::span<const float> shard,
   constexpr std::string_view op = "allgather";
   check_supported(CodecOperation::allgather);
   validate_options(options, op);
-  refuse_hierarchical(options, op);
   try {
     check_allgather_arguments(shard.size(), output.size(), counts, comm.size(), comm.rank(),
                               "elements");
@@ -193,7 +191,7 @@ void Codec::allgatherv(Communicator& comm, std::span<const float> shard,
 void Codec::run_operation(Communicator& comm, const Operation& operation,
                           const CollectiveOptions& options) {
   if (options.algorithm == Algorithm::hierarchical) {
-    run_hierarchical_mean(comm, operation, options);
+    run_hierarchical(comm, operation, options);
     return;
   }
   StepSetup setup = step_setup(operation.kind, options.algorithm, comm.size(), comm.rank());

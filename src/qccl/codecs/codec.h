@@ -238,12 +238,13 @@ class Codec {
                      CodecOperation operation) const;
   std::optional<double> variance_bound(double squared_norm, std::size_t d, int ranks,
                                        Algorithm algorithm) const;
-  // The worst-case error of a hierarchical allreduce mean on `hosts` hosts
-  // of `ranks_per_host` ranks, `between` hosts (`norm`: the global norm of
-  // the inputs, of the codec's kind): this codec's bound for `hosts` ranks,
-  // plus the fp32 rounding of the host means.
-  double hierarchical_error_bound(double norm, int hosts, int ranks_per_host,
-                                  Algorithm between) const;
+  // The worst-case error of `operation` with the hierarchical algorithm on
+  // `hosts` hosts of `ranks_per_host` ranks, `between` hosts (`norm`: the
+  // global norm of the inputs, of the codec's kind): for the means, this
+  // codec's bound for `hosts` ranks plus the fp32 rounding of the host
+  // means; for an allgather, whose shards are each one rank's, the flat one.
+  double hierarchical_error_bound(double norm, int hosts, int ranks_per_host, Algorithm between,
+                                  CodecOperation operation = CodecOperation::allreduce_mean) const;
 
   // Throws InvalidArgument naming the codec, the operation and the ones it
   // offers, unless it supports `operation`.
@@ -364,12 +365,12 @@ class Codec {
   virtual void complete_step(const StepSetup& /*setup*/, Encoding* /*encoding*/,
                              const Operation& /*operation*/) {}
 
-  // The hierarchical allreduce mean (codecs/hierarchical_mean.cc): the
-  // step's exchange over every rank, fp32 host means within hosts, this
-  // codec across them. Refuses codecs without CodecTraits::host_means and
-  // a wanted own contribution.
-  void run_hierarchical_mean(Communicator& comm, const Operation& operation,
-                             const CollectiveOptions& options);
+  // An operation with the hierarchical algorithm (codecs/hierarchical_step.cc):
+  // the step's exchange over every rank, fp32 within hosts, this codec
+  // across them. Refuses codecs without CodecTraits::host_means and a
+  // wanted own contribution.
+  void run_hierarchical(Communicator& comm, const Operation& operation,
+                        const CollectiveOptions& options);
 
   // The default data path: the collective body of the codec's aggregation
   // for the operation, in the compressed domain (the encoding must be a
@@ -432,6 +433,13 @@ class Codec {
   bool owns_store_ = true;
   StepFeedback* step_feedback_ = nullptr;
   CodecStepStats step_stats_;
+
+  // The data movement of a hierarchical step, per operation, inside the
+  // step's call (hierarchical_step.cc).
+  struct HierarchicalMove;
+  void move_hierarchical_mean(const HierarchicalMove& move);
+  void move_hierarchical_reduce_scatter(const HierarchicalMove& move);
+  void move_hierarchical_allgather(const HierarchicalMove& move);
 };
 
 // For tools that run a codec outside a training loop (benchmarks,

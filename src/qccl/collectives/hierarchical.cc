@@ -35,6 +35,50 @@ void gather_within_host(HostGroups& groups, std::span<const float> slice,
                                        timeout);
 }
 
+HostRegions regroup_by_local_rank(const HostLayout& layout, std::span<const Range> pieces) {
+  HostRegions result;
+  result.placed.resize(pieces.size());
+  std::size_t at = 0;
+  const int local_size = layout.host_size(0);
+  for (int l = 0; l < local_size; ++l) {
+    const std::size_t start = at;
+    for (int h = 0; h < layout.hosts(); ++h) {
+      const auto r = static_cast<std::size_t>(layout.rank_at(h, l));
+      result.placed[r] = {at, pieces[r].count};
+      at += pieces[r].count;
+    }
+    result.regions.push_back({start, at - start});
+  }
+  return result;
+}
+
+std::vector<Range> HostRegions::across_pieces(int local_rank, const HostLayout& layout) const {
+  const std::size_t start = regions[static_cast<std::size_t>(local_rank)].first;
+  std::vector<Range> pieces;
+  for (int h = 0; h < layout.hosts(); ++h) {
+    const Range p = placed[static_cast<std::size_t>(layout.rank_at(h, local_rank))];
+    pieces.push_back({p.first - start, p.count});
+  }
+  return pieces;
+}
+
+void regroup(std::span<const float> from, std::span<const Range> pieces, const HostRegions& regions,
+             float scale, std::span<float> to) {
+  for (std::size_t r = 0; r < pieces.size(); ++r) {
+    const float* in = from.data() + pieces[r].first;
+    float* out = to.data() + regions.placed[r].first;
+    for (std::size_t i = 0; i < pieces[r].count; ++i) out[i] = in[i] * scale;
+  }
+}
+
+void ungroup(std::span<const float> from, const HostRegions& regions,
+             std::span<const Range> pieces, std::span<float> to) {
+  for (std::size_t r = 0; r < pieces.size(); ++r) {
+    std::copy_n(from.data() + regions.placed[r].first, pieces[r].count,
+                to.data() + pieces[r].first);
+  }
+}
+
 CollectiveOptions between_hosts_options(const CollectiveOptions& options) {
   CollectiveOptions between = options;
   between.algorithm = options.between_hosts;

@@ -59,6 +59,26 @@ void hierarchical_allreduce_body(Communicator& comm, int tag, std::span<const fl
                                  std::span<float> output, Reduction& reduction,
                                  const CollectiveOptions& options);
 
+// Reduce-scatter and allgather in two levels work on the ranks' pieces
+// (blocks, shards) regrouped by local rank: region l of the regrouped
+// vector holds the pieces of the ranks with local rank l, in host order, so
+// that step 1 (or 3) moves one region per local rank within the host and
+// step 2 one piece per host across them.
+struct HostRegions {
+  std::vector<Range> regions;  // per local rank, in the regrouped vector
+  std::vector<Range> placed;   // per rank: where its piece lies in the regrouped vector
+  // Local rank l's pieces in host order, relative to its region's start:
+  // the pieces of step 2, on the ranks across hosts.
+  std::vector<Range> across_pieces(int local_rank, const HostLayout& layout) const;
+};
+HostRegions regroup_by_local_rank(const HostLayout& layout, std::span<const Range> pieces);
+// to[placed[r]] = from[pieces[r]] · scale for every rank r (the regrouping),
+// and its inverse.
+void regroup(std::span<const float> from, std::span<const Range> pieces, const HostRegions& regions,
+             float scale, std::span<float> to);
+void ungroup(std::span<const float> from, const HostRegions& regions,
+             std::span<const Range> pieces, std::span<float> to);
+
 // The options of step 2: algorithm between_hosts.
 CollectiveOptions between_hosts_options(const CollectiveOptions& options);
 

@@ -13,7 +13,12 @@ HostLayout HostLayout::from_keys(std::span<const int> keys) {
   std::map<int, int> host_by_key;  // numbered in order of first appearance
   for (const int key : keys) {
     const auto [it, added] = host_by_key.emplace(key, static_cast<int>(host_by_key.size()));
-    if (added) layout.host_sizes_.push_back(0);
+    if (added) {
+      layout.host_sizes_.push_back(0);
+      layout.ranks_of_host_.emplace_back();
+    }
+    layout.ranks_of_host_[static_cast<std::size_t>(it->second)].push_back(
+        static_cast<int>(layout.host_of_.size()));
     layout.host_of_.push_back(it->second);
     layout.local_rank_.push_back(layout.host_sizes_[static_cast<std::size_t>(it->second)]++);
   }

@@ -32,6 +32,10 @@ class HostLayout {
   // Rank `rank`'s place among its host's ranks, in rank order.
   int local_rank(int rank) const { return local_rank_[static_cast<std::size_t>(rank)]; }
   int host_size(int host) const { return host_sizes_[static_cast<std::size_t>(host)]; }
+  // The rank at place `local_rank` on host `host`.
+  int rank_at(int host, int local_rank) const {
+    return ranks_of_host_[static_cast<std::size_t>(host)][static_cast<std::size_t>(local_rank)];
+  }
   // True when every host has the same number of ranks.
   bool uniform() const;
   // "2 hosts x 2 ranks", or "3 hosts of 2, 2, 1 ranks".
@@ -42,6 +46,7 @@ class HostLayout {
 
  private:
   std::vector<int> host_of_, local_rank_, host_sizes_;
+  std::vector<std::vector<int>> ranks_of_host_;
 };
 
 // The layout of `transport`'s ranks: consecutive groups of

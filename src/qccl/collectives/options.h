@@ -19,7 +19,8 @@ enum class Algorithm {
   native,            // the transport's own collective (MPI): the uncompressed baseline
   // Two levels (hierarchical.h): fp32 within each host, then the call's
   // reduction across hosts with CollectiveOptions::between_hosts, one rank
-  // per host for each 1/L slice; allreduce only.
+  // per host for each 1/L slice: the fp32 allreduce, and every operation of
+  // the codecs that compress host means (codec.h).
   hierarchical,
 };
 

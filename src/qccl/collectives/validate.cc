@@ -29,8 +29,9 @@ void validate_options(const CollectiveOptions& options, std::string_view operati
 void refuse_hierarchical(const CollectiveOptions& options, std::string_view operation) {
   if (options.algorithm != Algorithm::hierarchical) return;
   throw InvalidArgument(std::string(operation) +
-                        ": the hierarchical algorithm runs allreduce only; use ring or "
-                        "halving-doubling for this operation");
+                        ": the hierarchical algorithm runs the fp32 allreduce and codecs' "
+                        "operations; run this one through a codec (fp32 for plain means), or "
+                        "use ring or halving-doubling");
 }
 
 void check_same_length(std::size_t input, std::size_t output, std::string_view operation) {

@@ -18,8 +18,9 @@ void check_same_length(std::size_t input, std::size_t output, std::string_view o
 void check_no_partial_overlap(std::span<const float> input, std::span<const float> output,
                               std::string_view operation);
 std::size_t checked_granularity(const Encoding& encoding, std::string_view operation);
-// The hierarchical algorithm runs allreduce only: throws InvalidArgument for
-// `operation` (a reduce-scatter, allgather or broadcast) when asked for it.
+// The raw collectives run the hierarchical algorithm for allreduce only
+// (codecs run all three operations with it): throws InvalidArgument for
+// `operation` (a raw reduce-scatter or allgather) when asked for it.
 void refuse_hierarchical(const CollectiveOptions& options, std::string_view operation);
 // Only `algorithm` ring is implemented for this operation.
 void require_ring(const CollectiveOptions& options, std::string_view operation);

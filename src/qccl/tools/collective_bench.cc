@@ -63,7 +63,16 @@ void validate(const BenchConfig& c) {
   if (c.algorithms.empty()) throw InvalidArgument("bench " + op + ": no algorithm given");
   const auto valid = algorithms_for(c.operation);
   for (Algorithm a : c.algorithms) {
-    if (std::find(valid.begin(), valid.end(), a) == valid.end()) {
+    // A codec runs its reduce-scatter and allgather in two levels too.
+    const bool codec_levels = a == Algorithm::hierarchical && !c.codec.empty() &&
+                              c.operation != BenchOperation::broadcast;
+    if (a == Algorithm::hierarchical && c.codec.empty() &&
+        (c.operation == BenchOperation::reduce_scatter ||
+         c.operation == BenchOperation::allgather)) {
+      throw InvalidArgument("bench " + op + ": hierarchical runs " + op +
+                            " through a codec; pass --codec (fp32 for plain means)");
+    }
+    if (!codec_levels && std::find(valid.begin(), valid.end(), a) == valid.end()) {
       std::string names;
       for (Algorithm v : valid) names += (names.empty() ? "" : ", ") + std::string(to_string(v));
       throw InvalidArgument("bench " + op + ": algorithm '" + std::string(to_string(a)) +
@@ -286,7 +295,8 @@ class BenchCase {
     if (algorithm_ == Algorithm::hierarchical) {
       HostGroups& groups = comm_.host_groups();
       return codec_->hierarchical_error_bound(norm_, groups.hosts(), groups.local_size(),
-                                              config_.between_hosts);
+                                              config_.between_hosts,
+                                              *codec_operation(config_.operation));
     }
     return codec_->error_bound(norm_, n_, algorithm_, *codec_operation(config_.operation));
   }

@@ -17,8 +17,9 @@ enum class BenchOperation { allreduce, allgather, reduce_scatter, broadcast };
 
 std::string_view to_string(BenchOperation op);
 // Algorithms each operation implements: ring, halving-doubling and native
-// (MPI) for allreduce, reduce-scatter and allgather, and hierarchical for
-// allreduce; broadcast has one (a pipelined binomial tree), listed as ring.
+// (MPI) for allreduce, reduce-scatter and allgather, hierarchical for
+// allreduce (and, with a codec, for the other two: validate() takes it);
+// broadcast has one (a pipelined binomial tree), listed as ring.
 std::vector<Algorithm> algorithms_for(BenchOperation op);
 // The codec operation a benchmark operation runs with --codec (none for
 // broadcast).
