@@ -46,6 +46,9 @@ CommunicatorOptions hosts_of_eight() {
 }
 
 using ScaleParam = std::tuple<int, std::string>;
+std::string scale_name(const ::testing::TestParamInfo<ScaleParam>& info) {
+  return "n" + std::to_string(std::get<0>(info.param)) + "_" + test_name(std::get<1>(info.param));
+}
 class ScaleTest : public ::testing::TestWithParam<ScaleParam> {};
 
 // The spec that runs on `ranks` ranks: `spec` itself, or — where its wire
@@ -87,10 +90,7 @@ TEST_P(ScaleTest, EveryCodecOnEveryRankWithinItsBound) {
 INSTANTIATE_TEST_SUITE_P(Ranks, ScaleTest,
                          ::testing::Combine(::testing::Values(64, 256, 1024),
                                             ::testing::ValuesIn(allreduce_codecs())),
-                         [](const ::testing::TestParamInfo<ScaleParam>& info) {
-                           return "n" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  test_name(std::get<1>(info.param));
-                         });
+                         scale_name);
 
 // The codecs the hierarchical algorithm runs (CodecTraits::host_means).
 std::vector<std::string> host_mean_codecs() {
@@ -133,10 +133,7 @@ TEST_P(HierarchicalScaleTest, MeanOnEveryRankWithinItsBound) {
 INSTANTIATE_TEST_SUITE_P(Ranks, HierarchicalScaleTest,
                          ::testing::Combine(::testing::Values(64, 256, 1024),
                                             ::testing::ValuesIn(host_mean_codecs())),
-                         [](const ::testing::TestParamInfo<ScaleParam>& info) {
-                           return "n" + std::to_string(std::get<0>(info.param)) + "_" +
-                                  test_name(std::get<1>(info.param));
-                         });
+                         scale_name);
 
 // fp32 through the hierarchical algorithm at 1,024 ranks: the exact sum.
 TEST(ScaleFp32Test, HierarchicalSumIsExactOn1024Ranks) {

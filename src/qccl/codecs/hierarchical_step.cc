@@ -24,10 +24,6 @@
 namespace qccl {
 namespace {
 
-std::span<float> float_scratch(Communicator& comm, Scratch which, std::size_t count) {
-  return {reinterpret_cast<float*>(comm.scratch(which, count * sizeof(float)).data()), count};
-}
-
 // Throws InvalidArgument, on every rank alike, unless `codec` can run the
 // hierarchical algorithm: a codec with CodecTraits::host_means, no own
 // contribution wanted, and native between hosts only for what MPI sums.
@@ -131,10 +127,10 @@ void Codec::move_hierarchical_mean(const HierarchicalMove& move) {
   HostGroups& groups = move.groups;
   const auto slices = host_slices(operation.input.size(), groups.local_size(), granularity());
   const Range mine = slices[static_cast<std::size_t>(groups.local_rank())];
-  const std::span<float> mean = float_scratch(move.comm, Scratch::decoded, mine.count);
+  const std::span<float> mean = move.comm.float_scratch(Scratch::decoded, mine.count);
   const bool prescale = move.prescale();
   const std::span<float> scaled = prescale
-                                      ? float_scratch(move.comm, Scratch::work, operation.input.size())
+                                      ? move.comm.float_scratch(Scratch::work, operation.input.size())
                                       : std::span<float>{};
   sum_within_host(groups, operation.input, slices, 1.0f / static_cast<float>(groups.local_size()),
                   prescale, mean, scaled, move.timeout());
@@ -156,10 +152,10 @@ void Codec::move_hierarchical_reduce_scatter(const HierarchicalMove& move) {
   const float scale = 1.0f / static_cast<float>(groups.local_size());
   const bool prescale = move.prescale();
   const std::span<float> regrouped =
-      float_scratch(move.comm, Scratch::work, operation.input.size());
+      move.comm.float_scratch(Scratch::work, operation.input.size());
   regroup(operation.input, operation.pieces, regions, prescale ? scale : 1.0f, regrouped);
   const Range mine = regions.regions[static_cast<std::size_t>(groups.local_rank())];
-  const std::span<float> mean = float_scratch(move.comm, Scratch::decoded, mine.count);
+  const std::span<float> mean = move.comm.float_scratch(Scratch::decoded, mine.count);
   sum_within_host(groups, regrouped, regions.regions, prescale ? 1.0f : scale, false, mean, {},
                   move.timeout());
   const auto pieces = regions.across_pieces(groups.local_rank(), layout);
@@ -177,13 +173,13 @@ void Codec::move_hierarchical_allgather(const HierarchicalMove& move) {
   const HostLayout& layout = groups.layout();
   const HostRegions regions = regroup_by_local_rank(layout, operation.pieces);
   const Range mine = regions.regions[static_cast<std::size_t>(groups.local_rank())];
-  const std::span<float> region = float_scratch(move.comm, Scratch::decoded, mine.count);
+  const std::span<float> region = move.comm.float_scratch(Scratch::decoded, mine.count);
   const auto pieces = regions.across_pieces(groups.local_rank(), layout);
   const auto sliced = offset_encoding(move.encoding, mine.first);
   const Operation part{operation.kind, operation.input, region, pieces, {}, false, {}};
   default_move_data(groups.across(), move.tag, move.setup, *sliced, part, move.options);
   const std::span<float> regrouped =
-      float_scratch(move.comm, Scratch::work, operation.output.size());
+      move.comm.float_scratch(Scratch::work, operation.output.size());
   gather_within_host(groups, region, regions.regions, regrouped, move.timeout());
   ungroup(regrouped, regions, operation.pieces, operation.output);
 }

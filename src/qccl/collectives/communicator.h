@@ -105,6 +105,11 @@ class Communicator {
   // A reusable buffer of at least `bytes` bytes, kept across calls so large
   // collectives do not page-fault fresh memory every time.
   std::span<std::byte> scratch(Scratch which, std::size_t bytes);
+  // The same buffer as `count` floats (it comes from operator new, aligned
+  // for any fundamental type).
+  std::span<float> float_scratch(Scratch which, std::size_t count) {
+    return {reinterpret_cast<float*>(scratch(which, count * sizeof(float)).data()), count};
+  }
 
   // Marks the communicator unusable with `reason` (the first reason wins).
   // Thread-safe.

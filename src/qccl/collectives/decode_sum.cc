@@ -11,13 +11,6 @@
 namespace qccl {
 namespace {
 
-// A float view of scratch space: the communicator's buffers come from
-// operator new, aligned for any fundamental type.
-std::span<float> float_scratch(Communicator& comm, Scratch which, std::size_t count) {
-  auto bytes = comm.scratch(which, count * sizeof(float));
-  return {reinterpret_cast<float*>(bytes.data()), count};
-}
-
 // One chunk of a decode-and-sum: the elements [first, first + count) of the
 // vector (the decoder's `first`), at output[at, at + count).
 struct SumChunk {
@@ -67,7 +60,7 @@ void sum_in_rank_order(Communicator& comm, Encoding& encoding, std::span<const S
   const auto ranks = static_cast<std::size_t>(comm.size());
   std::size_t largest = 0;
   for (const SumChunk& chunk : chunks) largest = std::max(largest, chunk.count);
-  const auto scratch = float_scratch(comm, Scratch::decoded, largest);
+  const auto scratch = comm.float_scratch(Scratch::decoded, largest);
   for (std::size_t c = 0; c < chunks.size(); ++c) {
     const SumChunk& chunk = chunks[c];
     if (chunk.count == 0) continue;

@@ -104,9 +104,7 @@ void hierarchical_allreduce_body(Communicator& comm, int tag, std::span<const fl
   const auto slices = host_slices(input.size(), groups.local_size(), reduction.granularity());
   const Range mine = slices[static_cast<std::size_t>(groups.local_rank())];
   // The host sum lands in scratch: the input may be the output.
-  auto slice = std::span(reinterpret_cast<float*>(comm.scratch(Scratch::decoded,
-                                                               mine.count * sizeof(float)).data()),
-                         mine.count);
+  const std::span<float> slice = comm.float_scratch(Scratch::decoded, mine.count);
   sum_within_host(groups, input, slices, 1.0f, false, slice, {}, timeout);
   allreduce_body(groups.across(), tag, slice, slice, reduction, between_hosts_options(options));
   gather_within_host(groups, slice, slices, output, timeout);
