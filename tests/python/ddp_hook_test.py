@@ -109,6 +109,20 @@ def test_quantized_hook_sends_fewer_bytes(rank, size):
     assert sent["global-qsgd:bits=8"] > 1.6 * sent["global-qsgd:bits=4"], sent
 
 
+def test_native_algorithm_counts_bytes_and_compression(rank, size):
+    """MPI's own allreduce reports no bytes: the hook counts what a ring
+    allreduce of the buckets sends, 2(n−1)/n of their fp32 bytes."""
+    model, state, _ = wrapped(seed=13, codec="fp32", algorithm="native")
+    backward(model, rank, 0)
+    elements = sum(p.numel() for p in model.parameters())
+    assert state.bytes_sent == ring_bytes(elements * 4, size), state.bytes_sent
+    assert state.compression_ratio == 1.0
+
+
+def ring_bytes(encoded, size):
+    return 2 * (size - 1) * encoded // size if size > 1 else 0
+
+
 def test_intsgd_follows_the_optimizer(rank, size):
     sgd = lambda model: torch.optim.SGD(model.parameters(), lr=0.05)  # noqa: E731
     model, state, optimizer = wrapped(seed=4, codec="intsgd", optimizer_for=sgd)
@@ -190,8 +204,8 @@ def test_nonfinite_gradients_raise_on_every_rank(rank, size):
         x[0, 0] = float("nan")
     try:
         nn.functional.cross_entropy(model(x), y).backward()
-    except RuntimeError as error:
-        assert "NaN or Inf" in str(error) or "non-finite" in str(error), error
+    except qccl.NonFiniteError as error:  # qccl's type and message, not "Unable to cast"
+        assert "NaN or Inf" in str(error) and "Unable to cast" not in str(error), error
     else:
         raise AssertionError("NaN gradients on one rank went through")
 
@@ -201,9 +215,8 @@ def test_codecs_that_differ_across_ranks_raise_on_every_rank(rank, size):
     model, _, _ = wrapped(seed=8, codec=codec)
     try:
         backward(model, rank, 0)
-    except RuntimeError as error:
-        # DDP re-raises the future's qccl.MismatchError as a RuntimeError
-        # that quotes its message: which ranks differ, and this rank's codec.
+    except qccl.MismatchError as error:
+        # Which ranks differ, and this rank's codec.
         assert "disagree on 'codec'" in str(error) and codec in str(error), error
     else:
         raise AssertionError("ranks with different codecs went through")
@@ -230,6 +243,7 @@ if __name__ == "__main__":
          test_stochastic_codecs_keep_replicas_bitwise_identical,
          test_every_codec_of_qccl_train_works_in_the_hook,
          test_quantized_hook_sends_fewer_bytes,
+         test_native_algorithm_counts_bytes_and_compression,
          test_intsgd_follows_the_optimizer,
          test_state_survives_save_and_load,
          test_bad_specs_raise_on_every_rank,

@@ -1,0 +1,278 @@
+"""qccl's DDP hook in the process-group mode, under torchrun with gloo (2
+and 4 ranks): qccl encodes and decodes, torch.distributed's group moves the
+data (docs/pytorch.md)."""
+
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import qccl
+
+# Every codec the mode carries, by how: integer SUM allreduce, allgather of
+# encodings, the group's fp32 allreduces.
+SUMMED = ("global-qsgd:bits=8", "intsgd", "intsgd:wire=int32")
+GATHERED = ("qsgd", "minmax", "topk:ratio=0.1", "ef(signsgd)", "natural")
+FP_SUMS = ("fp32", "fp16", "powersgd:rank=2")
+
+
+class StoredIn(nn.Module):
+    """A linear layer whose parameters are stored in a half type and
+    computed with in fp32 (PyTorch 1.13 has no fp16 matmul on CPUs): its
+    gradients, and so DDP's buckets, are in the half type."""
+
+    def __init__(self, layer, dtype):
+        super().__init__()
+        self.weight = nn.Parameter(layer.weight.detach().to(dtype))
+        self.bias = nn.Parameter(layer.bias.detach().to(dtype))
+
+    def forward(self, x):
+        return nn.functional.linear(x.float(), self.weight.float(), self.bias.float())
+
+
+def mlp(seed, dtype=torch.float32):
+    torch.manual_seed(seed)
+    layers = [nn.Linear(40, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 5)]
+    if dtype in (torch.bfloat16, torch.float16):
+        layers = [StoredIn(m, dtype) if isinstance(m, nn.Linear) else m for m in layers]
+    return nn.Sequential(*layers).to(dtype)
+
+
+def batch(rank, step, n=16, dtype=torch.float32):
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randn(n, 40, generator=g).to(dtype), torch.randint(0, 5, (n,), generator=g)
+
+
+def backward(model, rank, step, dtype=torch.float32):
+    x, y = batch(rank, step, dtype=dtype)
+    nn.functional.cross_entropy(model(x).float(), y).backward()
+
+
+def wrapped(seed, codec=None, dtype=torch.float32, optimizer=False, **ddp_options):
+    """A DDP model with several buckets (5 KB cap), with qccl's hook unless
+    codec is None; and its SGD optimizer."""
+    model = DDP(mlp(seed, dtype), bucket_cap_mb=0.005, **ddp_options)
+    sgd = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    state = None
+    if codec is not None:
+        state, hook = qccl.ddp_hook(model, codec=codec, optimizer=sgd if optimizer else None)
+        model.register_comm_hook(state, hook)
+    return model, sgd, state
+
+
+def flat_parameters(model):
+    return torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
+
+
+def assert_replicas_identical(model, what):
+    mine = flat_parameters(model)
+    parts = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, mine)
+    for r, theirs in enumerate(parts):
+        assert torch.equal(theirs, mine), f"{what}: rank {r}'s parameters differ from this rank's"
+
+
+def train(model, sgd, rank, steps, dtype=torch.float32):
+    for step in range(steps):
+        sgd.zero_grad()
+        backward(model, rank, step, dtype)
+        sgd.step()
+
+
+def test_mode_is_process_group(rank, size):
+    assert (qccl.rank(), qccl.size()) == (dist.get_rank(), dist.get_world_size()) == (rank, size)
+    _, _, state = wrapped(1, "fp32")
+    assert state.process_group_mode
+
+
+def test_fp32_hook_gives_ddp_default_gradients(rank, size):
+    reference, _, _ = wrapped(seed=1)
+    hooked, _, state = wrapped(seed=1, codec="fp32")
+    for step in range(3):  # step 0 runs the first buckets, later ones the rebuilt buckets
+        for model in (reference, hooked):
+            model.zero_grad()
+            backward(model, rank, step)
+        for (name, p), q in zip(reference.named_parameters(), hooked.parameters()):
+            scale = p.grad.abs().max().item() + 1e-30
+            # The same sum in another order, divided by n: a few ulps of the largest gradient.
+            worst = (p.grad - q.grad).abs().max().item()
+            assert worst <= 8 * size * 1.2e-7 * scale, f"step {step} {name}: differs by {worst}"
+    assert state.bytes_sent > 0 and state.compression_ratio == 1.0
+
+
+def test_every_supported_codec_keeps_replicas_bitwise_identical(rank, size):
+    for codec in SUMMED + GATHERED + FP_SUMS:
+        model, sgd, state = wrapped(seed=2, codec=codec, optimizer=codec.startswith("intsgd"))
+        train(model, sgd, rank, steps=5)
+        assert_replicas_identical(model, codec)
+        assert state.bytes_sent > 0, codec
+        assert torch.isfinite(flat_parameters(model)).all(), codec
+
+
+def test_eight_bit_codec_compresses_four_to_one(rank, size):
+    model, sgd, state = wrapped(seed=3, codec="global-qsgd:bits=8")
+    train(model, sgd, rank, steps=2)
+    assert state.compression_ratio == 4.0, state.compression_ratio
+
+
+def test_global_qsgd_mean_is_within_its_bound(rank, size):
+    """One bucket: the hook's mean against the exact mean (DDP's own
+    allreduce) is within one quantization level of a rank, G/s, where G is
+    the largest |gradient| over all ranks and s = ⌊127/n⌋ the levels per
+    rank, so that n·s fits int8 (Global-QSGD §4.3): each rank's stochastic
+    rounding moves its value by less than one level, and so does the mean."""
+    model = DDP(mlp(4), bucket_cap_mb=25)
+    state, hook = qccl.ddp_hook(model, codec="global-qsgd:bits=8")
+    model.register_comm_hook(state, hook)
+    reference = DDP(mlp(4), bucket_cap_mb=25)
+    local = mlp(4)
+    for m in (model, reference, local):
+        backward(m, rank, 0)
+    largest = torch.tensor([max(p.grad.abs().max().item() for p in local.parameters())])
+    dist.all_reduce(largest, op=dist.ReduceOp.MAX)
+    bound = largest.item() / (127 // size) * (1 + 1e-5)
+    for p, q in zip(reference.parameters(), model.parameters()):
+        worst = (p.grad - q.grad).abs().max().item()
+        assert worst <= bound, f"differs by {worst} > {bound}"
+
+
+def test_ring_only_codec_is_refused_naming_the_mpi_mode(rank, size):
+    model = DDP(mlp(5))
+    for codec in ("global-qsgd:bits=8,dither=exp", "global-qsgd:bits=4"):
+        try:
+            qccl.ddp_hook(model, codec=codec)
+        except qccl.InvalidArgument as error:
+            assert "MPI mode" in str(error) and "mpirun" in str(error), str(error)
+        else:
+            raise AssertionError(f"{codec} was not refused")
+
+
+def half_dtypes():
+    """The half-precision dtypes DDP runs on gloo: PyTorch 1.13's gloo has no
+    bfloat16 (DDP's first broadcast fails with "Invalid scalar type")."""
+    major = int(torch.__version__.split(".")[0])
+    return (torch.bfloat16, torch.float16) if major >= 2 else (torch.float16,)
+
+
+def test_bf16_and_fp16_models_train_with_identical_replicas(rank, size):
+    for dtype in half_dtypes():
+        model, sgd, state = wrapped(seed=6, codec="global-qsgd:bits=8", dtype=dtype)
+        before = flat_parameters(model)
+        train(model, sgd, rank, steps=4, dtype=dtype)
+        assert all(p.dtype == dtype for p in model.parameters())
+        assert not torch.equal(before, flat_parameters(model)), f"{dtype}: nothing moved"
+        assert_replicas_identical(model, str(dtype))
+
+
+def test_half_mean_is_the_fp32_mean_rounded(rank, size):
+    """fp32 codec on a half-precision model: each gradient is the rounding of
+    the fp32 mean of the ranks' gradients; DDP's own allreduce sums in the
+    half type, so the two agree within a rounding of each partial sum: n
+    units in the last place (2^-8 of the value for bf16, 2^-11 for fp16)."""
+    for dtype, unit in ((torch.bfloat16, 2 ** -8), (torch.float16, 2 ** -11)):
+        if dtype not in half_dtypes():
+            continue
+        reference, _, _ = wrapped(seed=7, dtype=dtype)
+        hooked, _, _ = wrapped(seed=7, codec="fp32", dtype=dtype)
+        for model in (reference, hooked):
+            backward(model, rank, 0, dtype)
+        for p, q in zip(reference.parameters(), hooked.parameters()):
+            assert q.grad.dtype == dtype
+            scale = p.grad.float().abs().max().item() + 1e-30
+            worst = (p.grad.float() - q.grad.float()).abs().max().item()
+            assert worst <= size * unit * scale, f"{dtype}: differs by {worst}"
+
+
+def test_amp_autocast_with_fp32_gradients(rank, size):
+    model, sgd, _ = wrapped(seed=8, codec="global-qsgd:bits=8")
+    for step in range(3):
+        sgd.zero_grad()
+        x, y = batch(rank, step)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        assert all(p.grad.dtype == torch.float32 for p in model.parameters())
+        sgd.step()
+    assert_replicas_identical(model, "autocast")
+
+
+def test_float64_model_is_refused_at_hook_time(rank, size):
+    model = DDP(mlp(9, torch.float64))
+    try:
+        qccl.ddp_hook(model, codec="fp32")
+    except qccl.InvalidArgument as error:
+        assert "torch.float64" in str(error) and "model.float()" in str(error), str(error)
+    else:
+        raise AssertionError("a float64 model was not refused")
+
+
+def test_no_sync_accumulates_then_averages(rank, size):
+    """Two micro-batches under no_sync() then one synchronised: the mean of
+    the accumulated gradients, as DDP's own allreduce gives it."""
+    reference, _, _ = wrapped(seed=10)
+    hooked, _, _ = wrapped(seed=10, codec="fp32")
+    for model in (reference, hooked):
+        with model.no_sync():
+            backward(model, rank, 0)
+            backward(model, rank, 1)
+        backward(model, rank, 2)
+    for p, q in zip(reference.parameters(), hooked.parameters()):
+        scale = p.grad.abs().max().item() + 1e-30
+        assert (p.grad - q.grad).abs().max().item() <= 8 * size * 1.2e-7 * scale
+
+
+def test_static_graph(rank, size):
+    model, sgd, _ = wrapped(seed=11, codec="qsgd", static_graph=True)
+    train(model, sgd, rank, steps=4)
+    assert_replicas_identical(model, "static_graph")
+
+
+def test_failure_reaches_backward_as_the_qccl_exception(rank, size):
+    model, _, _ = wrapped(seed=12, codec="global-qsgd:bits=8")
+    x, y = batch(rank, 0)
+    if rank == size - 1:
+        x[0, 0] = float("nan")
+    try:
+        nn.functional.cross_entropy(model(x), y).backward()
+    except qccl.NonFiniteError as error:
+        assert "Unable to cast" not in str(error) and "NaN" in str(error), str(error)
+    else:
+        raise AssertionError("NaN gradients on one rank raised nothing")
+
+
+TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
+         test_every_supported_codec_keeps_replicas_bitwise_identical,
+         test_eight_bit_codec_compresses_four_to_one, test_global_qsgd_mean_is_within_its_bound,
+         test_ring_only_codec_is_refused_naming_the_mpi_mode,
+         test_bf16_and_fp16_models_train_with_identical_replicas,
+         test_half_mean_is_the_fp32_mean_rounded, test_amp_autocast_with_fp32_gradients,
+         test_float64_model_is_refused_at_hook_time, test_no_sync_accumulates_then_averages,
+         test_static_graph, test_failure_reaches_backward_as_the_qccl_exception]
+
+
+def main():
+    qccl.init(timeout=60)
+    torch.set_num_threads(1)
+    rank, size = qccl.rank(), qccl.size()
+    only = set(sys.argv[1:])
+    for test in TESTS:
+        if only and test.__name__ not in only:
+            continue
+        try:
+            test(rank, size)
+        except Exception as error:  # pylint: disable=broad-except
+            print(f"FAIL {test.__name__} on rank {rank} of {size}: {type(error).__name__}: "
+                  f"{error}", file=sys.stderr, flush=True)
+            os._exit(1)  # the others would wait for this rank
+        if rank == 0:
+            print(f"ok {test.__name__} ({size} ranks)", flush=True)
+    dist.barrier()
+    qccl.shutdown()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
