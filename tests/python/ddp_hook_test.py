@@ -123,6 +123,29 @@ def ring_bytes(encoded, size):
     return 2 * (size - 1) * encoded // size if size > 1 else 0
 
 
+def test_half_precision_buckets_keep_replicas_identical(rank, size):
+    """The MPI mode with fp16 gradients (and bf16 where gloo broadcasts it,
+    PyTorch 2): averaged in fp32 on qccl's stream, written back in the
+    bucket's dtype before DDP reads it."""
+    from process_group_test import half_dtypes, mlp as half_mlp
+    for dtype in half_dtypes():
+        model = DDP(half_mlp(14, dtype), bucket_cap_mb=0.005)
+        state, hook = qccl.ddp_hook(model, codec="global-qsgd:bits=8")
+        model.register_comm_hook(state, hook)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        before = torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
+        for step in range(3):
+            optimizer.zero_grad()
+            x, y = batch(rank, step)
+            nn.functional.cross_entropy(model(x).float(), y).backward()
+            assert all(p.grad.dtype == dtype for p in model.parameters())
+            optimizer.step()
+        mine = torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
+        assert not torch.equal(before, mine), f"{dtype}: nothing moved"
+        for r, theirs in enumerate(gathered(mine)):
+            assert torch.equal(theirs, mine), f"{dtype}: rank {r} differs"
+
+
 def test_intsgd_follows_the_optimizer(rank, size):
     sgd = lambda model: torch.optim.SGD(model.parameters(), lr=0.05)  # noqa: E731
     model, state, optimizer = wrapped(seed=4, codec="intsgd", optimizer_for=sgd)
@@ -244,6 +267,7 @@ if __name__ == "__main__":
          test_every_codec_of_qccl_train_works_in_the_hook,
          test_quantized_hook_sends_fewer_bytes,
          test_native_algorithm_counts_bytes_and_compression,
+         test_half_precision_buckets_keep_replicas_identical,
          test_intsgd_follows_the_optimizer,
          test_state_survives_save_and_load,
          test_bad_specs_raise_on_every_rank,
