@@ -10,13 +10,9 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import qccl
+from ddp_checks import (check_fp32_hook_matches_ddp, check_nan_on_one_rank_reaches_backward,
+                        half_dtypes, mlp)
 from mpi_world import run
-
-
-def mlp(seed):
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(40, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(),
-                         nn.Linear(32, 5))
 
 
 def batch(rank, step, n=16):
@@ -54,15 +50,7 @@ def flat_parameters(model):
 def test_fp32_hook_gives_ddp_default_gradients(rank, size):
     reference, _, _ = wrapped(seed=1)
     hooked, _, _ = wrapped(seed=1, codec="fp32")
-    for step in range(3):  # step 0 runs the first buckets, later ones the rebuilt buckets
-        for model in (reference, hooked):
-            model.zero_grad()
-            backward(model, rank, step)
-        for (name, p), q in zip(reference.named_parameters(), hooked.parameters()):
-            scale = p.grad.abs().max().item() + 1e-30
-            # Sums in another order: a few ulps of the largest gradient.
-            worst = (p.grad - q.grad).abs().max().item()
-            assert worst <= 8 * size * 1.2e-7 * scale, f"step {step} {name}: differs by {worst}"
+    check_fp32_hook_matches_ddp(reference, hooked, lambda m, step: backward(m, rank, step), size)
 
 
 def train(model, optimizer, rank, steps, first=0):
@@ -127,9 +115,8 @@ def test_half_precision_buckets_keep_replicas_identical(rank, size):
     """The MPI mode with fp16 gradients (and bf16 where gloo broadcasts it,
     PyTorch 2): averaged in fp32 on qccl's stream, written back in the
     bucket's dtype before DDP reads it."""
-    from process_group_test import half_dtypes, mlp as half_mlp
     for dtype in half_dtypes():
-        model = DDP(half_mlp(14, dtype), bucket_cap_mb=0.005)
+        model = DDP(mlp(14, dtype), bucket_cap_mb=0.005)
         state, hook = qccl.ddp_hook(model, codec="global-qsgd:bits=8")
         model.register_comm_hook(state, hook)
         optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -222,15 +209,7 @@ def test_bad_specs_raise_on_every_rank(rank, size):
 
 def test_nonfinite_gradients_raise_on_every_rank(rank, size):
     model, _, _ = wrapped(seed=7, codec="global-qsgd:bits=8")
-    x, y = batch(rank, 0)
-    if rank == size - 1:
-        x[0, 0] = float("nan")
-    try:
-        nn.functional.cross_entropy(model(x), y).backward()
-    except qccl.NonFiniteError as error:  # qccl's type and message, not "Unable to cast"
-        assert "NaN or Inf" in str(error) and "Unable to cast" not in str(error), error
-    else:
-        raise AssertionError("NaN gradients on one rank went through")
+    check_nan_on_one_rank_reaches_backward(model, lambda: batch(rank, 0), rank, size)
 
 
 def test_codecs_that_differ_across_ranks_raise_on_every_rank(rank, size):

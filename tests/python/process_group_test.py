@@ -2,7 +2,6 @@
 and 4 ranks): qccl encodes and decodes, torch.distributed's group moves the
 data (docs/pytorch.md)."""
 
-import os
 import sys
 
 import torch
@@ -11,34 +10,15 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import qccl
+from ddp_checks import (check_fp32_hook_matches_ddp, check_nan_on_one_rank_reaches_backward,
+                        half_dtypes, mlp)
+from mpi_world import run_tests
 
 # Every codec the mode carries, by how: integer SUM allreduce, allgather of
 # encodings, the group's fp32 allreduces.
 SUMMED = ("global-qsgd:bits=8", "intsgd", "intsgd:wire=int32")
 GATHERED = ("qsgd", "minmax", "topk:ratio=0.1", "ef(signsgd)", "natural")
 FP_SUMS = ("fp32", "fp16", "powersgd:rank=2")
-
-
-class StoredIn(nn.Module):
-    """A linear layer whose parameters are stored in a half type and
-    computed with in fp32 (PyTorch 1.13 has no fp16 matmul on CPUs): its
-    gradients, and so DDP's buckets, are in the half type."""
-
-    def __init__(self, layer, dtype):
-        super().__init__()
-        self.weight = nn.Parameter(layer.weight.detach().to(dtype))
-        self.bias = nn.Parameter(layer.bias.detach().to(dtype))
-
-    def forward(self, x):
-        return nn.functional.linear(x.float(), self.weight.float(), self.bias.float())
-
-
-def mlp(seed, dtype=torch.float32):
-    torch.manual_seed(seed)
-    layers = [nn.Linear(40, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 5)]
-    if dtype in (torch.bfloat16, torch.float16):
-        layers = [StoredIn(m, dtype) if isinstance(m, nn.Linear) else m for m in layers]
-    return nn.Sequential(*layers).to(dtype)
 
 
 def batch(rank, step, n=16, dtype=torch.float32):
@@ -91,15 +71,7 @@ def test_mode_is_process_group(rank, size):
 def test_fp32_hook_gives_ddp_default_gradients(rank, size):
     reference, _, _ = wrapped(seed=1)
     hooked, _, state = wrapped(seed=1, codec="fp32")
-    for step in range(3):  # step 0 runs the first buckets, later ones the rebuilt buckets
-        for model in (reference, hooked):
-            model.zero_grad()
-            backward(model, rank, step)
-        for (name, p), q in zip(reference.named_parameters(), hooked.parameters()):
-            scale = p.grad.abs().max().item() + 1e-30
-            # The same sum in another order, divided by n: a few ulps of the largest gradient.
-            worst = (p.grad - q.grad).abs().max().item()
-            assert worst <= 8 * size * 1.2e-7 * scale, f"step {step} {name}: differs by {worst}"
+    check_fp32_hook_matches_ddp(reference, hooked, lambda m, step: backward(m, rank, step), size)
     assert state.bytes_sent > 0 and state.compression_ratio == 1.0
 
 
@@ -148,13 +120,6 @@ def test_ring_only_codec_is_refused_naming_the_mpi_mode(rank, size):
             assert "MPI mode" in str(error) and "mpirun" in str(error), str(error)
         else:
             raise AssertionError(f"{codec} was not refused")
-
-
-def half_dtypes():
-    """The half-precision dtypes DDP runs on gloo: PyTorch 1.13's gloo has no
-    bfloat16 (DDP's first broadcast fails with "Invalid scalar type")."""
-    major = int(torch.__version__.split(".")[0])
-    return (torch.bfloat16, torch.float16) if major >= 2 else (torch.float16,)
 
 
 def test_bf16_and_fp16_models_train_with_identical_replicas(rank, size):
@@ -232,15 +197,7 @@ def test_static_graph(rank, size):
 
 def test_failure_reaches_backward_as_the_qccl_exception(rank, size):
     model, _, _ = wrapped(seed=12, codec="global-qsgd:bits=8")
-    x, y = batch(rank, 0)
-    if rank == size - 1:
-        x[0, 0] = float("nan")
-    try:
-        nn.functional.cross_entropy(model(x), y).backward()
-    except qccl.NonFiniteError as error:
-        assert "Unable to cast" not in str(error) and "NaN" in str(error), str(error)
-    else:
-        raise AssertionError("NaN gradients on one rank raised nothing")
+    check_nan_on_one_rank_reaches_backward(model, lambda: batch(rank, 0), rank, size)
 
 
 TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
@@ -256,19 +213,8 @@ TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
 def main():
     qccl.init(timeout=60)
     torch.set_num_threads(1)
-    rank, size = qccl.rank(), qccl.size()
     only = set(sys.argv[1:])
-    for test in TESTS:
-        if only and test.__name__ not in only:
-            continue
-        try:
-            test(rank, size)
-        except Exception as error:  # pylint: disable=broad-except
-            print(f"FAIL {test.__name__} on rank {rank} of {size}: {type(error).__name__}: "
-                  f"{error}", file=sys.stderr, flush=True)
-            os._exit(1)  # the others would wait for this rank
-        if rank == 0:
-            print(f"ok {test.__name__} ({size} ranks)", flush=True)
+    run_tests([t for t in TESTS if not only or t.__name__ in only], qccl.rank(), qccl.size())
     dist.barrier()
     qccl.shutdown()
     dist.destroy_process_group()
