@@ -76,8 +76,8 @@ void BucketHook::check_group_can_carry() const {
   } catch (const Error&) {
     return;  // needs a layout or a prepared step: its steps check for themselves
   }
-  const bool gathered = probe->aggregation() == Aggregation::allgather_decode;
   if (encoding == nullptr) return;
+  const bool gathered = probe->aggregation() == Aggregation::allgather_decode;
   if (const std::string refusal = group_refusal(*encoding, gathered, spec_.text());
       !refusal.empty()) {
     throw InvalidArgument(refusal);

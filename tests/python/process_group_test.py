@@ -84,6 +84,30 @@ def test_every_supported_codec_keeps_replicas_bitwise_identical(rank, size):
         assert torch.isfinite(flat_parameters(model)).all(), codec
 
 
+def test_every_codec_of_the_registry_runs_or_is_refused(rank, size):
+    """Every codec `qccl train` accepts, with its defaults: either three
+    steps with bitwise identical replicas, or refused at ddp_hook() time
+    naming the MPI mode; never a hang or replicas that differ."""
+    ran, refused = [], []
+    specs = [name for name, _ in qccl.codecs() if name != "ef"] + ["ef(global-qsgd:bits=4)"]
+    for name in specs:  # ef wraps a codec: with the one the registry's message suggests
+        model = DDP(mlp(15), bucket_cap_mb=0.005)
+        sgd = torch.optim.SGD(model.parameters(), lr=0.05)
+        try:
+            state, hook = qccl.ddp_hook(model, codec=name, optimizer=sgd)
+        except qccl.InvalidArgument as error:
+            assert "MPI mode" in str(error), f"{name}: {error}"
+            refused.append(name)
+            continue
+        model.register_comm_hook(state, hook)
+        train(model, sgd, rank, steps=3)
+        assert_replicas_identical(model, name)
+        ran.append(name)
+    if rank == 0:
+        print(f"ran {' '.join(ran)}; refused {' '.join(refused)}", flush=True)
+    assert len(ran) > len(refused)
+
+
 def test_eight_bit_codec_compresses_four_to_one(rank, size):
     model, sgd, state = wrapped(seed=3, codec="global-qsgd:bits=8")
     train(model, sgd, rank, steps=2)
@@ -202,6 +226,7 @@ def test_failure_reaches_backward_as_the_qccl_exception(rank, size):
 
 TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
          test_every_supported_codec_keeps_replicas_bitwise_identical,
+         test_every_codec_of_the_registry_runs_or_is_refused,
          test_eight_bit_codec_compresses_four_to_one, test_global_qsgd_mean_is_within_its_bound,
          test_ring_only_codec_is_refused_naming_the_mpi_mode,
          test_bf16_and_fp16_models_train_with_identical_replicas,
