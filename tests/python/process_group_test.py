@@ -3,6 +3,7 @@ and 4 ranks): qccl encodes and decodes, torch.distributed's group moves the
 data (docs/pytorch.md)."""
 
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -224,6 +225,24 @@ def test_failure_reaches_backward_as_the_qccl_exception(rank, size):
     check_nan_on_one_rank_reaches_backward(model, lambda: batch(rank, 0), rank, size)
 
 
+def test_a_rank_that_stops_gives_a_timeout_not_a_hang(rank, size):
+    """Last: only rank 0 runs backward; its hook's wait for the others ends
+    after the hook's 2 s with qccl.TimeoutError from backward()."""
+    model = DDP(mlp(16))
+    state, hook = qccl.ddp_hook(model, codec="global-qsgd:bits=8", timeout=2)
+    model.register_comm_hook(state, hook)
+    if rank != 0:
+        return
+    started = time.monotonic()
+    try:
+        backward(model, rank, 0)
+    except qccl.TimeoutError as error:
+        assert "did not complete within 2 s" in str(error), error
+    else:
+        raise AssertionError("a bucket without the other ranks completed")
+    assert time.monotonic() - started < 30
+
+
 TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
          test_every_supported_codec_keeps_replicas_bitwise_identical,
          test_every_codec_of_the_registry_runs_or_is_refused,
@@ -232,15 +251,19 @@ TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
          test_bf16_and_fp16_models_train_with_identical_replicas,
          test_half_mean_is_the_fp32_mean_rounded, test_amp_autocast_with_fp32_gradients,
          test_float64_model_is_refused_at_hook_time, test_no_sync_accumulates_then_averages,
-         test_static_graph, test_failure_reaches_backward_as_the_qccl_exception]
+         test_static_graph, test_failure_reaches_backward_as_the_qccl_exception,
+         test_a_rank_that_stops_gives_a_timeout_not_a_hang]
 
 
 def main():
     qccl.init(timeout=60)
     torch.set_num_threads(1)
+    # The ranks meet at the end on a group of their own: the last test
+    # leaves rank 0's default group with a receive that timed out.
+    ending = dist.new_group(backend="gloo")
     only = set(sys.argv[1:])
     run_tests([t for t in TESTS if not only or t.__name__ in only], qccl.rank(), qccl.size())
-    dist.barrier()
+    dist.barrier(group=ending)
     qccl.shutdown()
     dist.destroy_process_group()
 
