@@ -62,3 +62,21 @@ def bucket_buffer(buffer, staging, index):
         fp32 = staging[index] = torch.empty(buffer.numel(), dtype=torch.float32)
     fp32.copy_(buffer.view(-1))
     return fp32
+
+
+def half_chunks(parameters, chunk_elements):
+    """A bucket cut into chunks of whole parameters, each about
+    `chunk_elements` elements (one larger parameter: a chunk alone), in
+    bucket order: (first element, element count, the parameters' positions
+    in `parameters`)."""
+    chunks, first, count, members = [], 0, 0, []
+    for i, parameter in enumerate(parameters):
+        n = parameter.numel()
+        if members and count + n > chunk_elements:
+            chunks.append((first, count, members))
+            first, count, members = first + count, 0, []
+        count += n
+        members.append(i)
+    if members:
+        chunks.append((first, count, members))
+    return chunks

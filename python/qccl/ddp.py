@@ -28,12 +28,33 @@ with the model's checkpoint.
 """
 
 from ._native import native
-from ._tensors import bucket_buffer, check_parameters
+from ._tensors import bucket_buffer, check_parameters, fp32_buffer, half_chunks
 from .collectives import DEFAULT_TIMEOUT, check_matches_torch_distributed, context, on_group
 from ._group_ops import GroupOps
 from .errors import Error, InvalidArgument
 
 FP32_BYTES = 4
+# The process-group mode's half-precision chunks: elements per chunk (whole
+# parameters; a larger parameter is a chunk of its own), and where their
+# codec instances' indices start, apart from the fp32 buckets'.
+HALF_CHUNK = 1 << 20
+HALF_CHUNK_INDEX = 1 << 40
+
+
+def _native_hook(model, codec, algorithm, seed, timeout, process_group, names, shapes):
+    """The native side: on a process group (given, or under torchrun the DDP
+    model's), or on qccl's MPI context."""
+    ctx = context()
+    if process_group is None and not on_group():
+        check_matches_torch_distributed(ctx)
+        return native.BucketHook(ctx, codec, seed, algorithm,
+                                 None if timeout is None else float(timeout), names, shapes)
+    if algorithm != "ring":
+        raise InvalidArgument(f"algorithm={algorithm!r} chooses qccl's own collectives in the "
+                              "MPI mode; the process-group mode uses the group's")
+    group = process_group if process_group is not None else getattr(model, "process_group", None)
+    wait = float(timeout) if timeout is not None else getattr(ctx, "timeout", DEFAULT_TIMEOUT)
+    return native.BucketHook.create_on_group(GroupOps(group), codec, seed, wait, names, shapes)
 
 
 class DDPHookState:
@@ -50,26 +71,12 @@ class DDPHookState:
         self._staging = {}  # bucket index -> fp32 tensor, for bf16 and fp16 buckets
         self._failures = []  # the buckets' failures in this backward pass
         self._pending = []  # this backward pass's futures
-        names, shapes = [n for n, _ in named], [list(p.shape) for _, p in named]
-        ctx = context()
-        group_mode = process_group is not None or on_group()
-        if group_mode:
-            if algorithm != "ring":
-                raise InvalidArgument(f"algorithm={algorithm!r} chooses qccl's own collectives "
-                                      "in the MPI mode; the process-group mode uses the group's")
-            group = process_group if process_group is not None else getattr(model, "process_group",
-                                                                             None)
-            wait = float(timeout) if timeout is not None else getattr(ctx, "timeout",
-                                                                       DEFAULT_TIMEOUT)
-            self._native = native.BucketHook.create_on_group(GroupOps(group), codec, seed, wait, names,
-                                                      shapes)
-            if hasattr(ctx, "add_hook"):
-                ctx.add_hook(self)
-        else:
-            check_matches_torch_distributed(ctx)
-            self._native = native.BucketHook(ctx, codec, seed, algorithm,
-                                             None if timeout is None else float(timeout), names,
-                                             shapes)
+        self._chunk = None  # the process-group mode's fp32 buffer for half-precision chunks
+        self.half_chunk = HALF_CHUNK
+        self._native = _native_hook(model, codec, algorithm, seed, timeout, process_group,
+                                    [n for n, _ in named], [list(p.shape) for _, p in named])
+        if self._native.on_group and hasattr(context(), "add_hook"):
+            context().add_hook(self)  # closed by qccl.shutdown()
         self._optimizer = optimizer  # the context closes the hook at shutdown
         if self._native.wants_step_feedback and optimizer is None:
             raise InvalidArgument(
@@ -134,46 +141,82 @@ class DDPHookState:
     def _reduce(self, bucket):
         import torch
         buffer = bucket.buffer()
-        gradients = bucket_buffer(buffer, self._staging, bucket.index())
         parameters = bucket.parameters()
         try:
             numbers = [self._number[id(p)] for p in parameters]
         except KeyError:
             raise InvalidArgument("a bucket holds a parameter the hook was not created for: "
                                   "pass the DDP model whose hook this is to qccl.ddp_hook") from None
-        # fp32 copies of half-precision parameters live until submit has read them.
-        current = [p.detach().float() for p in parameters] \
-            if self._native.wants_step_feedback else []
-        values = [p.data_ptr() for p in current]
         future = torch.futures.Future()
         in_backward = self._raise_after_backward(future)
         failures = self._failures  # not self: the stream's thread must not end the hook
 
-        def done(error):
-            if error is not None and not in_backward:  # called by hand: the future has it
+        def failed(error):
+            if not in_backward:  # called by hand: the future has it
                 future.set_exception(error)
                 return
-            if error is not None:  # DDP gets the bucket as it was; backward() raises `error`
-                failures.append(error)
+            failures.append(error)  # DDP gets the bucket as it is; backward() raises `error`
+            future.set_result(buffer)
+
+        if self._native.on_group:
+            try:
+                self._reduce_on_group(bucket.index(), buffer, numbers, parameters)
+            except Error as error:
+                failed(error)
+            else:
                 future.set_result(buffer)
+            return future
+        gradients = bucket_buffer(buffer, self._staging, bucket.index())
+        # fp32 copies of half-precision parameters live until submit has read them.
+        current = self._feedback_values(parameters)
+
+        def done(error):
+            if error is not None:
+                failed(error)
                 return
             if gradients is not buffer:
                 buffer.copy_(gradients)  # the mean, in the bucket's dtype
             future.set_result(buffer)
 
-        if not self._native.on_group:
-            self._native.submit(bucket.index(), gradients.data_ptr(), gradients.numel(), numbers,
-                                values, self._step_size(), done)
-            return future
-        try:  # averaged before submit returns, which raises a failure
-            self._native.submit(bucket.index(), gradients.data_ptr(), gradients.numel(), numbers,
-                                values, self._step_size(), None)
-        except Error as error:
-            done(error)
-        else:
-            done(None)
+        self._native.submit(bucket.index(), gradients.data_ptr(), gradients.numel(), numbers,
+                            [p.data_ptr() for p in current], self._step_size(), done)
         return future
 
+    def _feedback_values(self, parameters):
+        """The parameters' current values as fp32 tensors, for codecs that
+        adapt to the optimizer's steps (none for the others)."""
+        if not self._native.wants_step_feedback:
+            return []
+        return [p.detach().float() for p in parameters]
+
+    def _reduce_on_group(self, index, buffer, numbers, parameters):
+        """Averages the bucket on the process group before returning (failures
+        raise). A half-precision bucket goes chunk by chunk — whole
+        parameters, about HALF_CHUNK elements each — through one fp32 buffer
+        of a chunk's size, each chunk a codec step of its own: no fp32 copy
+        of the whole bucket."""
+        import torch
+        if buffer.dtype == torch.float32:
+            gradients = fp32_buffer(buffer, "the gradient bucket", writable=True)[0]
+            current = self._feedback_values(parameters)
+            self._native.submit(index, gradients.data_ptr(), gradients.numel(), numbers,
+                                [p.data_ptr() for p in current], self._step_size(), None)
+            return
+        flat = buffer.view(-1)
+        for k, (first, count, chunk) in enumerate(half_chunks(parameters, self.half_chunk)):
+            fp32 = self._chunk_buffer(count)
+            fp32.copy_(flat[first:first + count])
+            current = self._feedback_values([parameters[i] for i in chunk])
+            self._native.submit(HALF_CHUNK_INDEX + (index << 20) + k, fp32.data_ptr(), count,
+                                [numbers[i] for i in chunk], [p.data_ptr() for p in current],
+                                self._step_size(), None)
+            flat[first:first + count].copy_(fp32)  # the mean, in the bucket's dtype
+
+    def _chunk_buffer(self, count):
+        import torch
+        if self._chunk is None or self._chunk.numel() < count:
+            self._chunk = torch.empty(count, dtype=torch.float32)
+        return self._chunk[:count]
 
     # A failure reaches backward() as qccl's exception, not as the
     # "Unable to cast ... to Tensor" that a future's exception becomes in
@@ -228,7 +271,8 @@ def ddp_hook(model, codec="fp32", *, algorithm="ring", seed=0, timeout=None, opt
 
     Supported: CPU tensors; gradients in float32, bfloat16 and float16 (a
     half-precision bucket is averaged in float32 and written back in its
-    dtype; AMP with float32 gradients is float32). float64 and GPU
+    dtype, in the process-group mode chunk by chunk: state.half_chunk
+    elements; AMP with float32 gradients is float32). float64 and GPU
     parameters are refused here, naming the fix.
 
     model: the DistributedDataParallel model (or its module). codec: any

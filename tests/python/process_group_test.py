@@ -176,6 +176,38 @@ def test_half_mean_is_the_fp32_mean_rounded(rank, size):
             assert worst <= size * unit * scale, f"{dtype}: differs by {worst}"
 
 
+def test_half_bucket_goes_chunk_by_chunk(rank, size):
+    """One half-precision bucket in chunks of about 1000 elements (whole
+    parameters; the 2560- and 2048-element weights alone): the chunks cover the bucket
+    in order; the fp32 codec's mean is DDP's within the half type's rounding;
+    8-bit Global-QSGD and IntSGD (which reads each chunk's parameters) keep
+    replicas identical."""
+    from qccl._tensors import half_chunks
+    dtype = half_dtypes()[-1]
+    sizes = [p.numel() for p in mlp(17, dtype).parameters()]
+    chunks = half_chunks([torch.empty(n) for n in sizes], 1000)
+    assert [c[2] for c in chunks] == [[0], [1], [2], [3, 4, 5]], chunks
+    assert [(c[0], c[1]) for c in chunks] == [(0, 2560), (2560, 64), (2624, 2048), (4672, 197)]
+    unit = 2 ** -8 if dtype == torch.bfloat16 else 2 ** -11
+    reference = DDP(mlp(17, dtype), bucket_cap_mb=25)
+    for codec in ("fp32", "global-qsgd:bits=8", "intsgd"):
+        model = DDP(mlp(17, dtype), bucket_cap_mb=25)
+        sgd = torch.optim.SGD(model.parameters(), lr=0.05)
+        state, hook = qccl.ddp_hook(model, codec=codec, optimizer=sgd)
+        state.half_chunk = 1000
+        model.register_comm_hook(state, hook)
+        if codec == "fp32":
+            for m in (reference, model):
+                backward(m, rank, 0, dtype)
+            for p, q in zip(reference.parameters(), model.parameters()):
+                scale = p.grad.float().abs().max().item() + 1e-30
+                worst = (p.grad.float() - q.grad.float()).abs().max().item()
+                assert worst <= size * unit * scale, f"differs by {worst}"
+            continue
+        train(model, sgd, rank, steps=3, dtype=dtype)
+        assert_replicas_identical(model, f"{codec} in chunks")
+
+
 def test_amp_autocast_with_fp32_gradients(rank, size):
     model, sgd, _ = wrapped(seed=8, codec="global-qsgd:bits=8")
     for step in range(3):
@@ -249,7 +281,8 @@ TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
          test_eight_bit_codec_compresses_four_to_one, test_global_qsgd_mean_is_within_its_bound,
          test_ring_only_codec_is_refused_naming_the_mpi_mode,
          test_bf16_and_fp16_models_train_with_identical_replicas,
-         test_half_mean_is_the_fp32_mean_rounded, test_amp_autocast_with_fp32_gradients,
+         test_half_mean_is_the_fp32_mean_rounded, test_half_bucket_goes_chunk_by_chunk,
+         test_amp_autocast_with_fp32_gradients,
          test_float64_model_is_refused_at_hook_time, test_no_sync_accumulates_then_averages,
          test_static_graph, test_failure_reaches_backward_as_the_qccl_exception,
          test_a_rank_that_stops_gives_a_timeout_not_a_hang]
