@@ -28,7 +28,7 @@ def environment_problem(args):
     except QcclMissing as error:
         return str(error)
     codecs = args.train_codecs + [ddp_options.parse_hook(h)[1] for h in args.hooks
-                                  if ddp_options.parse_hook(h)[0] == "qccl"]
+                                  if ddp_options.parse_hook(h)[0] in ddp_options.QCCL_HOOKS]
     if not codecs:
         return None
     if not os.access(args.qccl, os.X_OK):

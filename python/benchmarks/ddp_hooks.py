@@ -1,7 +1,9 @@
 """Registers a --hooks entry on a DistributedDataParallel model and reports
-what it sent: DDP's own allreduce, fp16 compression, PowerSGD, or qccl's hook."""
+what it sent: DDP's own allreduce, fp16 compression, PowerSGD, or qccl's hook
+in its MPI mode (qccl:) or its process-group mode (qccl-pg:)."""
 
 import torch
+import torch.distributed
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 
 from ddp_options import parse_hook
@@ -55,11 +57,13 @@ class RegisteredHook:
                 process_group=process_group, matrix_approximation_rank=parameter,
                 start_powerSGD_iter=max(2, warmup_steps), random_seed=seed)
             model.register_comm_hook(state, one_bucket_at_a_time(powerSGD_hook.powerSGD_hook))
-        elif kind == "qccl":
+        elif kind in ("qccl", "qccl-pg"):
             qccl = import_qccl()
+            # qccl-pg: the process-group mode, on DDP's group (the default one).
+            group = (process_group or torch.distributed.group.WORLD) if kind == "qccl-pg" else None
             # The optimizer: codecs that adapt to its learning rate (intsgd) read it.
-            self._qccl_state, hook = qccl.ddp_hook(model, codec=parameter, algorithm="ring",
-                                                   seed=seed, optimizer=optimizer)
+            self._qccl_state, hook = qccl.ddp_hook(model, codec=parameter, seed=seed,
+                                                   optimizer=optimizer, process_group=group)
             model.register_comm_hook(self._qccl_state, hook)
 
     def data_bytes_sent(self):

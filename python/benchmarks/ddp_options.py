@@ -10,7 +10,10 @@ import re
 from bench_cli import CheckedParser, UsageError, whole_number
 
 DEFAULT_HOOKS = ("none fp16 powersgd:1 powersgd:2 qccl:global-qsgd:bits=8 "
-                 "qccl:global-qsgd:bits=4 qccl:intsgd")
+                 "qccl:global-qsgd:bits=4 qccl:intsgd qccl-pg:global-qsgd:bits=8 qccl-pg:intsgd")
+# qccl's hook in its MPI mode (qccl's own ring) and in its process-group mode
+# (the exchange through DDP's gloo group).
+QCCL_HOOKS = ("qccl", "qccl-pg")
 MODELS = ("cnn", "recommender")
 SEED = 1  # `qccl train`'s default seed: initialisation, data order, generated clicks
 
@@ -36,8 +39,9 @@ def settings_text(model):
 
 
 def parse_hook(spec):
-    """('none'|'fp16'|'sparse'|'powersgd'|'qccl', parameter) of a --hooks entry:
-    powersgd's parameter is its rank (a whole number >= 1), qccl's the codec spec.
+    """('none'|'fp16'|'sparse'|'powersgd'|'qccl'|'qccl-pg', parameter) of a
+    --hooks entry: powersgd's parameter is its rank (a whole number >= 1),
+    qccl's and qccl-pg's (the process-group mode) the codec spec.
     sparse is DDP without a hook on the recommender with sparse embedding
     gradients (gloo's sparse allreduce), densified for Adam."""
     if spec in ("none", "fp16", "sparse"):
@@ -47,11 +51,13 @@ def parse_hook(spec):
         if not colon or not re.fullmatch(r"[1-9][0-9]*", parameter):
             raise UsageError(f"hook '{spec}': powersgd needs its rank, e.g. powersgd:1 or powersgd:2")
         return "powersgd", int(parameter)
-    if name == "qccl":
+    if name in QCCL_HOOKS:
         if not parameter:
-            raise UsageError(f"hook '{spec}': qccl needs a codec spec, e.g. qccl:global-qsgd:bits=8")
-        return "qccl", parameter
-    raise UsageError(f"unknown hook '{spec}': use none, fp16, sparse, powersgd:RANK or qccl:CODEC")
+            raise UsageError(f"hook '{spec}': {name} needs a codec spec, e.g. "
+                             f"{name}:global-qsgd:bits=8")
+        return name, parameter
+    raise UsageError(f"unknown hook '{spec}': use none, fp16, sparse, powersgd:RANK, qccl:CODEC "
+                     "or qccl-pg:CODEC")
 
 
 def hook_applies(model, spec):
@@ -67,7 +73,8 @@ def _parser():
     p.add_argument("--models", default="cnn recommender", help="cnn and/or recommender")
     p.add_argument("--rates", default="100mbit 1gbit", help="link rates of scripts/cluster")
     p.add_argument("--hooks", default=DEFAULT_HOOKS,
-                   help="none, fp16, sparse (recommender), powersgd:RANK, qccl:CODEC "
+                   help="none, fp16, sparse (recommender), powersgd:RANK, qccl:CODEC (qccl's "
+                        "ring, MPI), qccl-pg:CODEC (qccl's codec, DDP's gloo group) "
                         "(default: %(default)s)")
     p.add_argument("--train-codecs", default=None,
                    help="codecs of the `qccl train` runs (default: fp32 and the qccl: hooks' codecs)")
@@ -102,7 +109,8 @@ def parse_arguments(argv, root):
     for hook in a.hooks:
         parse_hook(hook)
     if a.train_codecs is None:
-        codecs = ["fp32"] + [parse_hook(h)[1] for h in a.hooks if parse_hook(h)[0] == "qccl"]
+        codecs = ["fp32"] + [parse_hook(h)[1] for h in a.hooks
+                             if parse_hook(h)[0] in QCCL_HOOKS]
         a.train_codecs = list(dict.fromkeys(codecs))
     else:
         a.train_codecs = a.train_codecs.split()

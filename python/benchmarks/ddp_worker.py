@@ -30,7 +30,8 @@ def parse_arguments(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", choices=ddp_options.MODELS, required=True)
     p.add_argument("--hook", required=True,
-                   help="none, fp16, sparse (recommender), powersgd:RANK or qccl:CODEC")
+                   help="none, fp16, sparse (recommender), powersgd:RANK, qccl:CODEC or "
+                        "qccl-pg:CODEC")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max-steps", type=int, default=0, help="steps per epoch at most; 0: all")
     p.add_argument("--warmup-steps", type=int, default=5)
@@ -171,7 +172,7 @@ def main(argv):
         os.environ["GLOO_SOCKET_IFNAME"] = args.ifname
     dist.init_process_group("gloo", init_method="file://" + args.init_file, rank=rank,
                             world_size=size, timeout=datetime.timedelta(seconds=args.timeout))
-    if ddp_options.parse_hook(args.hook)[0] == "qccl":
+    if ddp_options.parse_hook(args.hook)[0] in ddp_options.QCCL_HOOKS:
         from ddp_hooks import import_qccl
         import_qccl().init()
     result = train(args, rank, size)

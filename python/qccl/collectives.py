@@ -1,7 +1,9 @@
 """qccl's context and its collectives on torch tensors.
 
-init() joins mpirun's ranks (MPI, initialised here unless the program did
-it already); every collective is called by every rank in the same order
+init() joins the ranks of the launcher that started the process: under
+mpirun, MPI's (initialised here unless the program did it already); under
+torchrun, torch.distributed's default process group (the process-group
+mode: no MPI; only qccl.ddp_hook runs there). Every collective is called by every rank in the same order
 with the same codec and length (qccl checks that, and says which rank
 differs). A Compressor is one codec instance: its state — the step counter
 that keys the random rounding, error-feedback residuals, IntSGD's scales —
@@ -17,6 +19,7 @@ after it raise InvalidArgument saying qccl was shut down.
 import atexit
 import threading
 
+from . import _launch
 from ._native import native
 from ._tensors import fp32_buffer
 from .errors import InvalidArgument, TimeoutError  # pylint: disable=redefined-builtin
@@ -38,11 +41,17 @@ AFTER_SHUTDOWN = ("qccl was shut down in this process (qccl.shutdown()); MPI can
 
 
 def init(timeout=None):
-    """Joins mpirun's ranks and returns the context. `timeout` (seconds,
-    default 300) bounds every wait: a rank that is gone or stuck gives a
-    qccl.TimeoutError naming the operation, never a hang. If
-    torch.distributed is initialised, its rank and world size must be
-    mpirun's.
+    """Joins the ranks and returns the context. `timeout` (seconds, default
+    300) bounds every wait: a rank that is gone or stuck gives a
+    qccl.TimeoutError naming the operation, never a hang.
+
+    Under mpirun: MPI's ranks (the MPI mode); if torch.distributed is
+    initialised, its rank and world size must be mpirun's. Under torchrun
+    (or when the program initialised torch.distributed itself): the
+    process-group mode, on torch.distributed's default group, which init()
+    initialises with gloo from torchrun's environment unless it is already.
+    Started on its own, a process runs one rank, and init() says so on
+    stderr.
 
     A process has one context: init() again returns it, and so does
     init(timeout=...) with the timeout it has; another timeout raises
@@ -69,13 +78,27 @@ def init(timeout=None):
                     "the settings you want to the first qccl.init() (qccl.shutdown() ends MPI "
                     "for the whole process, so it cannot start qccl again)")
             return current
-        context = native.Context(DEFAULT_TIMEOUT if requested is None else requested)
+        context = _new_context(wait)
         _World.context = context
         atexit.register(shutdown)
     finally:
         _World.lock.release()
     check_matches_torch_distributed(context)
     return context
+
+
+def _new_context(timeout):
+    where = _launch.launcher()
+    if where == "torchrun" or (where is None and _launch.torch_distributed_initialized()):
+        return _launch.GroupContext(timeout)
+    if where is None:
+        _launch.say_one_rank()
+    return native.Context(timeout)
+
+
+def on_group():
+    """True in the process-group mode (see init())."""
+    return isinstance(context(), _launch.GroupContext)
 
 
 def is_initialized():
@@ -99,7 +122,7 @@ def shutdown():
 def context():
     """The default context; InvalidArgument before init()."""
     if _World.context is None:
-        raise InvalidArgument("call qccl.init() first (in every rank, under mpirun)")
+        raise InvalidArgument("call qccl.init() first (in every rank, under mpirun or torchrun)")
     if _World.context.closed:
         raise InvalidArgument(AFTER_SHUTDOWN)
     return _World.context
@@ -121,12 +144,9 @@ def codecs():
 def check_matches_torch_distributed(ctx):
     """torch.distributed (if initialised) and mpirun must agree on who is who:
     the hook reduces over mpirun's ranks while DDP checks over torch's."""
-    try:
-        import torch.distributed as dist
-    except ImportError:
+    if isinstance(ctx, _launch.GroupContext) or not _launch.torch_distributed_initialized():
         return
-    if not dist.is_available() or not dist.is_initialized():
-        return
+    import torch.distributed as dist
     if (dist.get_rank(), dist.get_world_size()) != (ctx.rank, ctx.size):
         raise InvalidArgument(
             f"torch.distributed has rank {dist.get_rank()} of {dist.get_world_size()} but "
@@ -138,6 +158,10 @@ class Compressor:
     """One codec instance on the world communicator (see the module doc)."""
 
     def __init__(self, codec="fp32", *, algorithm="ring", seed=0, timeout=None):
+        if on_group():
+            raise InvalidArgument("qccl's collectives on tensors (Compressor, allreduce_mean_, "
+                                  "...) run in the MPI mode (launch with mpirun); under torchrun "
+                                  "qccl runs its DDP hook, qccl.ddp_hook(...)")
         self._native = native.Compressor(context(), codec, seed, algorithm,
                                          None if timeout is None else float(timeout))
 

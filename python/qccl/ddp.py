@@ -4,12 +4,23 @@
     ddp_model.register_comm_hook(state, hook)
 
 DDP calls the hook with each gradient bucket, in bucket order on every rank.
-The hook hands the bucket to qccl's communication thread and returns a
-torch.futures.Future at once; qccl averages the bucket across the ranks with
-the codec (bitwise identical on every rank) and completes the future, while
-backward goes on — DDP's overlap is kept. A failure (NaN/Inf on some rank,
-ranks with different codecs, a timeout) completes the future with the qccl
-exception, which DDP raises from backward on every rank.
+Two modes, chosen by how the ranks were started (qccl.init()):
+
+- the MPI mode (mpirun): the hook hands the bucket to qccl's communication
+  thread and returns a torch.futures.Future at once; qccl averages the
+  bucket over MPI with the codec — its own ring or halving-doubling, which
+  combine encodings hop by hop — and completes the future while backward
+  goes on (DDP's overlap is kept);
+- the process-group mode (torchrun, or `process_group=`): qccl encodes and
+  decodes, and the exchange goes through the torch.distributed process
+  group — an integer SUM allreduce for codecs whose encodings add up
+  (Global-QSGD with linear dithering, the IntSGD family), an allgather of
+  the encoded bytes for the others, the group's fp32 allreduces for fp32,
+  fp16 and PowerSGD — on the thread that calls the hook.
+
+Either way the mean is bitwise identical on every rank. A failure (NaN/Inf
+on some rank, ranks with different codecs, a timeout) reaches backward() as
+the qccl exception, on every rank.
 
 The codec's state is kept per parameter (by name), so it survives DDP's
 bucket rebuild; state.state_dict() and load_state_dict() save and restore it
@@ -17,26 +28,55 @@ with the model's checkpoint.
 """
 
 from ._native import native
-from ._tensors import fp32_buffer
-from .collectives import check_matches_torch_distributed, context
-from .errors import InvalidArgument
+from ._tensors import bucket_buffer, check_parameters, fp32_buffer, half_chunks
+from .collectives import DEFAULT_TIMEOUT, check_matches_torch_distributed, context, on_group
+from ._group_ops import GroupOps
+from .errors import Error, InvalidArgument
+
+FP32_BYTES = 4
+# The process-group mode's half-precision chunks: elements per chunk (whole
+# parameters; a larger parameter is a chunk of its own), and where their
+# codec instances' indices start, apart from the fp32 buckets'.
+HALF_CHUNK = 1 << 20
+HALF_CHUNK_INDEX = 1 << 40
+
+
+def _native_hook(model, codec, algorithm, seed, timeout, process_group, names, shapes):
+    """The native side: on a process group (given, or under torchrun the DDP
+    model's), or on qccl's MPI context."""
+    ctx = context()
+    if process_group is None and not on_group():
+        check_matches_torch_distributed(ctx)
+        return native.BucketHook(ctx, codec, seed, algorithm,
+                                 None if timeout is None else float(timeout), names, shapes)
+    if algorithm != "ring":
+        raise InvalidArgument(f"algorithm={algorithm!r} chooses qccl's own collectives in the "
+                              "MPI mode; the process-group mode uses the group's")
+    group = process_group if process_group is not None else getattr(model, "process_group", None)
+    wait = float(timeout) if timeout is not None else getattr(ctx, "timeout", DEFAULT_TIMEOUT)
+    return native.BucketHook.create_on_group(GroupOps(group), codec, seed, wait, names, shapes)
 
 
 class DDPHookState:
     """The hook's state: which parameter is which, the codec of each bucket,
     and the optimizer whose learning rate codecs like IntSGD adapt to."""
 
-    def __init__(self, model, codec, algorithm, seed, timeout, optimizer):
+    def __init__(self, model, codec, algorithm, seed, timeout, optimizer, process_group):
         module = getattr(model, "module", model)
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not named:
             raise InvalidArgument("the model has no parameters that require gradients")
+        check_parameters(named)
         self._number = {id(p): i for i, (_, p) in enumerate(named)}
-        ctx = context()
-        check_matches_torch_distributed(ctx)
-        self._native = native.BucketHook(ctx, codec, seed, algorithm,
-                                         None if timeout is None else float(timeout),
-                                         [n for n, _ in named], [list(p.shape) for _, p in named])
+        self._staging = {}  # bucket index -> fp32 tensor, for bf16 and fp16 buckets
+        self._failures = []  # the buckets' failures in this backward pass
+        self._pending = []  # this backward pass's futures
+        self._chunk = None  # the process-group mode's fp32 buffer for half-precision chunks
+        self.half_chunk = HALF_CHUNK
+        self._native = _native_hook(model, codec, algorithm, seed, timeout, process_group,
+                                    [n for n, _ in named], [list(p.shape) for _, p in named])
+        if self._native.on_group and hasattr(context(), "add_hook"):
+            context().add_hook(self)  # closed by qccl.shutdown()
         self._optimizer = optimizer  # the context closes the hook at shutdown
         if self._native.wants_step_feedback and optimizer is None:
             raise InvalidArgument(
@@ -49,9 +89,25 @@ class DDPHookState:
         return self._native.codec
 
     @property
+    def process_group_mode(self):
+        """True when the hook exchanges through a torch.distributed group."""
+        return self._native.on_group
+
+    @property
     def bytes_sent(self):
-        """Data bytes this rank's hook has sent so far."""
+        """Data bytes this rank's hook has sent so far (handed to the process
+        group in its mode; with algorithm="native", what a ring allreduce of
+        the encoded buckets sends, as MPI does not report its own)."""
         return self._native.bytes_sent
+
+    @property
+    def compression_ratio(self):
+        """fp32 bytes of the gradients averaged so far over the bytes of
+        their encodings (the codec's wire size): 1 for fp32, about 4 for
+        8-bit codecs; None before the first bucket."""
+        elements = self._native.elements_reduced
+        encoded = self._native.encoded_bytes
+        return None if elements == 0 or encoded == 0 else FP32_BYTES * elements / encoded
 
     def state_dict(self):
         """The codec state of every bucket and parameter (waits for buckets
@@ -84,41 +140,154 @@ class DDPHookState:
 
     def _reduce(self, bucket):
         import torch
-        gradients, address, count = fp32_buffer(bucket.buffer(), "the gradient bucket",
-                                                writable=True)
+        buffer = bucket.buffer()
         parameters = bucket.parameters()
         try:
             numbers = [self._number[id(p)] for p in parameters]
         except KeyError:
             raise InvalidArgument("a bucket holds a parameter the hook was not created for: "
                                   "pass the DDP model whose hook this is to qccl.ddp_hook") from None
-        values = [p.detach().data_ptr() for p in parameters] \
-            if self._native.wants_step_feedback else []
         future = torch.futures.Future()
+        in_backward = self._raise_after_backward(future)
+        failures = self._failures  # not self: the stream's thread must not end the hook
+
+        def failed(error):
+            if not in_backward:  # called by hand: the future has it
+                future.set_exception(error)
+                return
+            failures.append(error)  # DDP gets the bucket as it is; backward() raises `error`
+            future.set_result(buffer)
+
+        if self._native.on_group:
+            try:
+                self._reduce_on_group(bucket.index(), buffer, numbers, parameters)
+            except Error as error:
+                failed(error)
+            else:
+                future.set_result(buffer)
+            return future
+        gradients = bucket_buffer(buffer, self._staging, bucket.index())
+        # fp32 copies of half-precision parameters live until submit has read them.
+        current = self._feedback_values(parameters)
 
         def done(error):
-            if error is None:
-                future.set_result(gradients)
-            else:
-                future.set_exception(error)
+            if error is not None:
+                failed(error)
+                return
+            if gradients is not buffer:
+                buffer.copy_(gradients)  # the mean, in the bucket's dtype
+            future.set_result(buffer)
 
-        self._native.submit(bucket.index(), address, count, numbers, values, self._step_size(),
-                            done)
+        self._native.submit(bucket.index(), gradients.data_ptr(), gradients.numel(), numbers,
+                            [p.data_ptr() for p in current], self._step_size(), done)
         return future
+
+    def _feedback_values(self, parameters):
+        """The parameters' current values as fp32 tensors, for codecs that
+        adapt to the optimizer's steps (none for the others)."""
+        if not self._native.wants_step_feedback:
+            return []
+        return [p.detach().float() for p in parameters]
+
+    def _reduce_on_group(self, index, buffer, numbers, parameters):
+        """Averages the bucket on the process group before returning (failures
+        raise). A half-precision bucket goes chunk by chunk — whole
+        parameters, about HALF_CHUNK elements each — through one fp32 buffer
+        of a chunk's size, each chunk a codec step of its own: no fp32 copy
+        of the whole bucket."""
+        import torch
+        if buffer.dtype == torch.float32:
+            gradients = fp32_buffer(buffer, "the gradient bucket", writable=True)[0]
+            current = self._feedback_values(parameters)
+            self._native.submit(index, gradients.data_ptr(), gradients.numel(), numbers,
+                                [p.data_ptr() for p in current], self._step_size(), None)
+            return
+        flat = buffer.view(-1)
+        for k, (first, count, chunk) in enumerate(half_chunks(parameters, self.half_chunk)):
+            fp32 = self._chunk_buffer(count)
+            fp32.copy_(flat[first:first + count])
+            current = self._feedback_values([parameters[i] for i in chunk])
+            self._native.submit(HALF_CHUNK_INDEX + (index << 20) + k, fp32.data_ptr(), count,
+                                [numbers[i] for i in chunk], [p.data_ptr() for p in current],
+                                self._step_size(), None)
+            flat[first:first + count].copy_(fp32)  # the mean, in the bucket's dtype
+
+    def _chunk_buffer(self, count):
+        import torch
+        if self._chunk is None or self._chunk.numel() < count:
+            self._chunk = torch.empty(count, dtype=torch.float32)
+        return self._chunk[:count]
+
+    # A failure reaches backward() as qccl's exception, not as the
+    # "Unable to cast ... to Tensor" that a future's exception becomes in
+    # DDP: the hook completes the bucket's future with the bucket as it was,
+    # and a callback that autograd runs at the end of this backward pass
+    # waits for the pass's buckets and raises the first failure. autograd
+    # passes an exception raised in a Python callback on unchanged.
+    # False when the hook was called outside a backward pass.
+    def _raise_after_backward(self, future):
+        if self._pending:
+            self._pending.append(future)
+            return True
+        import torch
+        try:
+            torch.autograd.Variable._execution_engine.queue_callback(self._raise_failure)
+        except RuntimeError:  # "can only be installed during backward pass"
+            return False
+        self._pending.append(future)
+        return True
+
+    def _raise_failure(self):
+        pending, self._pending = self._pending, []
+        for future in pending:
+            future.wait()  # every bucket completes, within the hook's timeout
+        if self._failures:
+            failure = self._failures[0]
+            self._failures.clear()
+            raise failure
 
 
 def _hook(state, bucket):
     return state._reduce(bucket)  # pylint: disable=protected-access
 
 
-def ddp_hook(model, codec="fp32", *, algorithm="ring", seed=0, timeout=None, optimizer=None):
-    """(state, hook) for `model.register_comm_hook(state, hook)`.
+def ddp_hook(model, codec="fp32", *, algorithm="ring", seed=0, timeout=None, optimizer=None,
+             process_group=None):
+    """(state, hook) for `model.register_comm_hook(state, hook)`: DDP then
+    averages its gradient buckets with a qccl codec instead of its fp32
+    allreduce.
+
+    Under torchrun (the process-group mode):
+
+        import torch, torch.distributed as dist, qccl
+        qccl.init()                         # torch.distributed from torchrun's env (gloo)
+        model = torch.nn.parallel.DistributedDataParallel(net)
+        state, hook = qccl.ddp_hook(model, codec="global-qsgd:bits=8")
+        model.register_comm_hook(state, hook)
+
+    Under mpirun (the MPI mode), the same after
+    dist.init_process_group("gloo", init_method=..., rank=qccl.rank(),
+    world_size=qccl.size()): qccl's own ring exchanges the buckets.
+
+    Supported: CPU tensors; gradients in float32, bfloat16 and float16 (a
+    half-precision bucket is averaged in float32 and written back in its
+    dtype, in the process-group mode chunk by chunk: state.half_chunk
+    elements; AMP with float32 gradients is float32). float64 and GPU
+    parameters are refused here, naming the fix.
 
     model: the DistributedDataParallel model (or its module). codec: any
-    spec `qccl train --codec` accepts. algorithm: "ring" or
-    "halving-doubling" ("native" for fp32/fp16, MPI's own allreduce).
-    seed: keys the codec's random rounding (the same on every rank).
-    timeout: seconds a bucket may take (default: qccl.init's). optimizer:
-    the optimizer, for codecs that adapt to its learning rate (intsgd).
-    Every rank must create its hooks in the same order."""
-    return DDPHookState(model, codec, algorithm, seed, timeout, optimizer), _hook
+    spec `qccl train --codec` accepts; qccl.codecs() lists them with what
+    they do. In the process-group mode, codecs that combine encodings hop
+    by hop in qccl's ring (exponential dithering, 4-bit averaging levels)
+    are refused, naming the MPI mode that runs them. algorithm (MPI mode):
+    "ring" or "halving-doubling" ("native" for fp32/fp16, MPI's own
+    allreduce). seed: keys the codec's random rounding (the same on every
+    rank). timeout: seconds a bucket may take (default: qccl.init's).
+    optimizer: the optimizer, for codecs that adapt to its learning rate
+    (intsgd). process_group: exchange through this torch.distributed group
+    (default under torchrun: the DDP model's group); passing one selects the
+    process-group mode under mpirun too. Every rank must create its hooks
+    in the same order.
+
+    state.bytes_sent and state.compression_ratio report what was sent."""
+    return DDPHookState(model, codec, algorithm, seed, timeout, optimizer, process_group), _hook

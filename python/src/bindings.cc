@@ -27,6 +27,16 @@ py::bytes to_bytes(const std::vector<std::byte>& bytes) {
   return py::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
+std::vector<ParameterInfo> parameter_infos(const std::vector<std::string>& names,
+                                           const std::vector<std::vector<std::int64_t>>& shapes) {
+  if (names.size() != shapes.size()) {
+    throw InvalidArgument("BucketHook: one shape per parameter name");
+  }
+  std::vector<ParameterInfo> parameters;
+  for (std::size_t i = 0; i < names.size(); ++i) parameters.push_back({names[i], shapes[i]});
+  return parameters;
+}
+
 }  // namespace
 
 void bind_context(py::module_& module) {
@@ -79,21 +89,27 @@ void bind_bucket_hook(py::module_& module) {
                        std::uint64_t seed, const std::string& algorithm,
                        std::optional<double> timeout, std::vector<std::string> names,
                        std::vector<std::vector<std::int64_t>> shapes) {
-             if (names.size() != shapes.size()) {
-               throw InvalidArgument("BucketHook: one shape per parameter name");
-             }
-             std::vector<ParameterInfo> parameters;
-             for (std::size_t i = 0; i < names.size(); ++i) {
-               parameters.push_back({std::move(names[i]), std::move(shapes[i])});
-             }
+             auto parameters = parameter_infos(names, shapes);
              py::gil_scoped_release no_gil;
              return BucketHook::create(std::move(context), spec, seed, algorithm, timeout,
                                        std::move(parameters));
            }),
            py::arg("context"), py::arg("codec"), py::arg("seed"), py::arg("algorithm"),
            py::arg("timeout"), py::arg("names"), py::arg("shapes"))
+      .def_static("create_on_group",
+                  [](py::object ops, const std::string& spec, std::uint64_t seed, double timeout,
+                     std::vector<std::string> names,
+                     std::vector<std::vector<std::int64_t>> shapes) {
+                    return BucketHook::create_on_group(std::move(ops), spec, seed, timeout,
+                                                       parameter_infos(names, shapes));
+                  },
+                  py::arg("ops"), py::arg("codec"), py::arg("seed"), py::arg("timeout"),
+                  py::arg("names"), py::arg("shapes"))
       .def_property_readonly("codec", &BucketHook::spec)
       .def_property_readonly("wants_step_feedback", &BucketHook::wants_step_feedback)
+      .def_property_readonly("on_group", &BucketHook::on_group)
+      .def_property_readonly("elements_reduced", &BucketHook::elements_reduced)
+      .def_property_readonly("encoded_bytes", &BucketHook::encoded_bytes)
       .def_property_readonly("bytes_sent", &BucketHook::bytes_sent)
       .def("submit",
            [](BucketHook& hook, std::size_t index, std::uintptr_t gradients, std::size_t count,

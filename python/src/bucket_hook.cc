@@ -4,6 +4,7 @@
 
 #include "compressor.h"
 #include "errors.h"
+#include "qccl/codecs/group_data_path.h"
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/byte_io.h"
 #include "qccl/common/errors.h"
@@ -13,6 +14,17 @@ namespace {
 
 constexpr std::uint64_t kStateMagic = 0x716363'6c686f6f6bULL;  // "qcclhook"
 
+// Deleted without the GIL: closing waits for buckets in flight, whose
+// completions take the GIL to finish their futures.
+void delete_without_gil(BucketHook* ended) {
+  if (Py_IsInitialized() && PyGILState_Check()) {
+    pybind11::gil_scoped_release no_gil;
+    delete ended;
+  } else {
+    delete ended;
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<BucketHook> BucketHook::create(std::shared_ptr<Context> context,
@@ -20,18 +32,9 @@ std::shared_ptr<BucketHook> BucketHook::create(std::shared_ptr<Context> context,
                                                const std::string& algorithm,
                                                std::optional<double> timeout_seconds,
                                                std::vector<ParameterInfo> parameters) {
-  // Deleted without the GIL: closing waits for buckets in flight, whose
-  // completions take the GIL to finish their futures.
   std::shared_ptr<BucketHook> hook(
       new BucketHook(context, spec, seed, algorithm, timeout_seconds, std::move(parameters)),
-      [](BucketHook* ended) {
-        if (Py_IsInitialized() && PyGILState_Check()) {
-          pybind11::gil_scoped_release no_gil;
-          delete ended;
-        } else {
-          delete ended;
-        }
-      });
+      delete_without_gil);
   // The split and the registration under one lease on the world: a
   // concurrent qccl.shutdown() either turns this away or closes the hook.
   auto world = context->use_world("qccl.ddp_hook (" + hook->spec() + ")");
@@ -41,6 +44,44 @@ std::shared_ptr<BucketHook> BucketHook::create(std::shared_ptr<Context> context,
       "model");
   context->add_user(hook->stream_);
   return hook;
+}
+
+std::shared_ptr<BucketHook> BucketHook::create_on_group(pybind11::object ops,
+                                                        const std::string& spec,
+                                                        std::uint64_t seed, double timeout_seconds,
+                                                        std::vector<ParameterInfo> parameters) {
+  std::shared_ptr<BucketHook> hook(
+      new BucketHook(nullptr, spec, seed, "ring", timeout_seconds, std::move(parameters)),
+      delete_without_gil);
+  // Codecs the transport sums itself (fp32, fp16, PowerSGD's two fp32
+  // allreduces) run on the group's own allreduce.
+  if (make_codec(hook->spec_, CodecSettings{seed, 0})->has_native_equivalent()) {
+    hook->options_.algorithm = Algorithm::native;
+  }
+  hook->group_ = std::make_unique<GroupRunner>(std::move(ops), hook->wait_timeout_);
+  hook->check_group_can_carry();
+  return hook;
+}
+
+// A first step's encoding on this group, from an input of ones: what a
+// codec's steps encode into does not change with the data, except for
+// IntSGD's first step (exact fp32, then integers; both carried). Every step
+// checks its own encoding again (group_allreduce) before anything moves.
+void BucketHook::check_group_can_carry() const {
+  auto probe = make_codec(spec_, CodecSettings{seed_, 0});
+  const std::vector<float> ones(64, 1.0f);
+  std::unique_ptr<Encoding> encoding;
+  try {
+    encoding = probe->encoding_for(1.0, group_->size(), group_->rank(), options_.algorithm, ones);
+  } catch (const Error&) {
+    return;  // needs a layout or a prepared step: its steps check for themselves
+  }
+  if (encoding == nullptr) return;
+  const bool gathered = probe->aggregation() == Aggregation::allgather_decode;
+  if (const std::string refusal = group_refusal(*encoding, gathered, spec_.text());
+      !refusal.empty()) {
+    throw InvalidArgument(refusal);
+  }
 }
 
 BucketHook::BucketHook(std::shared_ptr<Context> context, const std::string& spec,
@@ -55,8 +96,8 @@ BucketHook::BucketHook(std::shared_ptr<Context> context, const std::string& spec
   const auto probe = make_codec(spec_, CodecSettings{seed, 0});
   wants_feedback_ = probe->step_feedback() != nullptr;
   options_.algorithm = parse_algorithm(algorithm);
-  wait_timeout_ = timeout_from_seconds(timeout_seconds.value_or(context_->timeout_seconds()),
-                                       "timeout");
+  wait_timeout_ = timeout_from_seconds(
+      timeout_seconds ? *timeout_seconds : context_->timeout_seconds(), "timeout");
   options_.timeout = wait_timeout_;
   if (options_.algorithm == Algorithm::native && !probe->has_native_equivalent()) {
     throw InvalidArgument("'" + spec_.text() + "' runs on ring or halving-doubling, not native (MPI "
@@ -157,12 +198,14 @@ void BucketHook::submit(BucketCall call, PythonObject done) {
   check_bucket(call);
   auto update = wants_feedback_ ? update_since_last_call(call) : std::vector<float>{};
   const std::string description = "bucket " + std::to_string(call.index);
+  if (group_) {
+    group_->run(description, [&](Communicator& comm) { average(comm, call, update); });
+    return;
+  }
   stream_->submit(
       description,
       [this, call = std::move(call), update = std::move(update)](Communicator& comm) {
-        Codec& codec = codec_for(call.index, call.parameters);
-        if (!update.empty()) codec.step_feedback()->observe_step(*call.step_size, update);
-        codec.allreduce_mean(comm, floats_at(call.gradients, call.count), options_);
+        average(comm, call, update);
       },
       [done = std::move(done)](const Work& work) {
         const auto failure = work.exception();
@@ -172,8 +215,26 @@ void BucketHook::submit(BucketCall call, PythonObject done) {
       });
 }
 
+void BucketHook::average(Communicator& comm, const BucketCall& call,
+                         const std::vector<float>& update) {
+  Codec& codec = codec_for(call.index, call.parameters);
+  if (!update.empty()) codec.step_feedback()->observe_step(*call.step_size, update);
+  codec.allreduce_mean(comm, floats_at(call.gradients, call.count), options_);
+  const std::uint64_t encoded = codec.wire_bytes(call.count);
+  elements_reduced_ += call.count;
+  encoded_bytes_ += encoded;
+  if (!group_ && options_.algorithm == Algorithm::native) {  // a ring's 2(n−1)/n of it
+    const auto n = static_cast<std::uint64_t>(comm.size());
+    native_bytes_ += 2 * (n - 1) * encoded / n;
+  }
+}
+
 void BucketHook::run_on_stream(const std::string& what,
                                std::function<void(Communicator&)> operation) {
+  if (group_) {
+    group_->run(what, operation);
+    return;
+  }
   stream_->submit(what, std::move(operation)).wait(wait_timeout_);
 }
 

@@ -27,6 +27,7 @@
 // later calls away with an error naming who closed it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -38,6 +39,7 @@
 
 #include "context.h"
 #include "closable_stream.h"
+#include "group_runner.h"
 #include "python_object.h"
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/codecs/codec.h"
@@ -71,12 +73,30 @@ class BucketHook final {
                                             const std::string& algorithm,
                                             std::optional<double> timeout_seconds,
                                             std::vector<ParameterInfo> parameters);
+  // The process-group mode: the hook's codec steps run on the calling
+  // thread, on the caller's torch.distributed group (`ops`, group_runner.h);
+  // no MPI context. Refuses a codec the group cannot carry, naming the mode
+  // that runs it. Call with the GIL.
+  static std::shared_ptr<BucketHook> create_on_group(pybind11::object ops, const std::string& spec,
+                                                     std::uint64_t seed, double timeout_seconds,
+                                                     std::vector<ParameterInfo> parameters);
   ~BucketHook();  // closes; create() deletes it without the GIL
 
   std::string spec() const { return spec_.text(); }
   bool wants_step_feedback() const { return wants_feedback_; }
-  std::uint64_t bytes_sent() const { return stream_->bytes_sent(); }
-  // Queues `call`; `done` gets None or the exception. Call without the GIL.
+  // MPI's own allreduce (algorithm native) reports nothing: counted as the
+  // ring allreduce of the encodings would send.
+  std::uint64_t bytes_sent() const {
+    return group_ ? group_->bytes_sent() : stream_->bytes_sent() + native_bytes_.load();
+  }
+  // Elements this hook has averaged so far, and the codec's wire size of
+  // their encodings (for the compression ratio).
+  std::uint64_t elements_reduced() const { return elements_reduced_.load(); }
+  std::uint64_t encoded_bytes() const { return encoded_bytes_.load(); }
+  bool on_group() const { return group_ != nullptr; }
+  // Queues `call`; `done` gets None or the exception. On a group the bucket
+  // is averaged before submit returns, `done` is not called, and a failure
+  // is raised instead. Call without the GIL.
   void submit(BucketCall call, PythonObject done);
   // The state of every bucket's codec and of the per-parameter store, and
   // loading it (in a new process, before the first bucket). Both wait for
@@ -86,12 +106,23 @@ class BucketHook final {
   // Ends the stream after the buckets in flight; `reason` (e.g. "was
   // closed (DDPHookState.close())") is what later calls are told. Call
   // without the GIL.
-  void close(const std::string& reason) { stream_->close(reason); }
+  void close(const std::string& reason) {
+    if (group_) {
+      group_->close(reason);
+    } else {
+      stream_->close(reason);
+    }
+  }
 
  private:
   BucketHook(std::shared_ptr<Context> context, const std::string& spec, std::uint64_t seed,
              const std::string& algorithm, std::optional<double> timeout_seconds,
              std::vector<ParameterInfo> parameters);
+  // The group mode's checks: the encoding of a first step must be one a
+  // group carries (group_data_path.h).
+  void check_group_can_carry() const;
+  // The bucket's codec step (on the stream's thread, or the group's caller).
+  void average(Communicator& comm, const BucketCall& call, const std::vector<float>& update);
   // The update since this bucket's previous call, in bucket layout; empty
   // when some parameter has no earlier snapshot (its first step).
   std::vector<float> update_since_last_call(const BucketCall& call);
@@ -123,6 +154,11 @@ class BucketHook final {
   // Set by create(), on the world communicator; shared with the context,
   // which closes it at shutdown.
   std::shared_ptr<ClosableStream> stream_;
+  // The process-group mode's instead of a stream (create_on_group).
+  std::unique_ptr<GroupRunner> group_;
+  std::atomic<std::uint64_t> elements_reduced_{0};
+  std::atomic<std::uint64_t> encoded_bytes_{0};
+  std::atomic<std::uint64_t> native_bytes_{0};
 };
 
 }  // namespace qccl::python

@@ -48,10 +48,12 @@ class Options(unittest.TestCase):
         self.assertEqual(parse_hook("sparse"), ("sparse", None))
         self.assertEqual(parse_hook("powersgd:2"), ("powersgd", 2))
         self.assertEqual(parse_hook("qccl:global-qsgd:bits=8"), ("qccl", "global-qsgd:bits=8"))
+        self.assertEqual(parse_hook("qccl-pg:intsgd"), ("qccl-pg", "intsgd"))
 
     def test_bad_hooks_name_the_hook_and_the_valid_forms(self):
         for spec, words in (("powersgd", "rank"), ("powersgd:0", "rank"), ("powersgd:x", "rank"),
-                            ("qccl:", "codec spec"), ("fp8", "none, fp16")):
+                            ("qccl:", "codec spec"), ("qccl-pg:", "codec spec"),
+                            ("fp8", "none, fp16")):
             with self.assertRaises(UsageError) as caught:
                 parse_hook(spec)
             self.assertIn(spec, str(caught.exception))
@@ -71,7 +73,7 @@ class Options(unittest.TestCase):
             self.assertIn(words, str(caught.exception))
 
     def test_qccl_train_runs_fp32_and_the_qccl_hooks_codecs_by_default(self):
-        a = parse_arguments(["--hooks", "none qccl:intsgd qccl:fp32 qccl:intsgd"], ROOT)
+        a = parse_arguments(["--hooks", "none qccl:intsgd qccl-pg:fp32 qccl:intsgd"], ROOT)
         self.assertEqual(a.train_codecs, ["fp32", "intsgd"])
         self.assertEqual(parse_arguments(["--no-qccl-train"], ROOT).train_codecs, [])
         self.assertEqual(parse_arguments(["--train-codecs", "fp16"], ROOT).train_codecs, ["fp16"])

@@ -10,13 +10,9 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import qccl
+from ddp_checks import (check_fp32_hook_matches_ddp, check_nan_on_one_rank_reaches_backward,
+                        half_dtypes, mlp)
 from mpi_world import run
-
-
-def mlp(seed):
-    torch.manual_seed(seed)
-    return nn.Sequential(nn.Linear(40, 64), nn.ReLU(), nn.Linear(64, 32), nn.ReLU(),
-                         nn.Linear(32, 5))
 
 
 def batch(rank, step, n=16):
@@ -54,15 +50,7 @@ def flat_parameters(model):
 def test_fp32_hook_gives_ddp_default_gradients(rank, size):
     reference, _, _ = wrapped(seed=1)
     hooked, _, _ = wrapped(seed=1, codec="fp32")
-    for step in range(3):  # step 0 runs the first buckets, later ones the rebuilt buckets
-        for model in (reference, hooked):
-            model.zero_grad()
-            backward(model, rank, step)
-        for (name, p), q in zip(reference.named_parameters(), hooked.parameters()):
-            scale = p.grad.abs().max().item() + 1e-30
-            # Sums in another order: a few ulps of the largest gradient.
-            worst = (p.grad - q.grad).abs().max().item()
-            assert worst <= 8 * size * 1.2e-7 * scale, f"step {step} {name}: differs by {worst}"
+    check_fp32_hook_matches_ddp(reference, hooked, lambda m, step: backward(m, rank, step), size)
 
 
 def train(model, optimizer, rank, steps, first=0):
@@ -107,6 +95,42 @@ def test_quantized_hook_sends_fewer_bytes(rank, size):
         sent[codec] = state.bytes_sent
     assert sent["fp32"] > 3.5 * sent["global-qsgd:bits=8"] > 0, sent
     assert sent["global-qsgd:bits=8"] > 1.6 * sent["global-qsgd:bits=4"], sent
+
+
+def test_native_algorithm_counts_bytes_and_compression(rank, size):
+    """MPI's own allreduce reports no bytes: the hook counts what a ring
+    allreduce of the buckets sends, 2(n−1)/n of their fp32 bytes."""
+    model, state, _ = wrapped(seed=13, codec="fp32", algorithm="native")
+    backward(model, rank, 0)
+    elements = sum(p.numel() for p in model.parameters())
+    assert state.bytes_sent == ring_bytes(elements * 4, size), state.bytes_sent
+    assert state.compression_ratio == 1.0
+
+
+def ring_bytes(encoded, size):
+    return 2 * (size - 1) * encoded // size if size > 1 else 0
+
+
+def test_half_precision_buckets_keep_replicas_identical(rank, size):
+    """The MPI mode with fp16 gradients (and bf16 where gloo broadcasts it,
+    PyTorch 2): averaged in fp32 on qccl's stream, written back in the
+    bucket's dtype before DDP reads it."""
+    for dtype in half_dtypes():
+        model = DDP(mlp(14, dtype), bucket_cap_mb=0.005)
+        state, hook = qccl.ddp_hook(model, codec="global-qsgd:bits=8")
+        model.register_comm_hook(state, hook)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+        before = torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
+        for step in range(3):
+            optimizer.zero_grad()
+            x, y = batch(rank, step)
+            nn.functional.cross_entropy(model(x).float(), y).backward()
+            assert all(p.grad.dtype == dtype for p in model.parameters())
+            optimizer.step()
+        mine = torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
+        assert not torch.equal(before, mine), f"{dtype}: nothing moved"
+        for r, theirs in enumerate(gathered(mine)):
+            assert torch.equal(theirs, mine), f"{dtype}: rank {r} differs"
 
 
 def test_intsgd_follows_the_optimizer(rank, size):
@@ -185,15 +209,7 @@ def test_bad_specs_raise_on_every_rank(rank, size):
 
 def test_nonfinite_gradients_raise_on_every_rank(rank, size):
     model, _, _ = wrapped(seed=7, codec="global-qsgd:bits=8")
-    x, y = batch(rank, 0)
-    if rank == size - 1:
-        x[0, 0] = float("nan")
-    try:
-        nn.functional.cross_entropy(model(x), y).backward()
-    except RuntimeError as error:
-        assert "NaN or Inf" in str(error) or "non-finite" in str(error), error
-    else:
-        raise AssertionError("NaN gradients on one rank went through")
+    check_nan_on_one_rank_reaches_backward(model, lambda: batch(rank, 0), rank, size)
 
 
 def test_codecs_that_differ_across_ranks_raise_on_every_rank(rank, size):
@@ -201,9 +217,8 @@ def test_codecs_that_differ_across_ranks_raise_on_every_rank(rank, size):
     model, _, _ = wrapped(seed=8, codec=codec)
     try:
         backward(model, rank, 0)
-    except RuntimeError as error:
-        # DDP re-raises the future's qccl.MismatchError as a RuntimeError
-        # that quotes its message: which ranks differ, and this rank's codec.
+    except qccl.MismatchError as error:
+        # Which ranks differ, and this rank's codec.
         assert "disagree on 'codec'" in str(error) and codec in str(error), error
     else:
         raise AssertionError("ranks with different codecs went through")
@@ -230,6 +245,8 @@ if __name__ == "__main__":
          test_stochastic_codecs_keep_replicas_bitwise_identical,
          test_every_codec_of_qccl_train_works_in_the_hook,
          test_quantized_hook_sends_fewer_bytes,
+         test_native_algorithm_counts_bytes_and_compression,
+         test_half_precision_buckets_keep_replicas_identical,
          test_intsgd_follows_the_optimizer,
          test_state_survives_save_and_load,
          test_bad_specs_raise_on_every_rank,

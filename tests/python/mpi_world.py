@@ -21,10 +21,20 @@ def join():
 
 
 def run(tests):
-    """Runs `tests` (functions) in order on every rank; exits 1 on the first
-    failure, naming it (every rank runs the same sequence of collectives, so
-    the others stop at their next one)."""
+    """Joins, runs `tests` (run_tests) and leaves."""
     rank, size = join()
+    run_tests(tests, rank, size)
+    dist.barrier()
+    dist.destroy_process_group()
+    qccl.shutdown()
+    if rank == 0 and os.path.exists(dist_store_path()):
+        os.remove(dist_store_path())
+
+
+def run_tests(tests, rank, size):
+    """Runs `tests` (functions of rank and size) in order on every rank;
+    exits 1 on the first failure, naming it (every rank runs the same
+    sequence of collectives, so the others stop at their next one)."""
     for test in tests:
         try:
             test(rank, size)
@@ -34,11 +44,6 @@ def run(tests):
             os._exit(1)  # the others would wait for this rank
         if rank == 0:
             print(f"ok {test.__name__} ({size} ranks)", flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
-    qccl.shutdown()
-    if rank == 0 and os.path.exists(dist_store_path()):
-        os.remove(dist_store_path())
 
 
 def dist_store_path():

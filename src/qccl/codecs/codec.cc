@@ -9,6 +9,7 @@
 #include "qccl/collectives/decode_sum.h"
 #include "qccl/collectives/reduce_scatter.h"
 #include "qccl/collectives/validate.h"
+#include "qccl/codecs/group_data_path.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -287,9 +288,19 @@ void Codec::default_move_data(Communicator& comm, int tag, const StepSetup& setu
                               Encoding& encoding, const Operation& operation,
                               const CollectiveOptions& options) {
   const CodecTraits traits = this->traits();
+  const int divide_by = traits.means_of_decoded_values ? setup.summed : 1;
+  if (GroupCollectives* group = group_collectives(comm)) {  // a caller's process group
+    if (setup.operation != CodecOperation::allreduce_mean) {
+      throw InvalidArgument(spec() + ": a process group runs qccl's allreduce mean only; the " +
+                            std::string(to_string(setup.operation)) + " needs qccl's MPI mode");
+    }
+    group_allreduce(comm, *group, operation.input, operation.output, encoding,
+                    traits.aggregation == Aggregation::allgather_decode, operation.own, divide_by,
+                    comm.timeout(options.timeout), spec());
+    return;
+  }
   Reduction* reduction = nullptr;
   if (traits.aggregation == Aggregation::compressed_domain) reduction = &in_transit(encoding);
-  const int divide_by = traits.means_of_decoded_values ? setup.summed : 1;
   switch (setup.operation) {
     case CodecOperation::allreduce_mean:
       if (reduction) {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "qccl/codecs/group_data_path.h"
 #include "qccl/codecs/kernels/kernels.h"
 #include "qccl/codecs/levels.h"
 #include "qccl/common/errors.h"
@@ -38,7 +39,7 @@ bool add_checked(Int* accum, const Int* incoming, std::size_t count, std::int64_
 // reduce = checked integer addition, decode = Σ/(n·α_l). α = +inf decodes to
 // 0: every coordinate was clipped and carries no magnitude information.
 template <class Int>
-class IntegerSum final : public IntegerSumReduction {
+class IntegerSum final : public IntegerSumReduction, public SummedIntegers {
  public:
   explicit IntegerSum(IntegerSumSetup setup)
       : setup_(std::move(setup)),
@@ -58,6 +59,7 @@ class IntegerSum final : public IntegerSumReduction {
 
   std::string name() const override { return setup_.name; }
   std::size_t max_encoded_bytes(std::size_t count) const override { return count * sizeof(Int); }
+  std::size_t integer_width() const override { return sizeof(Int); }
   std::uint64_t clipped() const override { return clipped_; }
   std::uint64_t largest_sent() const override { return largest_sent_; }
   std::uint64_t largest_sum() const override { return largest_sum_; }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "qccl/codecs/group_data_path.h"
 #include "qccl/codecs/kernels/kernels.h"
 #include "qccl/codecs/levels.h"
 #include "qccl/common/errors.h"
@@ -31,7 +32,7 @@ namespace {
 // addition; |partial sum| <= n·s <= 127 by the choice of s, so a larger value
 // can only come from corrupt data and is rejected. decode: the mean,
 // q_sum · norm / (s·n) (Algorithm 1, line 9).
-class LinearDitherReduction final : public Reduction {
+class LinearDitherReduction final : public Reduction, public SummedIntegers {
  public:
   LinearDitherReduction(std::string name, double norm, int levels, int ranks, CounterRng rng)
       : name_(std::move(name)), levels_(levels), limit_(levels * ranks), norm_(norm),
@@ -39,6 +40,7 @@ class LinearDitherReduction final : public Reduction {
 
   std::string name() const override { return name_; }
   std::size_t max_encoded_bytes(std::size_t count) const override { return count; }
+  std::size_t integer_width() const override { return 1; }  // int8 levels, summed exactly
 
   std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
     encode_levels(in, first, reinterpret_cast<std::int8_t*>(out.data()), norm_, levels_, rng_);

@@ -1,0 +1,41 @@
+// Runs a hook's codec steps on a caller's process group (group_transport.h),
+// one at a time, on the calling thread: the process-group mode has no
+// stream of its own, so the group sees qccl's collectives in the order the
+// hook is called, the same on every rank.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "group_transport.h"
+#include "qccl/collectives/communicator.h"
+
+namespace qccl::python {
+
+class GroupRunner {
+ public:
+  // `ops` as GroupTransport takes it; call with the GIL.
+  GroupRunner(pybind11::object ops, Timeout timeout);
+
+  int rank() const { return transport_->rank(); }
+  int size() const { return transport_->size(); }
+  std::uint64_t bytes_sent() const { return transport_->stats().bytes_sent; }
+
+  // Runs `operation` on the group's communicator after any other thread's;
+  // InvalidArgument naming `what` once closed. Call without the GIL.
+  void run(const std::string& what, const std::function<void(Communicator&)>& operation);
+  // Later runs raise, telling that the hook `reason` (e.g. "was closed").
+  void close(const std::string& reason);
+
+ private:
+  std::unique_ptr<GroupTransport> transport_;
+  std::unique_ptr<Communicator> comm_;  // over transport_, so it ends first
+  std::mutex mutex_;
+  std::string closed_;  // why, once closed
+};
+
+}  // namespace qccl::python

@@ -1,0 +1,76 @@
+// A codec's data moved by a caller's process group (PyTorch's
+// torch.distributed, for instance) instead of qccl's own transport: the
+// group offers whole-vector collectives only — a SUM allreduce of numbers
+// and an allgather of bytes — so nothing is combined hop by hop.
+//
+// Which encodings such a group can carry (Global-QSGD §4.3's point: its
+// integer encodings add up, so a plain integer SUM allreduce aggregates
+// them):
+// - encodings the transport sums natively (fp32, fp16, the exact fp32 mean):
+//   one SUM allreduce of their values;
+// - integer encodings whose in-transit reduction is exact integer addition
+//   (Global-QSGD's linear dithering, IntSGD's wire integers): one integer
+//   SUM allreduce; the headroom the codec proves for n ranks (Global-QSGD
+//   §4.3: n·s fits the wire; IntSGD §4.2: per-rank clip c with n·c in
+//   range) keeps that sum exact;
+// - encodings that are decoded before they are added (QSGD, min-max, Top-k,
+//   the signs): an allgather of every rank's encoded bytes, each decoded and
+//   added in rank order, so every rank gets the same bits.
+// Reductions of other kinds (exponential dithering's C_nat, averaging 4-bit
+// levels) combine partial results hop by hop and need qccl's own ring: the
+// group path refuses them, naming the MPI mode.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "qccl/collectives/communicator.h"
+#include "qccl/collectives/encoding.h"
+#include "qccl/collectives/options.h"
+#include "qccl/common/export.h"
+
+QCCL_API_BEGIN
+namespace qccl {
+
+// A transport that is a process group: besides the Transport interface it
+// sums integers of widths the Transport's DataType lacks.
+class GroupCollectives {
+ public:
+  // data holds integers of `width` bytes (1, 4 or 8), replaced on every rank
+  // by their element-wise sum over the group's ranks.
+  virtual void sum_integers(std::span<std::byte> data, std::size_t width, Timeout timeout) = 0;
+
+ protected:
+  ~GroupCollectives() = default;
+};
+
+// An encoding whose chunks are integers of one width, one per element, with
+// no header, whose in-transit reduction is their exact sum (with the
+// codec's headroom for n ranks).
+class SummedIntegers {
+ public:
+  virtual std::size_t integer_width() const = 0;
+
+ protected:
+  ~SummedIntegers() = default;
+};
+
+// The transport's group collectives, or null when it is not a group.
+GroupCollectives* group_collectives(Communicator& comm);
+
+// Empty when a group can carry this encoding, else why not and what to do
+// (the MPI mode). `gathered`: the codec decodes every rank's encoding before
+// adding (Aggregation::allgather_decode). `codec` names the codec.
+std::string group_refusal(Encoding& encoding, bool gathered, const std::string& codec);
+
+// The allreduce mean's data movement through the group: `output` receives
+// the sum over ranks of the decoded encodings divided by `divide_by` (1
+// where the codec scales the sum itself), `own` (if not empty) this rank's
+// decoded contribution Q(x).
+void group_allreduce(Communicator& comm, GroupCollectives& group, std::span<const float> input,
+                     std::span<float> output, Encoding& encoding, bool gathered,
+                     std::span<float> own, int divide_by, Timeout timeout,
+                     const std::string& codec);
+
+}  // namespace qccl
+QCCL_API_END

@@ -1,0 +1,305 @@
+"""qccl's DDP hook in the process-group mode, under torchrun with gloo (2
+and 4 ranks): qccl encodes and decodes, torch.distributed's group moves the
+data (docs/pytorch.md)."""
+
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import qccl
+from ddp_checks import (check_fp32_hook_matches_ddp, check_nan_on_one_rank_reaches_backward,
+                        half_dtypes, mlp)
+from mpi_world import run_tests
+
+# Every codec the mode carries, by how: integer SUM allreduce, allgather of
+# encodings, the group's fp32 allreduces.
+SUMMED = ("global-qsgd:bits=8", "intsgd", "intsgd:wire=int32")
+GATHERED = ("qsgd", "minmax", "topk:ratio=0.1", "ef(signsgd)", "natural")
+FP_SUMS = ("fp32", "fp16", "powersgd:rank=2")
+
+
+def batch(rank, step, n=16, dtype=torch.float32):
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randn(n, 40, generator=g).to(dtype), torch.randint(0, 5, (n,), generator=g)
+
+
+def backward(model, rank, step, dtype=torch.float32):
+    x, y = batch(rank, step, dtype=dtype)
+    nn.functional.cross_entropy(model(x).float(), y).backward()
+
+
+def wrapped(seed, codec=None, dtype=torch.float32, optimizer=False, **ddp_options):
+    """A DDP model with several buckets (5 KB cap), with qccl's hook unless
+    codec is None; and its SGD optimizer."""
+    model = DDP(mlp(seed, dtype), bucket_cap_mb=0.005, **ddp_options)
+    sgd = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    state = None
+    if codec is not None:
+        state, hook = qccl.ddp_hook(model, codec=codec, optimizer=sgd if optimizer else None)
+        model.register_comm_hook(state, hook)
+    return model, sgd, state
+
+
+def flat_parameters(model):
+    return torch.cat([p.detach().float().reshape(-1) for p in model.parameters()])
+
+
+def assert_replicas_identical(model, what):
+    mine = flat_parameters(model)
+    parts = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, mine)
+    for r, theirs in enumerate(parts):
+        assert torch.equal(theirs, mine), f"{what}: rank {r}'s parameters differ from this rank's"
+
+
+def train(model, sgd, rank, steps, dtype=torch.float32):
+    for step in range(steps):
+        sgd.zero_grad()
+        backward(model, rank, step, dtype)
+        sgd.step()
+
+
+def test_mode_is_process_group(rank, size):
+    assert (qccl.rank(), qccl.size()) == (dist.get_rank(), dist.get_world_size()) == (rank, size)
+    _, _, state = wrapped(1, "fp32")
+    assert state.process_group_mode
+
+
+def test_fp32_hook_gives_ddp_default_gradients(rank, size):
+    reference, _, _ = wrapped(seed=1)
+    hooked, _, state = wrapped(seed=1, codec="fp32")
+    check_fp32_hook_matches_ddp(reference, hooked, lambda m, step: backward(m, rank, step), size)
+    assert state.bytes_sent > 0 and state.compression_ratio == 1.0
+
+
+def test_every_supported_codec_keeps_replicas_bitwise_identical(rank, size):
+    for codec in SUMMED + GATHERED + FP_SUMS:
+        model, sgd, state = wrapped(seed=2, codec=codec, optimizer=codec.startswith("intsgd"))
+        train(model, sgd, rank, steps=5)
+        assert_replicas_identical(model, codec)
+        assert state.bytes_sent > 0, codec
+        assert torch.isfinite(flat_parameters(model)).all(), codec
+
+
+def test_every_codec_of_the_registry_runs_or_is_refused(rank, size):
+    """Every codec `qccl train` accepts, with its defaults: either three
+    steps with bitwise identical replicas, or refused at ddp_hook() time
+    naming the MPI mode; never a hang or replicas that differ."""
+    ran, refused = [], []
+    specs = [name for name, _ in qccl.codecs() if name != "ef"] + ["ef(global-qsgd:bits=4)"]
+    for name in specs:  # ef wraps a codec: with the one the registry's message suggests
+        model = DDP(mlp(15), bucket_cap_mb=0.005)
+        sgd = torch.optim.SGD(model.parameters(), lr=0.05)
+        try:
+            state, hook = qccl.ddp_hook(model, codec=name, optimizer=sgd)
+        except qccl.InvalidArgument as error:
+            assert "MPI mode" in str(error), f"{name}: {error}"
+            refused.append(name)
+            continue
+        model.register_comm_hook(state, hook)
+        train(model, sgd, rank, steps=3)
+        assert_replicas_identical(model, name)
+        ran.append(name)
+    if rank == 0:
+        print(f"ran {' '.join(ran)}; refused {' '.join(refused)}", flush=True)
+    assert len(ran) > len(refused)
+
+
+def test_eight_bit_codec_compresses_four_to_one(rank, size):
+    model, sgd, state = wrapped(seed=3, codec="global-qsgd:bits=8")
+    train(model, sgd, rank, steps=2)
+    assert state.compression_ratio == 4.0, state.compression_ratio
+
+
+def test_global_qsgd_mean_is_within_its_bound(rank, size):
+    """One bucket: the hook's mean against the exact mean (DDP's own
+    allreduce) is within one quantization level of a rank, G/s, where G is
+    the largest |gradient| over all ranks and s = ⌊127/n⌋ the levels per
+    rank, so that n·s fits int8 (Global-QSGD §4.3): each rank's stochastic
+    rounding moves its value by less than one level, and so does the mean."""
+    model = DDP(mlp(4), bucket_cap_mb=25)
+    state, hook = qccl.ddp_hook(model, codec="global-qsgd:bits=8")
+    model.register_comm_hook(state, hook)
+    reference = DDP(mlp(4), bucket_cap_mb=25)
+    local = mlp(4)
+    for m in (model, reference, local):
+        backward(m, rank, 0)
+    largest = torch.tensor([max(p.grad.abs().max().item() for p in local.parameters())])
+    dist.all_reduce(largest, op=dist.ReduceOp.MAX)
+    bound = largest.item() / (127 // size) * (1 + 1e-5)
+    for p, q in zip(reference.parameters(), model.parameters()):
+        worst = (p.grad - q.grad).abs().max().item()
+        assert worst <= bound, f"differs by {worst} > {bound}"
+
+
+def test_ring_only_codec_is_refused_naming_the_mpi_mode(rank, size):
+    model = DDP(mlp(5))
+    for codec in ("global-qsgd:bits=8,dither=exp", "global-qsgd:bits=4"):
+        try:
+            qccl.ddp_hook(model, codec=codec)
+        except qccl.InvalidArgument as error:
+            assert "MPI mode" in str(error) and "mpirun" in str(error), str(error)
+        else:
+            raise AssertionError(f"{codec} was not refused")
+
+
+def test_bf16_and_fp16_models_train_with_identical_replicas(rank, size):
+    for dtype in half_dtypes():
+        model, sgd, state = wrapped(seed=6, codec="global-qsgd:bits=8", dtype=dtype)
+        before = flat_parameters(model)
+        train(model, sgd, rank, steps=4, dtype=dtype)
+        assert all(p.dtype == dtype for p in model.parameters())
+        assert not torch.equal(before, flat_parameters(model)), f"{dtype}: nothing moved"
+        assert_replicas_identical(model, str(dtype))
+
+
+def test_half_mean_is_the_fp32_mean_rounded(rank, size):
+    """fp32 codec on a half-precision model: each gradient is the rounding of
+    the fp32 mean of the ranks' gradients; DDP's own allreduce sums in the
+    half type, so the two agree within a rounding of each partial sum: n
+    units in the last place (2^-8 of the value for bf16, 2^-11 for fp16)."""
+    for dtype, unit in ((torch.bfloat16, 2 ** -8), (torch.float16, 2 ** -11)):
+        if dtype not in half_dtypes():
+            continue
+        reference, _, _ = wrapped(seed=7, dtype=dtype)
+        hooked, _, _ = wrapped(seed=7, codec="fp32", dtype=dtype)
+        for model in (reference, hooked):
+            backward(model, rank, 0, dtype)
+        for p, q in zip(reference.parameters(), hooked.parameters()):
+            assert q.grad.dtype == dtype
+            scale = p.grad.float().abs().max().item() + 1e-30
+            worst = (p.grad.float() - q.grad.float()).abs().max().item()
+            assert worst <= size * unit * scale, f"{dtype}: differs by {worst}"
+
+
+def test_half_bucket_goes_chunk_by_chunk(rank, size):
+    """One half-precision bucket in chunks of about 1000 elements (whole
+    parameters; the 2560- and 2048-element weights alone): the chunks cover the bucket
+    in order; the fp32 codec's mean is DDP's within the half type's rounding;
+    8-bit Global-QSGD and IntSGD (which reads each chunk's parameters) keep
+    replicas identical."""
+    from qccl._tensors import half_chunks
+    dtype = half_dtypes()[-1]
+    sizes = [p.numel() for p in mlp(17, dtype).parameters()]
+    chunks = half_chunks([torch.empty(n) for n in sizes], 1000)
+    assert [c[2] for c in chunks] == [[0], [1], [2], [3, 4, 5]], chunks
+    assert [(c[0], c[1]) for c in chunks] == [(0, 2560), (2560, 64), (2624, 2048), (4672, 197)]
+    unit = 2 ** -8 if dtype == torch.bfloat16 else 2 ** -11
+    reference = DDP(mlp(17, dtype), bucket_cap_mb=25)
+    for codec in ("fp32", "global-qsgd:bits=8", "intsgd"):
+        model = DDP(mlp(17, dtype), bucket_cap_mb=25)
+        sgd = torch.optim.SGD(model.parameters(), lr=0.05)
+        state, hook = qccl.ddp_hook(model, codec=codec, optimizer=sgd)
+        state.half_chunk = 1000
+        model.register_comm_hook(state, hook)
+        if codec == "fp32":
+            for m in (reference, model):
+                backward(m, rank, 0, dtype)
+            for p, q in zip(reference.parameters(), model.parameters()):
+                scale = p.grad.float().abs().max().item() + 1e-30
+                worst = (p.grad.float() - q.grad.float()).abs().max().item()
+                assert worst <= size * unit * scale, f"differs by {worst}"
+            continue
+        train(model, sgd, rank, steps=3, dtype=dtype)
+        assert_replicas_identical(model, f"{codec} in chunks")
+
+
+def test_amp_autocast_with_fp32_gradients(rank, size):
+    model, sgd, _ = wrapped(seed=8, codec="global-qsgd:bits=8")
+    for step in range(3):
+        sgd.zero_grad()
+        x, y = batch(rank, step)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        assert all(p.grad.dtype == torch.float32 for p in model.parameters())
+        sgd.step()
+    assert_replicas_identical(model, "autocast")
+
+
+def test_float64_model_is_refused_at_hook_time(rank, size):
+    model = DDP(mlp(9, torch.float64))
+    try:
+        qccl.ddp_hook(model, codec="fp32")
+    except qccl.InvalidArgument as error:
+        assert "torch.float64" in str(error) and "model.float()" in str(error), str(error)
+    else:
+        raise AssertionError("a float64 model was not refused")
+
+
+def test_no_sync_accumulates_then_averages(rank, size):
+    """Two micro-batches under no_sync() then one synchronised: the mean of
+    the accumulated gradients, as DDP's own allreduce gives it."""
+    reference, _, _ = wrapped(seed=10)
+    hooked, _, _ = wrapped(seed=10, codec="fp32")
+    for model in (reference, hooked):
+        with model.no_sync():
+            backward(model, rank, 0)
+            backward(model, rank, 1)
+        backward(model, rank, 2)
+    for p, q in zip(reference.parameters(), hooked.parameters()):
+        scale = p.grad.abs().max().item() + 1e-30
+        assert (p.grad - q.grad).abs().max().item() <= 8 * size * 1.2e-7 * scale
+
+
+def test_static_graph(rank, size):
+    model, sgd, _ = wrapped(seed=11, codec="qsgd", static_graph=True)
+    train(model, sgd, rank, steps=4)
+    assert_replicas_identical(model, "static_graph")
+
+
+def test_failure_reaches_backward_as_the_qccl_exception(rank, size):
+    model, _, _ = wrapped(seed=12, codec="global-qsgd:bits=8")
+    check_nan_on_one_rank_reaches_backward(model, lambda: batch(rank, 0), rank, size)
+
+
+def test_a_rank_that_stops_gives_a_timeout_not_a_hang(rank, size):
+    """Last: only rank 0 runs backward; its hook's wait for the others ends
+    after the hook's 2 s with qccl.TimeoutError from backward()."""
+    model = DDP(mlp(16))
+    state, hook = qccl.ddp_hook(model, codec="global-qsgd:bits=8", timeout=2)
+    model.register_comm_hook(state, hook)
+    if rank != 0:
+        return
+    started = time.monotonic()
+    try:
+        backward(model, rank, 0)
+    except qccl.TimeoutError as error:
+        assert "did not complete within 2 s" in str(error), error
+    else:
+        raise AssertionError("a bucket without the other ranks completed")
+    assert time.monotonic() - started < 30
+
+
+TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
+         test_every_supported_codec_keeps_replicas_bitwise_identical,
+         test_every_codec_of_the_registry_runs_or_is_refused,
+         test_eight_bit_codec_compresses_four_to_one, test_global_qsgd_mean_is_within_its_bound,
+         test_ring_only_codec_is_refused_naming_the_mpi_mode,
+         test_bf16_and_fp16_models_train_with_identical_replicas,
+         test_half_mean_is_the_fp32_mean_rounded, test_half_bucket_goes_chunk_by_chunk,
+         test_amp_autocast_with_fp32_gradients,
+         test_float64_model_is_refused_at_hook_time, test_no_sync_accumulates_then_averages,
+         test_static_graph, test_failure_reaches_backward_as_the_qccl_exception,
+         test_a_rank_that_stops_gives_a_timeout_not_a_hang]
+
+
+def main():
+    qccl.init(timeout=60)
+    torch.set_num_threads(1)
+    # The ranks meet at the end on a group of their own: the last test
+    # leaves rank 0's default group with a receive that timed out.
+    ending = dist.new_group(backend="gloo")
+    only = set(sys.argv[1:])
+    run_tests([t for t in TESTS if not only or t.__name__ in only], qccl.rank(), qccl.size())
+    dist.barrier(group=ending)
+    qccl.shutdown()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
