@@ -47,36 +47,19 @@ def check_parameters(named):
                 "DDP, e.g. model.float() (or model.to(torch.bfloat16))")
 
 
-def bucket_buffer(buffer, staging, index):
-    """The fp32 memory the hook averages a bucket in: the bucket itself when
-    it is float32, else (bfloat16, float16) an fp32 copy, in a tensor kept
-    per bucket index and reused every step, that the caller writes back."""
+def bucket_half_type(buffer):
+    """None for a float32 gradient bucket, "bfloat16" or "float16" for a
+    half-precision one (the hook averages those chunk by chunk in fp32 and
+    writes the mean back in the bucket's dtype); other dtypes are refused."""
     torch = _torch()
-    if buffer.dtype == torch.float32:
-        return fp32_buffer(buffer, "the gradient bucket", writable=True)[0]
-    if str(buffer.dtype).replace("torch.", "") not in HOOK_DTYPES:
+    if buffer.device.type != "cpu":
+        raise InvalidArgument(f"a gradient bucket is on {buffer.device}; qccl's DDP hook "
+                              "averages CPU gradients")
+    name = str(buffer.dtype).replace("torch.", "")
+    if name not in HOOK_DTYPES:
         raise InvalidArgument(f"a gradient bucket has dtype {buffer.dtype}; qccl's DDP hook "
                               f"averages {', '.join(HOOK_DTYPES)}")
-    fp32 = staging.get(index)
-    if fp32 is None or fp32.numel() != buffer.numel():
-        fp32 = staging[index] = torch.empty(buffer.numel(), dtype=torch.float32)
-    fp32.copy_(buffer.view(-1))
-    return fp32
-
-
-def half_chunks(parameters, chunk_elements):
-    """A bucket cut into chunks of whole parameters, each about
-    `chunk_elements` elements (one larger parameter: a chunk alone), in
-    bucket order: (first element, element count, the parameters' positions
-    in `parameters`)."""
-    chunks, first, count, members = [], 0, 0, []
-    for i, parameter in enumerate(parameters):
-        n = parameter.numel()
-        if members and count + n > chunk_elements:
-            chunks.append((first, count, members))
-            first, count, members = first + count, 0, []
-        count += n
-        members.append(i)
-    if members:
-        chunks.append((first, count, members))
-    return chunks
+    if not buffer.is_contiguous():
+        raise InvalidArgument("a gradient bucket is not contiguous; qccl's DDP hook writes the "
+                              "mean into it in place")
+    return None if name == "float32" else name

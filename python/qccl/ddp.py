@@ -28,17 +28,15 @@ with the model's checkpoint.
 """
 
 from ._native import native
-from ._tensors import bucket_buffer, check_parameters, fp32_buffer, half_chunks
+from ._tensors import bucket_half_type, check_parameters
 from .collectives import DEFAULT_TIMEOUT, check_matches_torch_distributed, context, on_group
 from ._group_ops import GroupOps
 from .errors import Error, InvalidArgument
 
 FP32_BYTES = 4
-# The process-group mode's half-precision chunks: elements per chunk (whole
-# parameters; a larger parameter is a chunk of its own), and where their
-# codec instances' indices start, apart from the fp32 buckets'.
+# A half-precision bucket's chunks: about this many elements each (whole
+# parameters; a larger parameter is a chunk of its own).
 HALF_CHUNK = 1 << 20
-HALF_CHUNK_INDEX = 1 << 40
 
 
 def _native_hook(model, codec, algorithm, seed, timeout, process_group, names, shapes):
@@ -68,10 +66,8 @@ class DDPHookState:
             raise InvalidArgument("the model has no parameters that require gradients")
         check_parameters(named)
         self._number = {id(p): i for i, (_, p) in enumerate(named)}
-        self._staging = {}  # bucket index -> fp32 tensor, for bf16 and fp16 buckets
         self._failures = []  # the buckets' failures in this backward pass
         self._pending = []  # this backward pass's futures
-        self._chunk = None  # the process-group mode's fp32 buffer for half-precision chunks
         self.half_chunk = HALF_CHUNK
         self._native = _native_hook(model, codec, algorithm, seed, timeout, process_group,
                                     [n for n, _ in named], [list(p.shape) for _, p in named])
@@ -158,28 +154,27 @@ class DDPHookState:
             failures.append(error)  # DDP gets the bucket as it is; backward() raises `error`
             future.set_result(buffer)
 
-        if self._native.on_group:
+        half = bucket_half_type(buffer)
+        # fp32 copies of half-precision parameters live until submit has read them.
+        current = self._feedback_values(parameters)
+        arguments = (bucket.index(), buffer.data_ptr(), buffer.numel(), numbers,
+                     [p.data_ptr() for p in current], self._step_size(), half, self.half_chunk)
+        if self._native.on_group:  # averaged before submit returns
             try:
-                self._reduce_on_group(bucket.index(), buffer, numbers, parameters)
+                self._native.submit(*arguments, None)
             except Error as error:
                 failed(error)
             else:
                 future.set_result(buffer)
             return future
-        gradients = bucket_buffer(buffer, self._staging, bucket.index())
-        # fp32 copies of half-precision parameters live until submit has read them.
-        current = self._feedback_values(parameters)
 
         def done(error):
             if error is not None:
                 failed(error)
-                return
-            if gradients is not buffer:
-                buffer.copy_(gradients)  # the mean, in the bucket's dtype
-            future.set_result(buffer)
+            else:
+                future.set_result(buffer)  # the mean, written in the bucket's dtype
 
-        self._native.submit(bucket.index(), gradients.data_ptr(), gradients.numel(), numbers,
-                            [p.data_ptr() for p in current], self._step_size(), done)
+        self._native.submit(*arguments, done)
         return future
 
     def _feedback_values(self, parameters):
@@ -188,35 +183,6 @@ class DDPHookState:
         if not self._native.wants_step_feedback:
             return []
         return [p.detach().float() for p in parameters]
-
-    def _reduce_on_group(self, index, buffer, numbers, parameters):
-        """Averages the bucket on the process group before returning (failures
-        raise). A half-precision bucket goes chunk by chunk — whole
-        parameters, about HALF_CHUNK elements each — through one fp32 buffer
-        of a chunk's size, each chunk a codec step of its own: no fp32 copy
-        of the whole bucket."""
-        import torch
-        if buffer.dtype == torch.float32:
-            gradients = fp32_buffer(buffer, "the gradient bucket", writable=True)[0]
-            current = self._feedback_values(parameters)
-            self._native.submit(index, gradients.data_ptr(), gradients.numel(), numbers,
-                                [p.data_ptr() for p in current], self._step_size(), None)
-            return
-        flat = buffer.view(-1)
-        for k, (first, count, chunk) in enumerate(half_chunks(parameters, self.half_chunk)):
-            fp32 = self._chunk_buffer(count)
-            fp32.copy_(flat[first:first + count])
-            current = self._feedback_values([parameters[i] for i in chunk])
-            self._native.submit(HALF_CHUNK_INDEX + (index << 20) + k, fp32.data_ptr(), count,
-                                [numbers[i] for i in chunk], [p.data_ptr() for p in current],
-                                self._step_size(), None)
-            flat[first:first + count].copy_(fp32)  # the mean, in the bucket's dtype
-
-    def _chunk_buffer(self, count):
-        import torch
-        if self._chunk is None or self._chunk.numel() < count:
-            self._chunk = torch.empty(count, dtype=torch.float32)
-        return self._chunk[:count]
 
     # A failure reaches backward() as qccl's exception, not as the
     # "Unable to cast ... to Tensor" that a future's exception becomes in
@@ -270,9 +236,10 @@ def ddp_hook(model, codec="fp32", *, algorithm="ring", seed=0, timeout=None, opt
     world_size=qccl.size()): qccl's own ring exchanges the buckets.
 
     Supported: CPU tensors; gradients in float32, bfloat16 and float16 (a
-    half-precision bucket is averaged in float32 and written back in its
-    dtype, in the process-group mode chunk by chunk: state.half_chunk
-    elements; AMP with float32 gradients is float32). float64 and GPU
+    half-precision bucket is averaged chunk by chunk — whole parameters,
+    about state.half_chunk elements — in one float32 buffer of a chunk's
+    size and written back in its dtype; AMP with float32 gradients is
+    float32). float64 and GPU
     parameters are refused here, naming the fix.
 
     model: the DistributedDataParallel model (or its module). codec: any

@@ -5,10 +5,15 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+#include <string>
+#include <tuple>
+
 #include "bucket_hook.h"
 #include "compressor.h"
 #include "context.h"
 #include "module_parts.h"
+#include "parameter_chunks.h"
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
 
@@ -81,6 +86,18 @@ void bind_context(py::module_& module) {
       });
 
   module.def("codec_catalog", &codec_catalog, "(name, description) of every codec");
+  module.def(
+      "parameter_chunks",
+      [](const std::vector<std::size_t>& elements, std::size_t chunk_elements) {
+        std::vector<std::tuple<std::size_t, std::size_t, std::size_t, std::size_t>> chunks;
+        for (const auto& c : parameter_chunks(elements, chunk_elements)) {
+          chunks.emplace_back(c.first, c.count, c.begin, c.end);
+        }
+        return chunks;
+      },
+      "(first element, elements, first parameter, end parameter) of each chunk a "
+      "half-precision bucket is averaged in",
+      py::arg("elements"), py::arg("chunk_elements"));
 }
 
 void bind_bucket_hook(py::module_& module) {
@@ -114,15 +131,18 @@ void bind_bucket_hook(py::module_& module) {
       .def("submit",
            [](BucketHook& hook, std::size_t index, std::uintptr_t gradients, std::size_t count,
               std::vector<std::size_t> parameters, std::vector<std::uintptr_t> values,
-              std::optional<double> step_size, py::object done) {
-             BucketCall call{index, gradients, count, std::move(parameters), std::move(values),
-                             step_size};
+              std::optional<double> step_size, std::optional<std::string> half,
+              std::size_t half_chunk, py::object done) {
+             BucketCall call{index,     gradients, count, std::move(parameters), std::move(values),
+                             step_size, std::nullopt, half_chunk};
+             if (half) call.half = parse_half_type(*half);
              PythonObject callback(std::move(done));
              py::gil_scoped_release no_gil;
              hook.submit(std::move(call), std::move(callback));
            },
            py::arg("index"), py::arg("gradients"), py::arg("count"), py::arg("parameters"),
-           py::arg("values"), py::arg("step_size"), py::arg("done"))
+           py::arg("values"), py::arg("step_size"), py::arg("half"), py::arg("half_chunk"),
+           py::arg("done"))
       .def("save_state", [](BucketHook& hook) {
         std::vector<std::byte> state;
         {

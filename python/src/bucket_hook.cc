@@ -4,6 +4,7 @@
 
 #include "compressor.h"
 #include "errors.h"
+#include "parameter_chunks.h"
 #include "qccl/codecs/group_data_path.h"
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/byte_io.h"
@@ -13,6 +14,10 @@ namespace qccl::python {
 namespace {
 
 constexpr std::uint64_t kStateMagic = 0x716363'6c686f6f6bULL;  // "qcclhook"
+
+// The codec instances of half-precision chunks, numbered apart from the
+// fp32 buckets': chunk k of bucket b is kHalfChunkCodecs + b·2^20 + k.
+constexpr std::size_t kHalfChunkCodecs = std::size_t{1} << 40;
 
 // Deleted without the GIL: closing waits for buckets in flight, whose
 // completions take the GIL to finish their futures.
@@ -120,6 +125,10 @@ BucketHook::~BucketHook() {
 // Cheap, on the submitting thread, so a wrong bucket fails in the hook:
 // known parameters whose sizes add up to the buffer's.
 void BucketHook::check_bucket(const BucketCall& call) const {
+  if (call.half && call.half_chunk == 0) {
+    throw InvalidArgument("a half-precision bucket goes in chunks of at least one element: set "
+                          "state.half_chunk to a positive count");
+  }
   std::size_t elements = 0;
   for (const std::size_t p : call.parameters) {
     if (p >= parameters_.size()) {
@@ -133,7 +142,7 @@ void BucketHook::check_bucket(const BucketCall& call) const {
   if (elements != call.count) {
     throw InvalidArgument("bucket " + std::to_string(call.index) + " has " +
                           std::to_string(call.count) + " gradient elements but its parameters " +
-                          std::to_string(elements) + "; the hook supports dense fp32 buckets");
+                          std::to_string(elements) + "; the hook supports dense buckets");
   }
 }
 
@@ -217,11 +226,50 @@ void BucketHook::submit(BucketCall call, PythonObject done) {
 
 void BucketHook::average(Communicator& comm, const BucketCall& call,
                          const std::vector<float>& update) {
-  Codec& codec = codec_for(call.index, call.parameters);
-  if (!update.empty()) codec.step_feedback()->observe_step(*call.step_size, update);
-  codec.allreduce_mean(comm, floats_at(call.gradients, call.count), options_);
-  const std::uint64_t encoded = codec.wire_bytes(call.count);
-  elements_reduced_ += call.count;
+  if (call.half) {
+    average_half(comm, call, update);
+    return;
+  }
+  average_values(comm, call.index, floats_at(call.gradients, call.count), call.parameters,
+                 call.step_size, update);
+}
+
+// A half-precision bucket, chunk by chunk (parameter_chunks.h): each chunk
+// is widened into one fp32 buffer the hook keeps, averaged as a codec step
+// of its own — its own codec instance, so the norm and the scales are the
+// chunk's — and its mean narrowed back into the bucket, rounded to nearest
+// even as PyTorch casts. The fp32 memory is one chunk's, never the bucket's;
+// every rank cuts the same chunks, so replicas stay bitwise identical.
+void BucketHook::average_half(Communicator& comm, const BucketCall& call,
+                              const std::vector<float>& update) {
+  std::vector<std::size_t> elements;
+  for (const std::size_t p : call.parameters) elements.push_back(parameters_[p].elements);
+  auto* bucket = reinterpret_cast<std::uint16_t*>(call.gradients);
+  const auto chunks = parameter_chunks(elements, call.half_chunk);
+  for (std::size_t k = 0; k < chunks.size(); ++k) {
+    const ParameterChunk& chunk = chunks[k];
+    if (half_chunk_.size() < chunk.count) half_chunk_.resize(chunk.count);
+    const std::span<float> values(half_chunk_.data(), chunk.count);
+    widen_half(*call.half, bucket + chunk.first, values.data(), chunk.count);
+    const std::vector<std::size_t> members(call.parameters.begin() + chunk.begin,
+                                           call.parameters.begin() + chunk.end);
+    const auto chunk_update = update.empty()
+                                  ? std::span<const float>()
+                                  : std::span<const float>(update).subspan(chunk.first, chunk.count);
+    average_values(comm, kHalfChunkCodecs + (call.index << 20) + k, values, members,
+                   call.step_size, chunk_update);
+    narrow_to_half(*call.half, values.data(), bucket + chunk.first, chunk.count);
+  }
+}
+
+void BucketHook::average_values(Communicator& comm, std::size_t codec_index,
+                                std::span<float> values, const std::vector<std::size_t>& parameters,
+                                std::optional<double> step_size, std::span<const float> update) {
+  Codec& codec = codec_for(codec_index, parameters);
+  if (!update.empty()) codec.step_feedback()->observe_step(*step_size, update);
+  codec.allreduce_mean(comm, values, options_);
+  const std::uint64_t encoded = codec.wire_bytes(values.size());
+  elements_reduced_ += values.size();
   encoded_bytes_ += encoded;
   if (!group_ && options_.algorithm == Algorithm::native) {  // a ring's 2(n−1)/n of it
     const auto n = static_cast<std::uint64_t>(comm.size());

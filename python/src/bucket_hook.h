@@ -34,6 +34,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,7 @@
 #include "qccl/codecs/codec.h"
 #include "qccl/codecs/tensor_state.h"
 #include "qccl/collectives/stream.h"
+#include "qccl/common/half_precision.h"
 
 namespace qccl::python {
 
@@ -57,11 +59,13 @@ struct ParameterInfo {
 // One bucket as the reducer hands it over.
 struct BucketCall {
   std::size_t index = 0;                  // the reducer's bucket index
-  std::uintptr_t gradients = 0;           // the bucket's flat fp32 buffer
+  std::uintptr_t gradients = 0;           // the bucket's flat buffer, fp32 or `half`
   std::size_t count = 0;                  // its elements
   std::vector<std::size_t> parameters;    // the bucket's parameters, by number, in buffer order
   std::vector<std::uintptr_t> values;     // their current values (fp32), for optimizer feedback
   std::optional<double> step_size;        // the learning rate the mean will be applied with
+  std::optional<HalfType> half;           // a bf16 or fp16 bucket; none for fp32
+  std::size_t half_chunk = 0;             // a half bucket's elements per chunk (parameter_chunks.h)
 };
 
 class BucketHook final {
@@ -121,8 +125,15 @@ class BucketHook final {
   // The group mode's checks: the encoding of a first step must be one a
   // group carries (group_data_path.h).
   void check_group_can_carry() const;
-  // The bucket's codec step (on the stream's thread, or the group's caller).
+  // The bucket's codec steps (on the stream's thread, or the group's
+  // caller): one for an fp32 bucket, one per chunk for a half one.
   void average(Communicator& comm, const BucketCall& call, const std::vector<float>& update);
+  void average_half(Communicator& comm, const BucketCall& call, const std::vector<float>& update);
+  // One codec step: the mean of `values` (the parameters' gradients, in
+  // order) with the codec instance `codec_index`.
+  void average_values(Communicator& comm, std::size_t codec_index, std::span<float> values,
+                      const std::vector<std::size_t>& parameters, std::optional<double> step_size,
+                      std::span<const float> update);
   // The update since this bucket's previous call, in bucket layout; empty
   // when some parameter has no earlier snapshot (its first step).
   std::vector<float> update_since_last_call(const BucketCall& call);
@@ -146,6 +157,7 @@ class BucketHook final {
   };
   std::map<std::size_t, BucketCodec> codecs_;
   std::map<std::size_t, std::pair<std::uint64_t, std::vector<std::byte>>> loaded_;  // step, state
+  std::vector<float> half_chunk_;  // a half bucket's chunk, widened to fp32
   std::shared_ptr<TensorStateStore> store_ = std::make_shared<TensorStateStore>();
 
   std::mutex snapshots_mutex_;  // the submitting thread's

@@ -11,8 +11,8 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import qccl
-from ddp_checks import (check_fp32_hook_matches_ddp, check_nan_on_one_rank_reaches_backward,
-                        half_dtypes, mlp)
+from ddp_checks import (check_fp32_hook_matches_ddp, check_half_bucket_in_chunks,
+                        check_nan_on_one_rank_reaches_backward, half_dtypes, mlp)
 from mpi_world import run_tests
 
 # Every codec the mode carries, by how: integer SUM allreduce, allgather of
@@ -177,35 +177,7 @@ def test_half_mean_is_the_fp32_mean_rounded(rank, size):
 
 
 def test_half_bucket_goes_chunk_by_chunk(rank, size):
-    """One half-precision bucket in chunks of about 1000 elements (whole
-    parameters; the 2560- and 2048-element weights alone): the chunks cover the bucket
-    in order; the fp32 codec's mean is DDP's within the half type's rounding;
-    8-bit Global-QSGD and IntSGD (which reads each chunk's parameters) keep
-    replicas identical."""
-    from qccl._tensors import half_chunks
-    dtype = half_dtypes()[-1]
-    sizes = [p.numel() for p in mlp(17, dtype).parameters()]
-    chunks = half_chunks([torch.empty(n) for n in sizes], 1000)
-    assert [c[2] for c in chunks] == [[0], [1], [2], [3, 4, 5]], chunks
-    assert [(c[0], c[1]) for c in chunks] == [(0, 2560), (2560, 64), (2624, 2048), (4672, 197)]
-    unit = 2 ** -8 if dtype == torch.bfloat16 else 2 ** -11
-    reference = DDP(mlp(17, dtype), bucket_cap_mb=25)
-    for codec in ("fp32", "global-qsgd:bits=8", "intsgd"):
-        model = DDP(mlp(17, dtype), bucket_cap_mb=25)
-        sgd = torch.optim.SGD(model.parameters(), lr=0.05)
-        state, hook = qccl.ddp_hook(model, codec=codec, optimizer=sgd)
-        state.half_chunk = 1000
-        model.register_comm_hook(state, hook)
-        if codec == "fp32":
-            for m in (reference, model):
-                backward(m, rank, 0, dtype)
-            for p, q in zip(reference.parameters(), model.parameters()):
-                scale = p.grad.float().abs().max().item() + 1e-30
-                worst = (p.grad.float() - q.grad.float()).abs().max().item()
-                assert worst <= size * unit * scale, f"differs by {worst}"
-            continue
-        train(model, sgd, rank, steps=3, dtype=dtype)
-        assert_replicas_identical(model, f"{codec} in chunks")
+    check_half_bucket_in_chunks(rank, size)
 
 
 def test_amp_autocast_with_fp32_gradients(rank, size):
