@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <span>
+#include <string>
 
 #include "module_parts.h"
 #include "qccl/common/errors.h"
@@ -18,6 +19,25 @@ namespace {
 
 namespace py = pybind11;
 using Indices = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
+
+// pybind11 before 2.12 reads NumPy's array descriptors where NumPy 1 keeps
+// them; NumPy 2 moved them, and arrays made or read there come out wrong
+// without an error (a Fashion-MNIST label array came back as one label
+// repeated). Built so (Debian 12's pybind11 is 2.10), every call that
+// touches an array refuses NumPy 2, naming both fixes; built with 2.12 or
+// later (pip install . fetches it), NumPy 1 and 2 both work.
+void check_numpy_abi() {
+#if PYBIND11_VERSION_MAJOR == 2 && PYBIND11_VERSION_MINOR < 12
+  const auto version = py::module_::import("numpy").attr("__version__").cast<std::string>();
+  if (std::stoi(version) >= 2) {
+    throw InvalidArgument(
+        "qccl.data was built with pybind11 " + std::to_string(PYBIND11_VERSION_MAJOR) + "." +
+        std::to_string(PYBIND11_VERSION_MINOR) + ", which predates NumPy 2, and NumPy " +
+        version + " is loaded: its arrays would come out wrong. Use numpy<2 in this "
+        "environment, or build qccl with pybind11 2.12 or later (pip install . fetches one)");
+  }
+#endif
+}
 
 std::size_t checked_index(const data::ClickData& data, std::int64_t i, bool test) {
   const auto& shape = data.shape();
@@ -31,6 +51,7 @@ std::size_t checked_index(const data::ClickData& data, std::int64_t i, bool test
 
 py::array_t<std::int64_t> features(const data::ClickData& data, const Indices& indices,
                                    bool test) {
+  check_numpy_abi();
   if (indices.ndim() != 1) throw InvalidArgument("features(): indices must be one-dimensional");
   const auto n = static_cast<std::size_t>(indices.shape(0));
   const std::size_t fields = data.shape().fields;
@@ -44,6 +65,7 @@ py::array_t<std::int64_t> features(const data::ClickData& data, const Indices& i
 }
 
 py::array_t<float> labels(const data::ClickData& data, const Indices& indices, bool test) {
+  check_numpy_abi();
   if (indices.ndim() != 1) throw InvalidArgument("labels(): indices must be one-dimensional");
   const auto n = static_cast<std::size_t>(indices.shape(0));
   py::array_t<float> out(n);
@@ -55,6 +77,7 @@ py::array_t<float> labels(const data::ClickData& data, const Indices& indices, b
 
 // (images uint8 (n, rows, cols), labels int64 (n)) of one split.
 py::tuple fashion_mnist(const std::string& split, const std::string& directory) {
+  check_numpy_abi();
   if (split != "train" && split != "test") {
     throw InvalidArgument("fashion_mnist: split is 'train' or 'test', not '" + split + "'");
   }

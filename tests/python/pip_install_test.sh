@@ -25,6 +25,10 @@ cd "$work"  # away from the source tree and PYTHONPATH's build tree
 unset PYTHONPATH
 "$python" -c 'import qccl, torch; print("qccl", qccl.__version__, "from", qccl.__file__, "torch", torch.__version__)'
 "$work/venv/bin/qccl" --version
+# The installed extension is built with PyPI's pybind11: qccl.data's arrays
+# must be right under NumPy 2 as well (the venv's own NumPy comes first).
+"$python" -m pip install --quiet --disable-pip-version-check --no-input "numpy>=2"
+"$python" "$root/tests/python/data_test.py" --must-work
 for ranks in 2 4; do
   OMP_NUM_THREADS=1 "$python" "$root/scripts/torchrun" --standalone --nproc_per_node "$ranks" \
     "$root/examples/ddp_torchrun.py" > "$work/example.log" 2>&1 || { cat "$work/example.log"; exit 1; }
