@@ -1,12 +1,16 @@
 // Test helpers for the experiments' outputs: running an experiment on
-// in-process ranks for rank 0's report, reading a file whole, and a CSV's
-// header and row count.
+// in-process ranks for rank 0's report, reading a file whole, a CSV's
+// header and row count, and a file's dependence on the seed.
 #pragma once
 
+#include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <utility>
+
+#include <gtest/gtest.h>
 
 #include "../support/world.h"
 
@@ -38,6 +42,18 @@ inline std::pair<std::string, std::size_t> csv_header_and_rows(const std::string
   std::size_t rows = 0;
   for (std::string line; std::getline(lines, line);) ++rows;
   return {header, rows};
+}
+
+// `write(directory, seed)` runs an experiment that writes directory/`file`.
+// `first` is such a file from seed 0: a second run with seed 0 (into
+// root/b) must write the same bytes, one with seed 5 (into root/c) others.
+template <typename Write>
+void expect_file_follows_the_seed(const std::string& first, const std::filesystem::path& root,
+                                  const std::string& file, Write write) {
+  write((root / "b").string(), std::uint64_t{0});
+  EXPECT_EQ(read_text((root / "b" / file).string()), read_text(first)) << file;
+  write((root / "c").string(), std::uint64_t{5});
+  EXPECT_NE(read_text((root / "c" / file).string()), read_text(first)) << file;
 }
 
 }  // namespace qccl::tools::test_files

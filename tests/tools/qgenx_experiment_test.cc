@@ -46,8 +46,7 @@ TEST(QGenXRatesExperiment, WritesReproducibleFiles) {
   const RatesConfig config = small((dir / "a").string());
   const auto report = run(3, config);
   ASSERT_EQ(report.files.size(), 3u);
-  const std::string csv = read_text(config.output + "/qgenx-rates.csv");
-  const auto [header, rows] = csv_header_and_rows(csv);
+  const auto [header, rows] = csv_header_and_rows(read_text(config.output + "/qgenx-rates.csv"));
   EXPECT_EQ(header, "codec,noise,seed,iteration,gap,distance,gamma,boundary,bits_per_coordinate,"
                     "sent_bits_per_coordinate,bound_bits_per_coordinate");
   EXPECT_EQ(rows, 2u * 2u * 2u * 19u);
@@ -69,14 +68,15 @@ TEST(QGenXRatesExperiment, WritesReproducibleFiles) {
   EXPECT_NE(svg.find("<svg"), std::string::npos);
   EXPECT_NE(svg.find("T^-1 relative (Theorem 4)"), std::string::npos);
 
-  RatesConfig again = small((dir / "b").string());
-  run(3, again);
-  EXPECT_EQ(read_text(again.output + "/qgenx-rates.csv"), csv);
-  EXPECT_EQ(read_text(again.output + "/qgenx-rates.json"), read_text(config.output + "/qgenx-rates.json"));
-  RatesConfig other = small((dir / "c").string());
-  other.seed = 5;
-  run(3, other);
-  EXPECT_NE(read_text(other.output + "/qgenx-rates.csv"), csv);
+  test_files::expect_file_follows_the_seed(
+      config.output + "/qgenx-rates.csv", dir, "qgenx-rates.csv",
+      [](const std::string& out, std::uint64_t seed) {
+        RatesConfig again = small(out);
+        again.seed = seed;
+        run(3, again);
+      });
+  EXPECT_EQ(read_text((dir / "b" / "qgenx-rates.json").string()),
+            read_text(config.output + "/qgenx-rates.json"));
   std::filesystem::remove_all(dir);
 }
 

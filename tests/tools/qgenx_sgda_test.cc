@@ -42,8 +42,7 @@ TEST(QGenXSgdaExperiment, WritesReproducibleFiles) {
   const SgdaConfig config = small((dir / "a").string());
   const auto report = run(2, config);
   ASSERT_EQ(report.files.size(), 3u);
-  const std::string csv = read_text(config.output + "/qgenx-sgda.csv");
-  const auto [header, rows] = csv_header_and_rows(csv);
+  const auto [header, rows] = csv_header_and_rows(read_text(config.output + "/qgenx-sgda.csv"));
   EXPECT_EQ(header, "method,noise,seed,iteration,gap,distance,gamma,boundary,bits_per_coordinate,"
                     "sent_bits_per_coordinate,bound_bits_per_coordinate");
   EXPECT_EQ(rows, 3u * 2u * 2u * 15u);
@@ -60,13 +59,13 @@ TEST(QGenXSgdaExperiment, WritesReproducibleFiles) {
   }
   EXPECT_NE(read_text(config.output + "/qgenx-sgda.svg").find("<svg"), std::string::npos);
 
-  SgdaConfig again = small((dir / "b").string());
-  run(2, again);
-  EXPECT_EQ(read_text(again.output + "/qgenx-sgda.csv"), csv);
-  SgdaConfig other = small((dir / "c").string());
-  other.seed = 3;
-  run(2, other);
-  EXPECT_NE(read_text(other.output + "/qgenx-sgda.csv"), csv);
+  test_files::expect_file_follows_the_seed(
+      config.output + "/qgenx-sgda.csv", dir, "qgenx-sgda.csv",
+      [](const std::string& out, std::uint64_t seed) {
+        SgdaConfig again = small(out);
+        again.seed = seed;
+        run(2, again);
+      });
   std::filesystem::remove_all(dir);
 }
 

@@ -42,8 +42,7 @@ TEST(QGenXWorkersExperiment, WritesTheSweepsRowsReproducibly) {
   const WorkersConfig config = small((dir / "a").string());
   const auto report = run_workers_experiment(config);
   ASSERT_EQ(report.files.size(), 3u);
-  const std::string csv = read_text(config.output + "/qgenx-workers.csv");
-  const auto [header, rows] = csv_header_and_rows(csv);
+  const auto [header, rows] = csv_header_and_rows(read_text(config.output + "/qgenx-workers.csv"));
   EXPECT_EQ(header, "codec,noise,workers,seed,iteration,gap,distance,gamma,boundary,"
                     "bits_per_coordinate,sent_bits_per_coordinate,bound_bits_per_coordinate");
   EXPECT_EQ(rows, 3u * 2u * 2u * 2u * 15u);
@@ -68,13 +67,13 @@ TEST(QGenXWorkersExperiment, WritesTheSweepsRowsReproducibly) {
   EXPECT_NE(svg.find("<svg"), std::string::npos);
   EXPECT_NE(svg.find("K^-1 relative (Theorem 4)"), std::string::npos);
 
-  WorkersConfig again = small((dir / "b").string());
-  run_workers_experiment(again);
-  EXPECT_EQ(read_text(again.output + "/qgenx-workers.csv"), csv);
-  WorkersConfig other = small((dir / "c").string());
-  other.seed = 5;
-  run_workers_experiment(other);
-  EXPECT_NE(read_text(other.output + "/qgenx-workers.csv"), csv);
+  test_files::expect_file_follows_the_seed(
+      config.output + "/qgenx-workers.csv", dir, "qgenx-workers.csv",
+      [](const std::string& out, std::uint64_t seed) {
+        WorkersConfig again = small(out);
+        again.seed = seed;
+        run_workers_experiment(again);
+      });
   std::filesystem::remove_all(dir);
 }
 

@@ -114,6 +114,14 @@ double tail_slope(const std::vector<std::pair<double, double>>& curve, std::size
   return tail.size() >= 2 ? vi::fit_power_law(tail).slope : NAN;
 }
 
+std::pair<double, double> mean_and_spread(const std::vector<double>& values) {
+  const double n = static_cast<double>(values.size());
+  double mean = 0, squares = 0;
+  for (double v : values) mean += v / n;
+  for (double v : values) squares += (v - mean) * (v - mean);
+  return {mean, values.size() > 1 ? std::sqrt(squares / (n - 1)) : NAN};
+}
+
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
 const char* const kPointColumns =

@@ -95,6 +95,10 @@ std::vector<std::pair<double, double>> mean_curve(const std::vector<const RateRu
 double tail_slope(const std::vector<std::pair<double, double>>& curve, std::size_t iterations,
                   double octaves);
 
+// The arithmetic mean and the sample standard deviation (NaN for fewer
+// than two values) of `values`: a row's mean and spread over seeds.
+std::pair<double, double> mean_and_spread(const std::vector<double>& values);
+
 // JSON has no NaN or infinity: such numbers are written as null.
 nlohmann::json number_or_null(double v);
 

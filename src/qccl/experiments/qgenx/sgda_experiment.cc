@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iomanip>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -64,10 +65,7 @@ std::vector<SgdaSummary> summarize(const SgdaConfig& c, const SgdaReport& report
         s.gaps.push_back(r->points.back().gap);
         s.diverged += r->diverged_at != 0 ? 1 : 0;
       }
-      const double n = static_cast<double>(s.gaps.size());
-      for (double g : s.gaps) s.mean += g / n;
-      for (double g : s.gaps) s.spread += (g - s.mean) * (g - s.mean);
-      s.spread = s.gaps.size() > 1 ? std::sqrt(s.spread / (n - 1)) : NAN;
+      std::tie(s.mean, s.spread) = mean_and_spread(s.gaps);
       s.slope = tail_slope(mean_curve(group), c.iterations, c.fit_octaves);
       summaries.push_back(std::move(s));
     }

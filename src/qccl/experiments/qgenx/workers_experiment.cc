@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iomanip>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -74,9 +75,7 @@ void summarize(const WorkersConfig& c, WorkersReport& report) {
           row.gamma += report.runs[i].points.back().gamma / n;
           points.emplace_back(k, row.gaps.back());
         }
-        for (double g : row.gaps) row.mean += g / n;
-        for (double g : row.gaps) row.spread += (g - row.mean) * (g - row.mean);
-        row.spread = row.gaps.size() > 1 ? std::sqrt(row.spread / (n - 1)) : NAN;
+        std::tie(row.mean, row.spread) = mean_and_spread(row.gaps);
         report.rows.push_back(std::move(row));
       }
       WorkersFit fit{codec, noise, NAN, NAN, theory_workers_slope(noise), points.size()};
