@@ -181,6 +181,20 @@ expect "qgenx-rates --quick in process writes its files" 0 'wrote .*qgenx-rates.
   { echo "FAIL: qgenx-rates CSV header"; failures=$((failures + 1)); }
 expect "qgenx-rates under mpirun" 0 'qgenx:bits=4,levels=qada.*relative' -- \
   "${mpirun[@]}" -np 2 "$qccl" experiment qgenx-rates --quick --n 4 --method optda
+expect "qgenx-workers rejects a list out of order" 2 "in increasing order" -- \
+  "$qccl" experiment qgenx-workers --workers 4,2
+expect "qgenx-workers rejects a K that is not a number" 2 "'x' is not a whole number" -- \
+  "$qccl" experiment qgenx-workers --workers 1,x
+expect "qgenx-workers sweeps K in process" 0 'K-slope fp32 relative' -- \
+  "$qccl" experiment qgenx-workers --workers 1,2 --iterations 16 --seeds 1 --n 4 --codec fp32 \
+  --output "$simdir/workers"
+[ "$(head -1 "$simdir/workers/qgenx-workers.csv")" = \
+  "codec,noise,workers,seed,iteration,gap,distance,gamma,boundary,bits_per_coordinate,sent_bits_per_coordinate,bound_bits_per_coordinate" ] ||
+  { echo "FAIL: qgenx-workers CSV header"; failures=$((failures + 1)); }
+expect "qgenx-sgda rejects an unknown method" 2 "--methods: unknown 'sgd'" -- \
+  "$qccl" experiment qgenx-sgda --ranks 2 --methods qgenx-de,sgd
+expect "qgenx-sgda under mpirun" 0 'sgda-adaptive *relative' -- \
+  "${mpirun[@]}" -np 2 "$qccl" experiment qgenx-sgda --iterations 32 --seeds 1 --n 4
 if [ -f /usr/lib/python3/dist-packages/sklearn/datasets/data/breast_cancer.csv ]; then
   expect "experiment on breast cancer" 0 '569 samples, 30 features' -- \
     "$qccl" experiment intsgd-logreg --ranks 4 --passes 20

@@ -5,36 +5,24 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "../support/world.h"
+#include "experiment_files.h"
 #include "qccl/common/errors.h"
 #include "qccl/experiments/qgenx/qgenx_experiment.h"
 
 namespace qccl::tools {
 namespace {
 
-using test::run_world;
+using test_files::csv_header_and_rows;
+using test_files::read_text;
 
 constexpr const char* kQAdaHuffman = "qgenx:bits=4,levels=qada,norm=inf,bucket=0,coding=huffman,refit=10";
 
 RatesReport run(int ranks, const RatesConfig& config) {
-  RatesReport report;
-  run_world(ranks, [&](Communicator& comm) {
-    auto mine = run_rates_experiment(comm, config);
-    if (comm.rank() == 0) report = std::move(mine);
-  });
-  return report;
-}
-
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return test_files::rank_zero_result(
+      ranks, [&](Communicator& comm) { return run_rates_experiment(comm, config); });
 }
 
 RatesConfig small(const std::string& output) {
@@ -58,16 +46,11 @@ TEST(QGenXRatesExperiment, WritesReproducibleFiles) {
   const RatesConfig config = small((dir / "a").string());
   const auto report = run(3, config);
   ASSERT_EQ(report.files.size(), 3u);
-  const std::string csv = read(config.output + "/qgenx-rates.csv");
-  std::istringstream lines(csv);
-  std::string header;
-  std::getline(lines, header);
+  const auto [header, rows] = csv_header_and_rows(read_text(config.output + "/qgenx-rates.csv"));
   EXPECT_EQ(header, "codec,noise,seed,iteration,gap,distance,gamma,boundary,bits_per_coordinate,"
                     "sent_bits_per_coordinate,bound_bits_per_coordinate");
-  std::size_t rows = 0;
-  for (std::string line; std::getline(lines, line);) ++rows;
   EXPECT_EQ(rows, 2u * 2u * 2u * 19u);
-  const auto json = nlohmann::json::parse(read(config.output + "/qgenx-rates.json"));
+  const auto json = nlohmann::json::parse(read_text(config.output + "/qgenx-rates.json"));
   ASSERT_EQ(json["summaries"].size(), 4u);
   for (const auto& s : json["summaries"]) {
     EXPECT_EQ(s["theory_slope"].get<double>(), s["noise"] == "absolute" ? -0.5 : -1.0);
@@ -81,18 +64,19 @@ TEST(QGenXRatesExperiment, WritesReproducibleFiles) {
       EXPECT_LE(s["bits_per_coordinate"].get<double>(), s["bound_bits_per_coordinate"].get<double>());
     }
   }
-  const std::string svg = read(config.output + "/qgenx-rates.svg");
+  const std::string svg = read_text(config.output + "/qgenx-rates.svg");
   EXPECT_NE(svg.find("<svg"), std::string::npos);
   EXPECT_NE(svg.find("T^-1 relative (Theorem 4)"), std::string::npos);
 
-  RatesConfig again = small((dir / "b").string());
-  run(3, again);
-  EXPECT_EQ(read(again.output + "/qgenx-rates.csv"), csv);
-  EXPECT_EQ(read(again.output + "/qgenx-rates.json"), read(config.output + "/qgenx-rates.json"));
-  RatesConfig other = small((dir / "c").string());
-  other.seed = 5;
-  run(3, other);
-  EXPECT_NE(read(other.output + "/qgenx-rates.csv"), csv);
+  test_files::expect_file_follows_the_seed(
+      config.output + "/qgenx-rates.csv", dir, "qgenx-rates.csv",
+      [](const std::string& out, std::uint64_t seed) {
+        RatesConfig again = small(out);
+        again.seed = seed;
+        run(3, again);
+      });
+  EXPECT_EQ(read_text((dir / "b" / "qgenx-rates.json").string()),
+            read_text(config.output + "/qgenx-rates.json"));
   std::filesystem::remove_all(dir);
 }
 

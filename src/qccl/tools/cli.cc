@@ -20,6 +20,8 @@
 #include "qccl/tools/plan_command.h"
 #include "qccl/tools/qsdp_command.h"
 #include "qccl/tools/rates_command.h"
+#include "qccl/tools/sgda_command.h"
+#include "qccl/tools/workers_command.h"
 #include "qccl/tools/report_command.h"
 #include "qccl/tools/simulate_command.h"
 #include "qccl/tools/timeline_command.h"
@@ -40,6 +42,8 @@ struct Commands {
   SimulateCommand simulate;
   LogregCommand logreg;
   RatesCommand rates;
+  WorkersCommand workers;
+  SgdaCommand sgda;
   GanCommand gan;
   QsdpCommand qsdp;
   TrainCommand train, plan;
@@ -101,6 +105,8 @@ std::vector<CommandEntry> command_table(Commands& c) {
       entry("simulate", c.simulate, add_simulate, run_simulate_command),
       entry("experiment", c.logreg, add_logreg_experiment, run_logreg_command),
       entry("experiment", c.rates, add_rates_experiment, run_rates_command),
+      entry("experiment", c.workers, add_workers_experiment, run_workers_command),
+      entry("experiment", c.sgda, add_sgda_experiment, run_sgda_command),
       entry("experiment", c.gan, add_gan_experiment, run_gan_command),
       entry("experiment", c.qsdp, add_qsdp_experiment, run_qsdp_command),
       entry("", c.train, add_train, run_train_command),

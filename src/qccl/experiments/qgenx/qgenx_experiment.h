@@ -24,6 +24,7 @@
 
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
+#include "qccl/experiments/qgenx/qgenx_runs.h"
 
 namespace qccl::tools {
 
@@ -43,28 +44,13 @@ struct RatesConfig {
   double fit_octaves = 3;    // the slope is fitted over T ∈ [T/2^octaves, T]
   std::string output;        // directory for qgenx-rates.{csv,json,svg} (rank 0)
   Algorithm algorithm = Algorithm::ring;
+
+  GameSettings game() const { return {n, sigma, keep, alpha, radius}; }
 };
 
 // The default variants: fp32 and the qgenx quantizer with uniform levels
 // and QAda, each with fixed-length and Huffman codes.
 std::vector<std::string> default_rate_codecs();
-
-struct RatePoint {
-  std::size_t iteration = 0;
-  double gap = 0, distance = 0, gamma = 0;
-  // Whether the gap's maximiser lies on the ball's sphere: the gap is then
-  // linear in the residual (R‖g‖ − αR²); inside, it is quadratic (‖g‖²/(4α)).
-  bool boundary = false;
-};
-
-struct RateRun {
-  std::string codec, noise;
-  std::uint64_t seed = 0;
-  std::vector<RatePoint> points;
-  double bits_per_coordinate = 0;       // encoded by a rank, mean over ranks and exchanges
-  double sent_bits_per_coordinate = 0;  // transport data bits a rank sent per coordinate exchanged
-  double bound_bits_per_coordinate = 0;  // the codec's bound (NaN: none)
-};
 
 struct RateSummary {
   std::string codec, noise;

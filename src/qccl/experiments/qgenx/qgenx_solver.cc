@@ -4,9 +4,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "qccl/collectives/call_check.h"
-#include "qccl/collectives/collective_call.h"
-#include "qccl/collectives/fingerprint.h"
 #include "qccl/common/checksum.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/byte_io.h"
@@ -45,7 +42,8 @@ Method parse_method(std::string_view text) {
 QGenXSolver::QGenXSolver(Communicator& comm, const StochasticOracle& oracle, Codec& codec,
                          SolverSettings settings)
     : comm_(comm), oracle_(oracle), codec_(codec), settings_(std::move(settings)),
-      d_(oracle.op().dimension()) {
+      d_(oracle.op().dimension()),
+      exchange_(comm, codec, settings_.collective, settings_.encoded_bits, d_) {
   if (!(settings_.step_base > 0 && std::isfinite(settings_.step_base))) {
     throw InvalidArgument("Q-GenX: the step base must be positive and finite");
   }
@@ -53,7 +51,6 @@ QGenXSolver::QGenXSolver(Communicator& comm, const StochasticOracle& oracle, Cod
     throw InvalidArgument("Q-GenX: the anchor X_0 has " + std::to_string(settings_.anchor.size()) +
                           " elements, the problem " + std::to_string(d_));
   }
-  codec_.check_supported(CodecOperation::allreduce_mean);
   scale_ = settings_.step_base * (settings_.scale_by_ranks ? comm.size() : 1);
   gamma_ = scale_;
   anchor_ = settings_.anchor.empty() ? std::vector<double>(d_, 0.0) : settings_.anchor;
@@ -64,8 +61,6 @@ QGenXSolver::QGenXSolver(Communicator& comm, const StochasticOracle& oracle, Cod
   previous_mean_.assign(d_, 0.0);
   previous_own_.assign(d_, 0.0);
   for (auto* v : {&v_, &mean_, &own_, &mean_half_, &own_half_}) v->assign(d_, 0.0);
-  wire_.assign(d_, 0.0f);
-  wire_own_.assign(d_, 0.0f);
 }
 
 void QGenXSolver::draw(std::span<const double> at, std::uint64_t call, std::span<double> out,
@@ -74,42 +69,14 @@ void QGenXSolver::draw(std::span<const double> at, std::uint64_t call, std::span
   ++report.oracle_calls;
 }
 
+// (1/K)Σ_k Q(v_k) of this rank's `v` into `mean`, this rank's Q(v) into `own`.
 void QGenXSolver::exchange(std::span<const double> v, std::span<double> mean,
                            std::span<double> own, StepReport& report) {
-  for (std::size_t i = 0; i < d_; ++i) wire_[i] = static_cast<float>(v[i]);
-  codec_.allreduce_mean(comm_, wire_, settings_.collective, wire_own_);
-  for (std::size_t i = 0; i < d_; ++i) {
-    mean[i] = wire_[i];
-    own[i] = wire_own_[i];
-  }
-  ++report.vector_exchanges;
-  const EncodedBits bits = settings_.encoded_bits
-                               ? settings_.encoded_bits(codec_, d_)
-                               : EncodedBits{8.0 * static_cast<double>(codec_.wire_bytes(d_)), NAN};
-  report.encoded_bits += bits.bits;
-  report.bound_bits += bits.bound;
-}
-
-// Σ_k ‖V̂_{k,t} − V̂_{k,t+½}‖² of the adaptive step (Q-GenX Theorems 3–4):
-// every rank's value travels in its own row of one call check (exact: the
-// doubles are exchanged as order-preserving integers), and every rank sums
-// the rows in rank order, so the sum has the same bits everywhere.
-double QGenXSolver::sum_over_ranks(double local) {
-  CallStatistics mine;
-  mine.per_rank[0] = local;
-  mine.finite = std::isfinite(local);
-  Fingerprint fingerprint("qgenx step size");
-  fingerprint.add("iteration", static_cast<std::int64_t>(t_));
-  CollectiveCall call(comm_, fingerprint, comm_.timeout(settings_.collective.timeout), &mine);
-  const GatheredStatistics& all = call.statistics();
-  if (!all.nonfinite_ranks.empty()) {
-    std::string ranks;
-    for (int r : all.nonfinite_ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    throw NonFiniteError("Q-GenX iteration " + std::to_string(t_) +
-                         ": the quantized dual vectors of rank(s) " + ranks +
-                         " differ by a non-finite amount; lower the step base");
-  }
-  return all.sum(0);
+  ExchangeCounts counts{report.vector_exchanges, report.encoded_bits, report.bound_bits};
+  exchange_.mean(v, mean, own, counts);
+  report.vector_exchanges = counts.vector_exchanges;
+  report.encoded_bits = counts.encoded_bits;
+  report.bound_bits = counts.bound_bits;
 }
 
 double QGenXSolver::step_size() const {
@@ -153,7 +120,12 @@ StepReport QGenXSolver::step() {
       const double diff = own_[i] - own_half_[i];
       local += diff * diff;
     }
-    report.squared_difference = sum_over_ranks(local);
+    // Σ_k ‖V̂_{k,t} − V̂_{k,t+½}‖² (Theorems 3–4), the same bits on every rank.
+    report.squared_difference = exchange_.sum_over_ranks(
+        local, "qgenx step size", t_, [&](const std::string& ranks) {
+          return "Q-GenX iteration " + std::to_string(t_) + ": the quantized dual vectors of rank(s) " +
+                 ranks + " differ by a non-finite amount; lower the step base";
+        });
     squares_ += report.squared_difference;
   }
   if (settings_.method == Method::optimistic) {
@@ -252,26 +224,9 @@ std::uint64_t QGenXSolver::replica_checksum() const {
   return checksum64(std::as_bytes(std::span<const double>(scalars)), sum);
 }
 
-// The checksum travels as two exact doubles (53 high bits, 11 low bits) in
-// this rank's row of one call check.
 void QGenXSolver::check_replicas() {
-  const std::uint64_t mine = replica_checksum();
-  CallStatistics statistics;
-  statistics.per_rank[0] = static_cast<double>(mine >> 11);
-  statistics.per_rank[1] = static_cast<double>(mine & 0x7FF);
-  Fingerprint fingerprint("qgenx replica check");
-  fingerprint.add("iteration", static_cast<std::int64_t>(t_));
-  CollectiveCall call(comm_, fingerprint, comm_.timeout(settings_.collective.timeout), &statistics);
-  const auto& rows = call.statistics().per_rank;
-  std::string differ;
-  for (std::size_t r = 1; r < rows.size(); ++r) {
-    if (rows[r] != rows[0]) differ += (differ.empty() ? "" : ", ") + std::to_string(r);
-  }
-  if (!differ.empty()) {
-    throw MismatchError("Q-GenX iteration " + std::to_string(t_) + ": the iterates of rank(s) " +
-                        differ + " differ from rank 0's; the replicas diverged (a codec whose "
-                        "result is not identical on every rank?)");
-  }
+  exchange_.check_replicas(replica_checksum(), "qgenx replica check", t_,
+                           "Q-GenX iteration " + std::to_string(t_));
 }
 
 }  // namespace qccl::vi

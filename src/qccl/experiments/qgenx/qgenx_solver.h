@@ -44,6 +44,7 @@
 #include "qccl/codecs/codec.h"
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
+#include "qccl/experiments/qgenx/dual_exchange.h"
 #include "qccl/experiments/qgenx/oracle.h"
 
 namespace qccl::vi {
@@ -54,15 +55,6 @@ std::string to_string(Method method);
 Method parse_method(std::string_view text);
 
 enum class StepRule { adaptive, constant };
-
-// What one codec call put on the wire, if the codec can tell (a hook, so
-// this layer needs no codec's concrete type): this rank's encoded bits and
-// a bound on them (NaN when the codec has none).
-struct EncodedBits {
-  double bits = 0;
-  double bound = 0;
-};
-using EncodedBitsHook = std::function<EncodedBits(const Codec& codec, std::size_t count)>;
 
 struct SolverSettings {
   Method method = Method::dual_extrapolation;
@@ -127,14 +119,10 @@ class QGenXSolver {
   void check_replicas();
 
  private:
-  // (1/K)Σ_k Q(v_k) of this rank's `v` into `mean` (fp64 copies of the
-  // codec's fp32 result), this rank's Q(v) into `own`.
   void exchange(std::span<const double> v, std::span<double> mean, std::span<double> own,
                 StepReport& report);
   void draw(std::span<const double> at, std::uint64_t call, std::span<double> out,
             StepReport& report);
-  // Σ_k of this rank's `local` value, exact and identical on every rank.
-  double sum_over_ranks(double local);
   double step_size() const;
   std::string settings_digest() const;
 
@@ -143,6 +131,7 @@ class QGenXSolver {
   Codec& codec_;
   SolverSettings settings_;
   std::size_t d_;
+  DualExchange exchange_;
   double scale_ = 1;
   std::uint64_t t_ = 0;
   double gamma_ = 1, squares_ = 0;
@@ -151,7 +140,6 @@ class QGenXSolver {
   std::vector<double> previous_mean_, previous_own_;
   // Scratch.
   std::vector<double> v_, mean_, own_, mean_half_, own_half_;
-  std::vector<float> wire_, wire_own_;
 };
 
 }  // namespace qccl::vi

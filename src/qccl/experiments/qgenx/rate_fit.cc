@@ -31,6 +31,12 @@ PowerFit fit_power_law(std::span<const std::pair<double, double>> points) {
   fit.slope = sxy / sxx;
   fit.intercept = my - fit.slope * mx;
   fit.points = points.size();
+  double residuals = 0;
+  for (const auto& [x, y] : points) {
+    const double r = std::log(y) - fit.intercept - fit.slope * std::log(x);
+    residuals += r * r;
+  }
+  fit.slope_error = points.size() > 2 ? std::sqrt(residuals / (n - 2) / sxx) : NAN;
   return fit;
 }
 

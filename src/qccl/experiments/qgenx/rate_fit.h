@@ -1,6 +1,7 @@
 // Fitting a power law y ≈ C·x^slope by least squares on (log x, log y): the
-// rates experiment's estimate of the exponent of Gap(T) (Q-GenX Theorems 3
-// and 4 predict −½ under absolute noise and −1 under relative noise).
+// experiments' estimates of the exponents of Gap(T) and of Gap(K) (Q-GenX
+// Theorems 3 and 4 predict T^−½·K^−½ under absolute noise and T^−1·K^−1
+// under relative noise).
 #pragma once
 
 #include <cstddef>
@@ -12,6 +13,9 @@ namespace qccl::vi {
 struct PowerFit {
   double slope = 0;
   double intercept = 0;  // log C
+  // The slope's standard error, √(RSS/(n − 2)/Σ(log x − mean)²), from the
+  // residuals of the fit; NaN with two points (no residual degree of freedom).
+  double slope_error = 0;
   std::size_t points = 0;
 };
 
