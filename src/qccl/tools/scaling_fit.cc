@@ -9,7 +9,6 @@
 #include "qccl/tools/suite_fit.h"
 
 namespace qccl::tools {
-namespace {
 
 double median_of(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -17,6 +16,8 @@ double median_of(std::vector<double> values) {
   const std::size_t m = values.size();
   return m % 2 ? values[m / 2] : 0.5 * (values[m / 2 - 1] + values[m / 2]);
 }
+
+namespace {
 
 // The hosts and ranks per host in a bench-scaling file name
 // (allreduce-h4x2-fp32-r1.json); false for other files.

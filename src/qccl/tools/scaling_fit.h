@@ -36,6 +36,9 @@ struct ScalingFit {
   double median_error_fitted = 0; // over the fitted ones
 };
 
+// The median of `values` (0 for none).
+double median_of(std::vector<double> values);
+
 // Reads the folder's allreduce-hHxL-CODEC-rK.json files (load_suite) and
 // codec.json, fits with the cluster of `fit_hosts` one-rank hosts, and
 // predicts every point. Throws InvalidArgument naming what is missing.

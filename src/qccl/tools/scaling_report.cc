@@ -1,7 +1,9 @@
 #include "qccl/tools/scaling_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +40,27 @@ void print_coefficients(std::ostream& out, const ScalingFit& fit) {
   }
 }
 
+// The median |error| of the predicted points of each size: below a shaped
+// link's burst a transfer is latency-bound, above it link-bound, and the
+// two fare differently.
+void print_errors_by_size(std::ostream& out, const ScalingFit& fit, nlohmann::json& json) {
+  std::map<double, std::vector<double>> by_size;
+  for (const auto& p : fit.points) {
+    if (!p.fitted) by_size[p.bytes].push_back(std::abs(p.predicted - p.measured) / p.measured);
+  }
+  out << "# median |error| by size:";
+  for (auto& [bytes, errors] : by_size) {
+    const double median = median_of(errors);
+    char text[64];
+    std::snprintf(text, sizeof text, " %s %.1f%% (%zu)",
+                  format_bytes(static_cast<std::size_t>(bytes)).c_str(), 100 * median,
+                  errors.size());
+    out << text;
+    json["median_relative_error_by_bytes"][std::to_string(static_cast<long long>(bytes))] = median;
+  }
+  out << "\n";
+}
+
 // One line per measured point, and the medians of the errors.
 void print_validation(std::ostream& out, const ScalingFit& fit, nlohmann::json& json) {
   char line[256];
@@ -67,6 +90,7 @@ void print_validation(std::ostream& out, const ScalingFit& fit, nlohmann::json& 
                                                        [](const auto& p) { return !p.fitted; })),
                 100 * fit.median_error_fitted);
   out << line;
+  print_errors_by_size(out, fit, json);
   json["median_relative_error"] = fit.median_error;
   json["median_relative_error_fitted"] = fit.median_error_fitted;
 }
