@@ -180,7 +180,8 @@ void write_plot(const std::string& path, const ScalingConfig& config,
                       true, {}};
       for (const auto& p : list) {
         if (p.workload != w.name || p.rate != rate) continue;
-        const std::string name = std::string(to_string(p.algorithm)) + " " + p.codec;
+        const std::string name =
+            std::string(to_string(p.algorithm)) + " " + (p.codec == "fp32" ? "fp32" : config.codec);
         auto it = std::find_if(panel.series.begin(), panel.series.end(),
                                [&](const PlotSeries& s) { return s.name == name; });
         if (it == panel.series.end()) it = panel.series.insert(panel.series.end(), {name, {}});
