@@ -52,6 +52,17 @@ expect "hierarchical with a codec, 2 hosts x 2 ranks" 0 'hierarchical .* 0$' -- 
   --ranks-per-host 2 --codec global-qsgd:bits=4 --max-bytes 64K
 expect "hierarchical under mpirun finds the host by shared memory" 0 'hierarchical .* 0$' -- \
   "${mpirun[@]}" -np 4 "$qccl" bench allreduce --algo ring,hierarchical --codec global-qsgd --max-bytes 64K
+expect "--algo auto picks from the model and says why" 0 'algo auto: hierarchical: .* predicted \(ring .*halving-doubling' -- \
+  "$qccl" bench allreduce --algo auto --ranks 4 --ranks-per-host 2 --codec global-qsgd \
+  --min-bytes 16M --max-bytes 16M --iters 1 --warmup 0
+expect "--algo auto beside a named algorithm" 0 'algo auto: halving-doubling: .*(ring|hierarchical)' -- \
+  "$qccl" bench allreduce --algo ring,auto --ranks 4 --min-bytes 1K --max-bytes 1K --iters 2 --warmup 1
+echo '{}' >"$out.model.json"
+expect "--algo auto with a model file that is not one" 2 'has no "host_links" object; write one with qccl model --scaling' -- \
+  "$qccl" bench allreduce --algo auto --ranks 2 --algo-model "$out.model.json"
+rm -f "$out.model.json"
+expect "train --algo auto logs its choice" 0 'algo auto: (ring|halving-doubling|hierarchical): ' -- \
+  "$qccl" train --model mlp --algo auto --ranks 2 --max-steps-per-epoch 2 --quiet
 expect "bad size, naming the option" 2 "^qccl: --max-bytes: '12Q' is not a size" -- "$qccl" bench allreduce --max-bytes 12Q --ranks 2
 expect "a size beyond the machine's memory is refused up front" 2 '--max-bytes 1024G .*need about .* GiB available' -- \
   "$qccl" bench allreduce --max-bytes 1024G --ranks 2

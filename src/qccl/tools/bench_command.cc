@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <vector>
 
 #include "qccl/common/errors.h"
+#include "qccl/tools/auto_algorithm.h"
 #include "qccl/tools/bench_report.h"
+#include "qccl/tools/host_links_file.h"
 #include "qccl/tools/exit_codes.h"
 #include "qccl/tools/ranks.h"
 #include "qccl/tools/units.h"
@@ -13,10 +16,36 @@
 namespace qccl::tools {
 namespace {
 
-std::vector<Algorithm> parse_algorithm_list(const std::string& text) {
+// The --algo list; `auto` stands as ring until the run resolves it, and
+// `auto_at` says where (or is unset).
+std::vector<Algorithm> parse_algorithm_list(const std::string& text,
+                                            std::optional<std::size_t>& auto_at) {
   std::vector<Algorithm> list;
-  for (const auto& item : split_list(text)) list.push_back(parse_algorithm(item));
+  for (const auto& item : split_list(text)) {
+    if (item == kAutoAlgorithm) {
+      if (auto_at) throw InvalidArgument("--algo lists auto twice");
+      auto_at = list.size();
+      list.push_back(Algorithm::ring);
+    } else {
+      list.push_back(parse_algorithm(item));
+    }
+  }
   return list;
+}
+
+// The run's algorithms with auto resolved for --max-bytes on `comm`'s
+// hosts (collective), a repeat of one already listed left out.
+BenchConfig resolve_auto(Communicator& comm, const BenchConfig& config, std::size_t auto_at,
+                         const std::string& algo_model) {
+  BenchConfig run = config;
+  const Algorithm chosen = resolve_auto_algorithm(
+      comm, {static_cast<double>(config.max_bytes), config.codec, algo_model}, std::cerr);
+  run.algorithms.erase(run.algorithms.begin() + static_cast<std::ptrdiff_t>(auto_at));
+  if (std::find(run.algorithms.begin(), run.algorithms.end(), chosen) == run.algorithms.end()) {
+    run.algorithms.insert(run.algorithms.begin() + static_cast<std::ptrdiff_t>(auto_at), chosen);
+  }
+  validate(run);
+  return run;
 }
 
 }  // namespace
@@ -37,9 +66,13 @@ CLI::App* add_bench_operation(CLI::App& bench, BenchOperation op, std::string de
   });
   sub->add_option("--algo", command.algorithms,
                   "comma-separated algorithms (ring, halving-doubling, native; hierarchical for "
-                  "allreduce: fp32 within hosts, the codec between them), measured side by "
+                  "allreduce: fp32 within hosts, the codec between them; auto for allreduce: "
+                  "the one the model predicts fastest at --max-bytes), measured side by "
                   "side (default: " +
                       default_algorithms + ")");
+  sub->add_option("--algo-model", command.algo_model,
+                  "--algo auto: the coefficients of `qccl model --scaling --output FILE` "
+                  "(default: built in, measured on this project's machine)");
   sub->add_option("--min-bytes", command.min_bytes, "smallest size S in bytes, e.g. 1K (default 1K)");
   sub->add_option("--max-bytes", command.max_bytes, "largest size S in bytes, e.g. 256M (default 64M)");
   sub->add_option("--step-factor", command.config.step_factor, "size multiplier per step (default 2)");
@@ -69,8 +102,13 @@ CLI::App* add_bench_operation(CLI::App& bench, BenchOperation op, std::string de
 int run_bench(BenchCommand& command, int argc, char** argv) {
   auto& config = command.config;
   const LaunchOptions& launch = command.launch;
+  std::optional<std::size_t> auto_at;
   try {
-    config.algorithms = parse_algorithm_list(command.algorithms);
+    config.algorithms = parse_algorithm_list(command.algorithms, auto_at);
+    if (auto_at && config.operation != BenchOperation::allreduce) {
+      throw InvalidArgument("--algo auto chooses among allreduce algorithms only");
+    }
+    if (auto_at) host_links_or_measured(command.algo_model);  // a bad file fails here
     config.min_bytes = parse_bytes(command.min_bytes, "--min-bytes");
     config.max_bytes = parse_bytes(command.max_bytes, "--max-bytes");
     config.chunk_bytes = parse_bytes(command.chunk_bytes, "--chunk-bytes");
@@ -95,11 +133,14 @@ int run_bench(BenchCommand& command, int argc, char** argv) {
   config.between_hosts = launch.parsed_between_hosts();
   return launch_on_ranks(launch.ranks, options, argc, argv,
                          [&](Communicator& comm, const Launch& how) {
-                           const auto rows = run_collective_bench(comm, config);
+                           const BenchConfig run =
+                               auto_at ? resolve_auto(comm, config, *auto_at, command.algo_model)
+                                       : config;
+                           const auto rows = run_collective_bench(comm, run);
                            std::size_t wrong = 0;
                            for (const auto& row : rows) wrong += row.wrong;
                            if (comm.rank() == 0) {
-                             const BenchContext context{config, comm.size(), how.transport};
+                             const BenchContext context{run, comm.size(), how.transport};
                              if (command.json) {
                                std::cout << to_json(context, rows).dump(2) << std::endl;
                              } else {

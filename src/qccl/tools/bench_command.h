@@ -15,6 +15,7 @@ namespace qccl::tools {
 struct BenchCommand {
   BenchConfig config;
   std::string algorithms;
+  std::string algo_model;  // --algo auto: the model's coefficients (qccl model --scaling)
   std::string min_bytes = "1K", max_bytes = "64M", chunk_bytes = "1M", link_rate;
   LaunchOptions launch;
   bool json = false;

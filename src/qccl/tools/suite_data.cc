@@ -39,6 +39,7 @@ void load_allreduce(const std::filesystem::path& path, SuiteData& data) {
     const bool native_codec = j.value("native_codec", false);
     for (const auto& r : j.at("rows")) {
       SuiteRow row;
+      row.file = path.filename().string();
       row.run = codec;
       row.label = j.at("codec").is_null() ? "fp32" : j.at("codec").get<std::string>();
       row.hosts = hosts;

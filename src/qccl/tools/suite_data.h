@@ -10,6 +10,7 @@
 namespace qccl::tools {
 
 struct SuiteRow {
+  std::string file;   // the result file's name, e.g. "allreduce-h4-1gbit-fp32.json"
   std::string run;    // the run's codec spec, or "fp32" for the plain-sum run
   std::string label;  // the codec as the run was asked for it ("global-qsgd:bits=4")
   int hosts = 0;

@@ -13,6 +13,12 @@ double shaped_wire_bytes(double sent_bytes, double link_rate_bps) {
   return std::max(0.0, sent_bytes - link_rate_bps / 8 * kTbfBucketSeconds);
 }
 
+CodecCost codec_cost_of(const CodecThroughput& t) {
+  CodecCost cost{t.wire_ratio, t.reduce_gbps * 1e9, 0};
+  if (t.codec != "fp32") cost.delta = 1 / (t.encode_gbps * 1e9) + 1 / (t.decode_gbps * 1e9);
+  return cost;
+}
+
 std::vector<GroupFit> fit_suite(const SuiteData& data) {
   // γ and δ per codec from the microbenchmarks (GB/s of fp32 input).
   std::map<std::string, const CodecThroughput*> throughput;
@@ -38,11 +44,9 @@ std::vector<GroupFit> fit_suite(const SuiteData& data) {
     if (first.algorithm != "native") {
       const auto it = throughput.find(first.codec);
       if (it != throughput.end()) {
-        gamma = it->second->reduce_gbps * 1e9;
-        // The plain fp32 sum encodes and decodes nothing.
-        if (first.codec != "fp32") {
-          delta = 1 / (it->second->encode_gbps * 1e9) + 1 / (it->second->decode_gbps * 1e9);
-        }
+        const CodecCost cost = codec_cost_of(*it->second);
+        gamma = cost.gamma;
+        delta = cost.delta;
       }
     }
     std::vector<ModelSample> samples;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "qccl/scheduling/host_link_model.h"
 #include "qccl/scheduling/perf_model.h"
 #include "qccl/tools/suite_data.h"
 
@@ -16,6 +17,10 @@ namespace qccl::tools {
 // beyond them.
 inline constexpr double kTbfBucketSeconds = 0.004;
 double shaped_wire_bytes(double sent_bytes, double link_rate_bps);
+
+// A codec's model costs from its microbenchmark: ρ, γ and, but for the
+// plain fp32 sum, δ = 1/encode + 1/decode.
+CodecCost codec_cost_of(const CodecThroughput& throughput);
 
 // A fitted suite: per (hosts, link rate, run, series) group.
 struct GroupFit {

@@ -15,7 +15,10 @@
 #include "qccl/common/files.h"
 #include "qccl/common/readable_file.h"
 #include "qccl/training/train_output.h"
+#include "qccl/models/model_config.h"
+#include "qccl/tools/auto_algorithm.h"
 #include "qccl/tools/codec_help.h"
+#include "qccl/tools/host_links_file.h"
 #include "qccl/tools/exit_codes.h"
 #include "qccl/tools/plan_report.h"
 #include "qccl/tools/ranks.h"
@@ -105,8 +108,12 @@ void add_codec_options(CLI::App& sub, TrainCommand& command, TrainOptionSet set)
         ->take_all();
   }
   sub.add_option("--algo", command.launch.algorithm,
-                 "ring (default), halving-doubling (or tree), native (fp32/fp16 via MPI) or "
-                 "hierarchical (fp32 within hosts, the codec between them; see --ranks-per-host)");
+                 "ring (default), halving-doubling (or tree), native (fp32/fp16 via MPI), "
+                 "hierarchical (fp32 within hosts, the codec between them; see --ranks-per-host) "
+                 "or auto (the one the model predicts fastest for a bucket, logged)");
+  sub.add_option("--algo-model", command.algo_model,
+                 "--algo auto: the coefficients of `qccl model --scaling --output FILE` "
+                 "(default: built in, measured on this project's machine)");
   sub.add_flag("--dense-embeddings", command.dense_embeddings,
                "recommender: embedding gradients as dense tensors (default: sparse rows)");
   if (set == TrainOptionSet::train) {
@@ -467,7 +474,9 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
     c.weights_codec =
         CodecSpec::parse(command.weights_codec.empty() ? defaults.weights : command.weights_codec);
     if (c.data.empty()) c.data = engines::dataset_for_model(c.model);
-    c.algorithm = command.launch.parsed_algorithm();
+    const bool auto_algorithm = command.launch.algorithm == kAutoAlgorithm;
+    c.algorithm = auto_algorithm ? Algorithm::ring : command.launch.parsed_algorithm();
+    if (auto_algorithm) host_links_or_measured(command.algo_model);  // a bad file fails here
     c.between_hosts = command.launch.parsed_between_hosts();
     c.bucket_cap_bytes = parse_bytes(command.bucket_cap, "--bucket-cap");
     c.first_bucket_bytes = parse_bytes(command.first_bucket, "--first-bucket");
@@ -496,9 +505,21 @@ int run_train_command(TrainCommand& command, int argc, char** argv) {
     const bool root = comm.rank() == 0;
     // Run k's settings: its codec, and its own log and checkpoints when
     // several codecs run (named after the codec as given).
+    // --algo auto: each codec's algorithm for one bucket's allreduce.
+    std::vector<Algorithm> algorithms(specs.size(), c.algorithm);
+    if (command.launch.algorithm == kAutoAlgorithm) {
+      const double bucket = std::min(4.0 * static_cast<double>(engines::parameter_count_bound(c)),
+                                     static_cast<double>(c.bucket_cap_bytes));
+      for (std::size_t k = 0; k < specs.size(); ++k) {
+        // The sharded engine runs no hierarchical exchange.
+        algorithms[k] = resolve_auto_algorithm(
+            comm, {bucket, specs[k].text(), command.algo_model, c.engine != "sharded"}, std::cerr);
+      }
+    }
     const auto config_for = [&](std::size_t k) {
       auto one = c;
       one.codec = specs[k];
+      one.algorithm = algorithms[k];
       const std::string& given = command.codecs[k];
       one.log_path = path_for_codec(c.log_path, given, command.codecs.size());
       one.checkpoint_dir = path_for_codec(c.checkpoint_dir, given, command.codecs.size());

@@ -26,6 +26,7 @@ struct TrainCommand {
   // qccl plan: profile, search and print the MergeComp plan, then stop.
   bool planning = false;
   std::string link_rate;  // plan for this rate (e.g. 1gbit) instead of the measured one
+  std::string algo_model;  // --algo auto: the model's coefficients (qccl model --scaling)
 };
 
 CLI::App* add_train(CLI::App& app, TrainCommand& command);
