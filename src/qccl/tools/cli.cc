@@ -21,6 +21,7 @@
 #include "qccl/tools/qsdp_command.h"
 #include "qccl/tools/rates_command.h"
 #include "qccl/tools/report_command.h"
+#include "qccl/tools/rounding_command.h"
 #include "qccl/tools/simulate_command.h"
 #include "qccl/tools/timeline_command.h"
 #include "qccl/tools/train_command.h"
@@ -39,6 +40,7 @@ struct Commands {
   ModelCommand model;
   SimulateCommand simulate;
   LogregCommand logreg;
+  RoundingCommand rounding;
   RatesCommand rates;
   GanCommand gan;
   QsdpCommand qsdp;
@@ -100,6 +102,7 @@ std::vector<CommandEntry> command_table(Commands& c) {
       entry("", c.model, add_model, run_model),
       entry("simulate", c.simulate, add_simulate, run_simulate_command),
       entry("experiment", c.logreg, add_logreg_experiment, run_logreg_command),
+      entry("experiment", c.rounding, add_rounding_experiment, run_rounding_command),
       entry("experiment", c.rates, add_rates_experiment, run_rates_command),
       entry("experiment", c.gan, add_gan_experiment, run_gan_command),
       entry("experiment", c.qsdp, add_qsdp_experiment, run_qsdp_command),
