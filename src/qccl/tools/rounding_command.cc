@@ -43,7 +43,9 @@ void merge_files(const RoundingCommand& command) {
 
 std::vector<std::uint64_t> parse_seed_list(const std::string& text) {
   std::vector<std::uint64_t> seeds;
-  for (const auto& item : split_list(text)) {
+  for (auto item : split_list(text)) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
     std::size_t used = 0;
     unsigned long long value = 0;
     try {
