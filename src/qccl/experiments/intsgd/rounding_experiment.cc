@@ -97,8 +97,9 @@ void check_settings_agree(Communicator& comm, const RoundingExperimentConfig& co
 std::vector<std::string> rounding_model_names() { return {"cnn", "char-lstm"}; }
 
 // The CNN: SGD with momentum 0.9 and weight decay 1e-4 as in the paper's
-// ResNet18 runs (Appendix C.1), warm-up then cosine decay for its warm-up
-// and step decay; 8 images per rank (128 per step on 16 ranks). The LSTM:
+// ResNet18 runs (Appendix C.1), a short warm-up and cosine decay in place
+// of its 5 warm-up epochs and step decay; 8 images per rank (128 per step
+// on 16 ranks). The LSTM:
 // one layer of 128 over 32 characters, 4 sequences per rank, plain SGD
 // with a large step size as the paper's LSTM (Appendix C.1: 1.25 per
 // worker, scaled by the 16 workers), here the best of 1, 3, 6 and 10 for
