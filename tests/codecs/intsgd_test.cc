@@ -223,6 +223,57 @@ TEST(HeuristicIntSgdTest, ScaleFromTheLargestExponent) {
   });
 }
 
+// IntSGD (Determ.) of §5.1 end to end, on values worked out by hand: with
+// β = 0, ε = 0 and an update of four elements 0.25 fed with η = 1,
+// α = η√d/√(2n‖u‖²) = 2/√(4·0.25) = 2 exactly. Each rank sends
+// round-to-nearest-even(α·x) — ties 1.5 → 2, −0.5 → 0, 2.5 → 2 — and the
+// mean is the integer sum over n·α = 4.
+TEST(IntSgdCodecTest, DeterministicRoundingIsExactOnHandComputedValues) {
+  run_world(2, [&](Communicator& comm) {
+    auto codec = make_integer_codec("intsgd:round=deterministic,beta=0,eps=0");
+    codec->observe_step(1.0, std::vector<float>(4, 0.25f));
+    ASSERT_EQ(codec->scales(4, 2), std::vector<double>{2.0});
+    // α·x: rank 0 {0.4, 1.5, −2.6, 2.5} → {0, 2, −3, 2};
+    //      rank 1 {0.52, −0.5, 2.2, 0.8} → {1, 0, 2, 1}.
+    std::vector<float> data = comm.rank() == 0 ? std::vector<float>{0.2f, 0.75f, -1.3f, 1.25f}
+                                               : std::vector<float>{0.26f, -0.25f, 1.1f, 0.4f};
+    codec->allreduce_mean(comm, data);
+    EXPECT_EQ(data, (std::vector<float>{0.25f, 0.5f, -0.25f, 0.75f}));  // {1, 2, −1, 3} / 4
+    EXPECT_EQ(codec->last_step_stats().largest_sent, comm.rank() == 0 ? 3u : 2u);  // this rank's
+    EXPECT_EQ(codec->last_step_stats().largest_sum, 3u);
+  });
+}
+
+// Heuristic IntSGD's scale (§5.2) on values worked out by hand: the largest
+// |x| over both ranks is 2.5 < 2^2, so α = (2^7 − 1)/(n·2^2) = 127/8 =
+// 15.875, and rounding to nearest gives the integers below. 2^max_exp is
+// the power of two above the largest value (2^(k+1) for exactly 2^k), so
+// α·|x| < (2^(b−1) − 1)/n.
+TEST(HeuristicIntSgdTest, ScaleIsTheSwitchMlRuleOnHandComputedValues) {
+  run_world(2, [&](Communicator& comm) {
+    auto codec = make_integer_codec("intsgd-heuristic:round=deterministic");
+    // α·x: rank 0 {4.7625, −23.8125, 0.79375} → {5, −24, 1};
+    //      rank 1 {39.6875, 1.5875, −11.1125} → {40, 2, −11}.
+    std::vector<float> data = comm.rank() == 0 ? std::vector<float>{0.3f, -1.5f, 0.05f}
+                                               : std::vector<float>{2.5f, 0.1f, -0.7f};
+    codec->allreduce_mean(comm, data);
+    const double mean_factor = 1.0 / (2 * 15.875);
+    EXPECT_EQ(data, (std::vector<float>{static_cast<float>(45 * mean_factor),
+                                        static_cast<float>(-22 * mean_factor),
+                                        static_cast<float>(-10 * mean_factor)}));
+    EXPECT_EQ(codec->last_step_stats().largest_sent, comm.rank() == 0 ? 24u : 40u);
+    EXPECT_EQ(codec->last_step_stats().largest_sum, 45u);
+    EXPECT_EQ(codec->last_step_stats().clipped, 0u);
+    // A largest |x| of exactly 2 = 2^1 takes 2^max_exp = 2^2 as well (the
+    // power of two above it): α = 15.875 again, 2·α = 31.75 → 32.
+    std::vector<float> edge = comm.rank() == 0 ? std::vector<float>{0.0f, 1.0f}
+                                               : std::vector<float>{2.0f, 0.0f};
+    codec->allreduce_mean(comm, edge);
+    EXPECT_EQ(edge, (std::vector<float>{static_cast<float>(32 * mean_factor),
+                                        static_cast<float>(16 * mean_factor)}));
+  });
+}
+
 // Over several fed steps, every codec of the family leaves identical bits on
 // every rank, on ring and halving-doubling, for fp32 and for fp64 data.
 TEST(IntSgdCodecTest, ReplicasStayBitwiseIdentical) {

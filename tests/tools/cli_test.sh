@@ -231,6 +231,19 @@ expect "train: weights codec without the sharded engine" 2 "--weights-codec appl
 expect "experiment help lists qsdp" 0 'qsdp' -- "$qccl" experiment --help
 expect "qsdp: an unknown variant names the valid ones" 2 "unknown variant 'W3G3'; valid: baseline, fp32, W8G8, W8G8-nobucket, W6G4" -- \
   "$qccl" experiment qsdp --ranks 2 --variants fp32,W3G3 --steps 1
+expect "intsgd-rounding: an unknown variant names the valid ones" 2 "--variants: unknown name 'nearest'; valid: sgd, intsgd-random, intsgd-determ, heuristic" -- \
+  "$qccl" experiment intsgd-rounding --ranks 2 --variants sgd,nearest
+expect "intsgd-rounding: an unknown model names the valid ones" 2 "--models: unknown name 'resnet18'; valid: cnn, char-lstm" -- \
+  "$qccl" experiment intsgd-rounding --ranks 2 --models resnet18
+expect "intsgd-rounding: a bad seed" 2 "--seeds: 'two' is not a non-negative integer" -- \
+  "$qccl" experiment intsgd-rounding --ranks 2 --seeds 1,two
+expect "intsgd-rounding: evaluations must divide the run" 2 "--eval-every 7 must be at least 1 and divide --steps 20" -- \
+  "$qccl" experiment intsgd-rounding --ranks 2 --steps 20 --eval-every 7
+expect "intsgd-rounding: a tiny run prints its table and writes its files" 0 'wrote .*intsgd-rounding.svg' -- \
+  "$qccl" experiment intsgd-rounding --ranks 2 --models char-lstm --variants sgd,heuristic --seeds 4 \
+  --steps 2 --eval-every 1 --batch 2 --hidden 8 --sequence-length 8 --output "$simdir/rounding"
+expect "intsgd-rounding: merging refuses the same run twice" 2 "holds char-lstm sgd seed 4 again" -- \
+  "$qccl" experiment intsgd-rounding --merge "$simdir/rounding/intsgd-rounding.json,$simdir/rounding/intsgd-rounding.json"
 rm -rf "$simdir"
 
 # Training: usage errors, a short in-process run with its log, a comparison

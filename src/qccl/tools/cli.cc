@@ -23,6 +23,7 @@
 #include "qccl/tools/sgda_command.h"
 #include "qccl/tools/workers_command.h"
 #include "qccl/tools/report_command.h"
+#include "qccl/tools/rounding_command.h"
 #include "qccl/tools/simulate_command.h"
 #include "qccl/tools/timeline_command.h"
 #include "qccl/tools/train_command.h"
@@ -41,6 +42,7 @@ struct Commands {
   ModelCommand model;
   SimulateCommand simulate;
   LogregCommand logreg;
+  RoundingCommand rounding;
   RatesCommand rates;
   WorkersCommand workers;
   SgdaCommand sgda;
@@ -104,6 +106,7 @@ std::vector<CommandEntry> command_table(Commands& c) {
       entry("", c.model, add_model, run_model),
       entry("simulate", c.simulate, add_simulate, run_simulate_command),
       entry("experiment", c.logreg, add_logreg_experiment, run_logreg_command),
+      entry("experiment", c.rounding, add_rounding_experiment, run_rounding_command),
       entry("experiment", c.rates, add_rates_experiment, run_rates_command),
       entry("experiment", c.workers, add_workers_experiment, run_workers_command),
       entry("experiment", c.sgda, add_sgda_experiment, run_sgda_command),

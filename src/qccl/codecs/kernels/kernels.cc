@@ -200,8 +200,13 @@ inline void int_round_block(const float* x, std::int32_t* level, std::size_t m, 
     const float raw = __builtin_fabsf(xv) * alpha;
     const float v = raw < limit_f ? raw : limit_f;
     const auto lower = static_cast<std::int32_t>(v);  // v >= 0: truncation is floor
-    const auto up = static_cast<std::int32_t>(bits_of(u - (v - static_cast<float>(lower))) >> 31);
-    const std::int32_t wanted = lower + up;
+    const float fraction = v - static_cast<float>(lower);
+    const auto up = static_cast<std::int32_t>(bits_of(u - fraction) >> 31);
+    // Rounding to nearest breaks an exact tie toward the even neighbour, as
+    // the scalar path (std::nearbyint) and torch.round do.
+    const std::int32_t tie_up = static_cast<std::int32_t>(!random) &
+                                static_cast<std::int32_t>(fraction == 0.5f) & lower;
+    const std::int32_t wanted = lower + up + (tie_up & 1);
     clipped += static_cast<std::uint32_t>(raw > limit_f) | static_cast<std::uint32_t>(wanted > limit);
     const std::int32_t l = wanted < limit ? wanted : limit;
     largest = largest > l ? largest : l;

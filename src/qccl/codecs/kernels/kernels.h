@@ -49,7 +49,8 @@ bool add_i8_checked(std::int8_t* acc, const std::int8_t* in, std::size_t n, std:
 // Integer rounding of IntSGD (int_rounding.h) in fp32, sign-magnitude:
 // q[i] = sign(x[i])·min(⌊v⌋ + [u < v − ⌊v⌋], limit), v = |x[i]|·alpha, u =
 // (bits32(first + i) >> 8)/2^24 (random) or 1/2 (deterministic: nearest,
-// ties up in magnitude). Int(t) and this have the same distribution. Returns
+// an exact tie to the even neighbour, as std::nearbyint). Int(t) and this
+// have the same distribution. Returns
 // how many elements were clipped (v beyond limit) and the largest |q[i]|.
 // Requires alpha finite.
 struct IntRoundResult {
