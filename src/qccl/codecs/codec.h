@@ -62,6 +62,8 @@
 QCCL_API_BEGIN
 namespace qccl {
 
+class DeviceVector;
+
 enum class CodecOperation { allreduce_mean, reduce_scatter_mean, allgather };
 // "allreduce mean", "reduce-scatter mean", "allgather".
 std::string_view to_string(CodecOperation operation);
@@ -269,6 +271,15 @@ class Codec {
   // Q(data) is written there.
   void allreduce_mean(Communicator& comm, std::span<float> data,
                       const CollectiveOptions& options = {}, std::span<float> own = {});
+  // allreduce_mean of values in a device's memory (device_vector.h), with
+  // the same bits as allreduce_mean of the same values on the host: the
+  // norm statistic, the encoding and the decoding of the mean run where the
+  // data is, and only encoded chunks pass through host memory to the ring
+  // or halving-doubling collective. For codecs whose step's encoding
+  // follows from the global norm alone and combines in transit (Global-QSGD
+  // and fp16; Global-QSGD's dense path, also for sparse=auto); others, and
+  // other algorithms, are refused with InvalidArgument. Advances the step.
+  void allreduce_mean(Communicator& comm, DeviceVector& data, const CollectiveOptions& options = {});
   // allreduce_mean of data that is exactly zero outside `support` (sorted,
   // disjoint element ranges: say the rows of an embedding table that this
   // rank's batch touched; the caller vouches for the zeros). The result is

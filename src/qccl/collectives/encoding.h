@@ -37,6 +37,7 @@
 #include <span>
 #include <string>
 
+#include "qccl/collectives/element_form.h"
 #include "qccl/common/export.h"
 #include "qccl/transport/transport.h"
 
@@ -84,6 +85,10 @@ class Encoding {
   // The in-transit combining of this encoding's chunks: itself for a
   // Reduction, null for an encoding that is only gathered and decoded.
   virtual Reduction* in_transit() { return nullptr; }
+  // This step's arithmetic as element-wise functions and their scalars,
+  // where the encoding is element-wise and its fast path applies (not for
+  // norms beyond fp32's range, which take a double path); nullopt otherwise.
+  virtual std::optional<ElementForm> element_form() const { return std::nullopt; }
 };
 
 }  // namespace qccl

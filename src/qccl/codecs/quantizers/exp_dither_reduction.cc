@@ -64,6 +64,15 @@ class ExpDitherReduction final : public Reduction {
     decode_codes(in, out, norm_);
   }
 
+  // Where encode needs no pre-scaling and decode_codes its fp32 kernel.
+  std::optional<ElementForm> element_form() const override {
+    if (shift_ > 0 || !fp32_decode(mean_scale_) || !fp32_decode(norm_)) return std::nullopt;
+    return ElementForm{.code = ElementForm::Code::exp_i8, .scale = static_cast<float>(norm_), .levels = s_,
+                       .headroom = c_, .key_low = quantize_.key_low(), .key_high = quantize_.key_high(),
+                       .mean_step = static_cast<float>(mean_scale_), .own_step = static_cast<float>(norm_),
+                       .seed = settings_.seed, .bucket = settings_.bucket, .step = step_};
+  }
+
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
                      std::size_t accum_bytes, const ReduceContext& context) override {
     check(incoming.size(), context.count);
@@ -87,13 +96,18 @@ class ExpDitherReduction final : public Reduction {
   // saturated.
   void decode_codes(std::span<const std::byte> in, std::span<float> out, double scale) const {
     const auto* codes = reinterpret_cast<const std::uint8_t*>(in.data());
-    if (std::ldexp(static_cast<double>(static_cast<float>(scale)), c_ - 1) <= FLT_MAX) {
+    if (fp32_decode(scale)) {
       kernels::exp_decode(codes, out.data(), out.size(), c_, static_cast<float>(scale));
       return;
     }
     for (std::size_t i = 0; i < out.size(); ++i) {
       out[i] = saturate_to_fp32(exp_dither::value(codes[i], c_) * scale);
     }
+  }
+
+  // No code (e >= 1, at most 2^(c-1) times the scale) leaves fp32's range.
+  bool fp32_decode(double scale) const {
+    return std::ldexp(static_cast<double>(static_cast<float>(scale)), c_ - 1) <= FLT_MAX;
   }
 
   std::string name_;

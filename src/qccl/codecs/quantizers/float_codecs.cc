@@ -65,6 +65,9 @@ class Fp16MeanReduction final : public Reduction {
     decode(in, first, out);
     for (float& x : out) x *= ranks_;
   }
+  std::optional<ElementForm> element_form() const override {
+    return ElementForm{.code = ElementForm::Code::fp16, .scale = 1.0f / ranks_, .mean_step = 1.0f, .own_step = ranks_};
+  }
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
                      std::size_t accum_bytes, const ReduceContext& context) override {
     check(incoming.size(), context.count);

@@ -1,6 +1,7 @@
 #include "qccl/codecs/quantizers/linear_dither.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -24,6 +25,12 @@ int linear_levels_per_rank(int bits, int ranks) {
 }
 
 namespace {
+
+// Whether encode_levels and decode_levels take their fp32 kernels (levels.cc)
+// for this scale and decoding step: the element form describes those.
+bool fast_path(float scale, double step) {
+  return std::isfinite(scale) && scale >= FLT_MIN && std::isfinite(static_cast<float>(step));
+}
 
 // Linear dithering L_s (Global-QSGD §4.2, Definition 1, Eq. 2) as a
 // Reduction on int8 chunks. encode: y = |x|/norm in [0,1], scaled to s levels
@@ -57,6 +64,16 @@ class LinearDitherReduction final : public Reduction, public SummedIntegers {
                            std::span<float> out) override {
     check(in.size(), out.size());
     decode_levels(reinterpret_cast<const std::int8_t*>(in.data()), out.data(), out.size(), level_);
+  }
+
+  // Levels summed in int8 (the reduce needs no generator).
+  std::optional<ElementForm> element_form() const override {
+    const auto scale = static_cast<float>(levels_ / norm_);
+    if (!fast_path(scale, step_) || !fast_path(scale, level_)) return std::nullopt;
+    return ElementForm{.code = ElementForm::Code::linear_i8_summed, .scale = scale, .levels = levels_,
+                       .key_low = rng_.key_low(), .key_high = rng_.key_high(),
+                       .mean_step = static_cast<float>(step_), .own_step = static_cast<float>(level_),
+                       .limit = limit_};
   }
 
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
@@ -128,6 +145,18 @@ class LinearAverageReduction final : public Reduction {
   void decode_contribution(std::span<const std::byte> in, std::size_t,
                            std::span<float> out) override {
     decode_averaging(in, out, 1, "a rank's own chunk");
+  }
+
+  std::optional<ElementForm> element_form() const override {
+    const auto scale = static_cast<float>(levels_ / norm_);
+    if (!fast_path(scale, value_)) return std::nullopt;
+    return ElementForm{.code = bits_ == 8 ? ElementForm::Code::linear_i8_averaged
+                                          : ElementForm::Code::linear_i4_averaged,
+                       .header_bytes = kHeader, .scale = scale, .levels = levels_,
+                       .key_low = quantize_.key_low(), .key_high = quantize_.key_high(),
+                       .mean_step = static_cast<float>(value_), .own_step = static_cast<float>(value_),
+                       .ranks = ranks_, .seed = settings_.seed, .bucket = settings_.bucket,
+                       .step = step_};
   }
 
   std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,

@@ -1,0 +1,81 @@
+// A codec step on device data (Codec::allreduce_mean on a DeviceVector):
+// the host step's three parts with the data's work moved to the device.
+// 1. The norm statistic is computed where the data is; the step's exchange
+//    (call check, global norm) is the host step's.
+// 2. The step's encoding gives its element form; the device encodes the
+//    whole vector, and the collective runs the encoding's own in-transit
+//    reduction on those codes (StagedReduction), chunk by chunk, through
+//    host memory. Only codes cross between device and host.
+// 3. The device decodes the finished codes into the mean.
+// The encoding must follow from the global norm alone (CodecTraits::
+// host_means: no input read when building it) and combine in transit, and
+// have an element form for this step (norms within fp32's range).
+#include <memory>
+#include <vector>
+
+#include "qccl/codecs/codec.h"
+#include "qccl/codecs/device_vector.h"
+#include "qccl/codecs/element_form_reference.h"
+#include "qccl/codecs/group_data_path.h"
+#include "qccl/codecs/staged_reduction.h"
+#include "qccl/collectives/allreduce.h"
+#include "qccl/collectives/validate.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+void check_device_step(const Codec& codec, Communicator& comm, const CollectiveOptions& options) {
+  const CodecTraits traits = codec.traits();
+  if (!traits.host_means || traits.aggregation != Aggregation::compressed_domain) {
+    throw InvalidArgument(codec.spec() + " cannot run on device data: its step reads the input "
+                          "or gathers encodings; device steps run global-qsgd and fp16 (move the "
+                          "data to the host for this codec)");
+  }
+  if (options.algorithm != Algorithm::ring && options.algorithm != Algorithm::halving_doubling) {
+    throw InvalidArgument(codec.spec() + ": device data runs the ring or halving-doubling "
+                          "algorithm, not " + std::string(to_string(options.algorithm)));
+  }
+  if (group_collectives(comm) != nullptr) {
+    throw InvalidArgument(codec.spec() + ": device data does not yet run over a process group; "
+                          "use qccl's own communicator (MPI or in-process ranks)");
+  }
+}
+
+}  // namespace
+
+void Codec::allreduce_mean(Communicator& comm, DeviceVector& data, const CollectiveOptions& options) {
+  check_supported(CodecOperation::allreduce_mean);
+  validate_options(options, "allreduce mean");
+  check_device_step(*this, comm, options);
+  StepSetup setup = step_setup(CodecOperation::allreduce_mean, options.algorithm, comm.size(), comm.rank());
+  const Operation operation{CodecOperation::allreduce_mean, {}, {}, {}, {}, false, {}};
+  const StepPreparation preparation = prepare(comm, setup, operation, options);
+  CollectiveCall call = begin_step(comm, setup, data.norm_statistic(norm_kind()), data.size(),
+                                   options, preparation);
+  const std::unique_ptr<Encoding> encoding = step_encoding(setup);
+  if (!encoding) {  // every rank's input is zero
+    data.fill_zero();
+    ++step_;
+    return;
+  }
+  const std::optional<ElementForm> form = encoding->element_form();
+  if (!form) {  // the same on every rank: the form follows from the codec and the global norm
+    throw InvalidArgument(step_name() + ": this step has no element-wise form to run on the "
+                          "device (global-qsgd and fp16 have one while the global norm, here " +
+                          std::to_string(setup.norm) + ", is within fp32's range); run it on "
+                          "host data");
+  }
+  const std::span<const std::byte> codes = data.encode(*form);
+  const std::span<std::byte> result = data.result_codes(codes.size());
+  StagedReduction staged(in_transit(*encoding), *form, codes, result);
+  // The collective's fp32 spans give it the element count; the staged
+  // reduction neither reads nor writes them, so they are never touched.
+  const std::unique_ptr<float[]> untouched(new float[data.size()]);
+  const std::span<float> values(untouched.get(), data.size());
+  call.move([&](int tag) { allreduce_body(comm, tag, values, values, staged, options); });
+  data.decode_result(*form);
+  ++step_;
+}
+
+}  // namespace qccl

@@ -1,0 +1,167 @@
+#include "qccl/codecs/element_form_reference.h"
+
+#include <cstring>
+
+#include "qccl/codecs/kernels/element_ops.h"
+#include "qccl/codecs/levels.h"
+
+namespace qccl {
+namespace {
+
+namespace ops = element_ops;
+using Code = ElementForm::Code;
+
+std::uint32_t read_header(std::span<const std::byte> chunk) {
+  std::uint32_t k;
+  std::memcpy(&k, chunk.data(), 4);
+  return k;
+}
+void write_header(std::span<std::byte> chunk, std::uint32_t k) { std::memcpy(chunk.data(), &k, 4); }
+
+template <class T>
+T* codes(std::span<std::byte> chunk, const ElementForm& form) {
+  return reinterpret_cast<T*>(chunk.data() + form.header_bytes);
+}
+template <class T>
+const T* codes(std::span<const std::byte> chunk, const ElementForm& form) {
+  return reinterpret_cast<const T*>(chunk.data() + form.header_bytes);
+}
+
+std::int8_t packed_level(const std::uint8_t* packed, std::size_t i) {
+  return i % 2 ? ops::high_nibble(packed[i / 2]) : ops::low_nibble(packed[i / 2]);
+}
+
+// Values of codes (no header) with one unit worth `step` (fp16: times `step`).
+void decode_values(const ElementForm& form, std::span<const std::byte> payload, std::span<float> out,
+                   float step) {
+  const auto* bytes = reinterpret_cast<const std::uint8_t*>(payload.data());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    switch (form.code) {
+      case Code::linear_i8_summed:
+      case Code::linear_i8_averaged: out[i] = ops::level_value(static_cast<std::int8_t>(bytes[i]), step); break;
+      case Code::linear_i4_averaged: out[i] = ops::level_value(packed_level(bytes, i), step); break;
+      case Code::exp_i8: out[i] = ops::exp_value(bytes[i], form.headroom, step); break;
+      case Code::fp16:
+        out[i] = ops::fp16_value(reinterpret_cast<const std::uint16_t*>(payload.data())[i]) * step;
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+std::size_t form_payload_bytes(const ElementForm& form, std::size_t count) {
+  switch (form.code) {
+    case Code::linear_i4_averaged: return (count + 1) / 2;
+    case Code::fp16: return 2 * count;
+    default: return count;
+  }
+}
+
+std::size_t form_payload_offset(const ElementForm& form, std::size_t first) {
+  return form_payload_bytes(form, first);  // first is even for packed codes
+}
+
+std::size_t form_chunk_bytes(const ElementForm& form, std::size_t count) {
+  return form.header_bytes + form_payload_bytes(form, count);
+}
+
+void encode_payload_by_form(const ElementForm& form, std::span<const float> in, std::size_t first,
+                            std::span<std::byte> payload) {
+  const float below_scale = float_from_bits(static_cast<std::uint32_t>(127 + form.levels - 1) << 23);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const std::uint32_t random = ops::random_bits(form.key_low, form.key_high, first + i);
+    switch (form.code) {
+      case Code::linear_i8_summed:
+      case Code::linear_i8_averaged:
+        reinterpret_cast<std::int8_t*>(payload.data())[i] = ops::linear_level(in[i], form.scale, form.levels, random);
+        break;
+      case Code::linear_i4_averaged: {
+        auto* packed = reinterpret_cast<std::uint8_t*>(payload.data());
+        const std::int8_t level = ops::linear_level(in[i], form.scale, form.levels, random);
+        packed[i / 2] = i % 2 ? ops::nibble_pair(ops::low_nibble(packed[i / 2]), level) : ops::nibble_pair(level, 0);
+        break;
+      }
+      case Code::exp_i8:
+        reinterpret_cast<std::uint8_t*>(payload.data())[i] =
+            ops::exp_code(in[i], form.scale, form.headroom, form.levels, below_scale, random);
+        break;
+      case Code::fp16:
+        reinterpret_cast<std::uint16_t*>(payload.data())[i] = ops::fp16_bits(in[i] * form.scale);
+        break;
+    }
+  }
+}
+
+std::size_t encode_by_form(const ElementForm& form, std::span<const float> in, std::size_t first,
+                           std::span<std::byte> out) {
+  if (form.header_bytes > 0) write_header(out, 1);
+  encode_payload_by_form(form, in, first, out.subspan(form.header_bytes));
+  return form_chunk_bytes(form, in.size());
+}
+
+bool reduce_by_form(const ElementForm& form, std::span<const std::byte> incoming,
+                    std::span<std::byte> accum, const ReduceContext& context) {
+  const CounterRng rng = reduce_rng(CodecSettings{form.seed, form.bucket}, form.step, context);
+  const std::uint32_t ka = form.header_bytes > 0 ? read_header(accum) : 0;
+  const std::uint32_t kb = form.header_bytes > 0 ? read_header(incoming) : 0;
+  const float inverse_k = 1.0f / static_cast<float>(ka + kb);
+  bool valid = true;
+  for (std::size_t i = 0; i < context.count; ++i) {
+    const std::uint32_t random = ops::random_bits(rng.key_low(), rng.key_high(), context.first + i);
+    switch (form.code) {
+      case Code::linear_i8_summed: {
+        auto* acc = codes<std::int8_t>(accum, form);
+        const std::int64_t sum = std::int64_t{acc[i]} + codes<std::int8_t>(incoming, form)[i];
+        valid &= ops::sum_within(sum, form.limit);
+        acc[i] = static_cast<std::int8_t>(sum);
+        break;
+      }
+      case Code::linear_i8_averaged: {
+        auto* acc = codes<std::int8_t>(accum, form);
+        acc[i] = ops::averaged_level(acc[i], codes<std::int8_t>(incoming, form)[i], static_cast<std::int32_t>(ka),
+                                     static_cast<std::int32_t>(kb), inverse_k, random);
+        break;
+      }
+      case Code::linear_i4_averaged: {
+        auto* acc = codes<std::uint8_t>(accum, form);
+        const std::int8_t level = ops::averaged_level(packed_level(acc, i), packed_level(codes<std::uint8_t>(incoming, form), i),
+                                                      static_cast<std::int32_t>(ka), static_cast<std::int32_t>(kb),
+                                                      inverse_k, random);
+        acc[i / 2] = i % 2 ? ops::nibble_pair(ops::low_nibble(acc[i / 2]), level)
+                           : ops::nibble_pair(level, ops::high_nibble(acc[i / 2]));
+        break;
+      }
+      case Code::exp_i8: {
+        auto* acc = codes<std::uint8_t>(accum, form);
+        const auto sum = ops::exp_sum(acc[i], codes<std::uint8_t>(incoming, form)[i], random);
+        valid &= sum.valid;
+        acc[i] = sum.code;
+        break;
+      }
+      case Code::fp16: {
+        auto* acc = codes<std::uint16_t>(accum, form);
+        acc[i] = ops::fp16_bits(ops::fp16_value(acc[i]) + ops::fp16_value(codes<std::uint16_t>(incoming, form)[i]));
+        break;
+      }
+    }
+  }
+  if (form.header_bytes > 0) write_header(accum, ka + kb);
+  return valid;
+}
+
+void decode_payload_by_form(const ElementForm& form, std::span<const std::byte> payload,
+                            std::span<float> out) {
+  decode_values(form, payload, out, form.mean_step);
+}
+
+void decode_by_form(const ElementForm& form, std::span<const std::byte> in, std::span<float> out) {
+  decode_values(form, in.subspan(form.header_bytes), out, form.mean_step);
+}
+
+void decode_contribution_by_form(const ElementForm& form, std::span<const std::byte> in,
+                                 std::span<float> out) {
+  decode_values(form, in.subspan(form.header_bytes), out, form.own_step);
+}
+
+}  // namespace qccl

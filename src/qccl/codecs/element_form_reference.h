@@ -1,0 +1,41 @@
+// An ElementForm (collectives/element_form.h) run on the host, element by
+// element, through the functions the device kernels run
+// (codecs/kernels/element_ops.h): the reference that a device backend must
+// equal and that tests compare with the encodings' own encode, reduce and
+// decode, byte for byte. Chunks are laid out as the encodings lay them out
+// (a header of ElementForm::header_bytes, then the elements' codes).
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+#include "qccl/collectives/element_form.h"
+#include "qccl/collectives/reduction.h"
+
+namespace qccl {
+
+// Bytes of the codes of `count` elements (a chunk without its header), the
+// offset of element `first`'s code among a vector's codes (`first` even for
+// packed 4-bit codes), and the bytes of a chunk of `count` elements.
+std::size_t form_payload_bytes(const ElementForm& form, std::size_t count);
+std::size_t form_payload_offset(const ElementForm& form, std::size_t first);
+std::size_t form_chunk_bytes(const ElementForm& form, std::size_t count);
+// The codes of elements [first, first + in.size()), no header.
+void encode_payload_by_form(const ElementForm& form, std::span<const float> in, std::size_t first,
+                            std::span<std::byte> payload);
+// The values of codes (no header) that stand for the complete mean.
+void decode_payload_by_form(const ElementForm& form, std::span<const std::byte> payload,
+                            std::span<float> out);
+// Encodes elements [first, first + in.size()) into `out`; returns the bytes written.
+std::size_t encode_by_form(const ElementForm& form, std::span<const float> in, std::size_t first,
+                           std::span<std::byte> out);
+// accum ⊕= incoming, as the encoding's reduce() at `context`; false where
+// the encoding's reduce() would reject the result (a sum out of bounds).
+bool reduce_by_form(const ElementForm& form, std::span<const std::byte> incoming,
+                    std::span<std::byte> accum, const ReduceContext& context);
+// The complete mean's values, and one rank's own encoding's values.
+void decode_by_form(const ElementForm& form, std::span<const std::byte> in, std::span<float> out);
+void decode_contribution_by_form(const ElementForm& form, std::span<const std::byte> in,
+                                 std::span<float> out);
+
+}  // namespace qccl

@@ -1,0 +1,28 @@
+#include "qccl/codecs/host_memory_vector.h"
+
+#include <algorithm>
+
+#include "qccl/codecs/element_form_reference.h"
+
+namespace qccl {
+
+double HostMemoryVector::norm_statistic(NormKind kind) { return local_norm_statistic(values_, kind); }
+
+std::span<const std::byte> HostMemoryVector::encode(const ElementForm& form) {
+  codes_.assign(form_payload_bytes(form, values_.size()), std::byte{0});
+  encode_payload_by_form(form, values_, 0, codes_);
+  return codes_;
+}
+
+std::span<std::byte> HostMemoryVector::result_codes(std::size_t bytes) {
+  result_.assign(bytes, std::byte{0});
+  return result_;
+}
+
+void HostMemoryVector::decode_result(const ElementForm& form) {
+  decode_payload_by_form(form, result_, values_);
+}
+
+void HostMemoryVector::fill_zero() { std::fill(values_.begin(), values_.end(), 0.0f); }
+
+}  // namespace qccl

@@ -1,0 +1,31 @@
+// A DeviceVector in host memory: the caller's fp32 values, with the
+// element-wise work done by the host reference of the element forms
+// (element_form_reference.h). It is what a device implementation must
+// equal, byte for byte, and what lets the device step's data path (staged
+// codes, the collective, the decode) run and be tested without a GPU.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "qccl/codecs/device_vector.h"
+
+namespace qccl {
+
+class HostMemoryVector final : public DeviceVector {
+ public:
+  explicit HostMemoryVector(std::span<float> values) : values_(values) {}
+
+  std::size_t size() const override { return values_.size(); }
+  double norm_statistic(NormKind kind) override;
+  std::span<const std::byte> encode(const ElementForm& form) override;
+  std::span<std::byte> result_codes(std::size_t bytes) override;
+  void decode_result(const ElementForm& form) override;
+  void fill_zero() override;
+
+ private:
+  std::span<float> values_;
+  std::vector<std::byte> codes_, result_;
+};
+
+}  // namespace qccl

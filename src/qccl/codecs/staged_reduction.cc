@@ -1,0 +1,45 @@
+#include "qccl/codecs/staged_reduction.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "qccl/codecs/element_form_reference.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+
+std::size_t StagedReduction::encode(std::span<const float> in, std::size_t first,
+                                    std::span<std::byte> out) {
+  if (form_.header_bytes > 0) {
+    const std::uint32_t one_rank = 1;
+    std::memcpy(out.data(), &one_rank, sizeof one_rank);
+  }
+  const std::size_t bytes = form_payload_bytes(form_, in.size());
+  std::memcpy(out.data() + form_.header_bytes, codes_.data() + form_payload_offset(form_, first), bytes);
+  return form_.header_bytes + bytes;
+}
+
+void StagedReduction::decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) {
+  const std::size_t bytes = form_payload_bytes(form_, out.size());
+  if (in.size() != form_.header_bytes + bytes) {
+    throw CommError(name() + ": a chunk of " + std::to_string(out.size()) + " elements must be " +
+                    std::to_string(form_.header_bytes + bytes) + " bytes, got " +
+                    std::to_string(in.size()) + " (corrupt or truncated message?)");
+  }
+  if (form_.header_bytes > 0) {
+    std::uint32_t averaged;
+    std::memcpy(&averaged, in.data(), sizeof averaged);
+    if (averaged != static_cast<std::uint32_t>(form_.ranks)) {
+      throw CommError(name() + ": a decoded chunk averages " + std::to_string(averaged) + " of " +
+                      std::to_string(form_.ranks) + " ranks (incomplete or corrupt aggregation)");
+    }
+  }
+  std::memcpy(result_.data() + form_payload_offset(form_, first), in.data() + form_.header_bytes, bytes);
+}
+
+void StagedReduction::decode_contribution(std::span<const std::byte>, std::size_t, std::span<float>) {
+  throw InvalidArgument(name() + ": a step on device data returns no own contribution (error "
+                        "feedback needs one): run it on host data");
+}
+
+}  // namespace qccl

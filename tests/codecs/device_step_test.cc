@@ -1,0 +1,154 @@
+// A codec step on device data (Codec::allreduce_mean on a DeviceVector),
+// run on the host implementation (HostMemoryVector), against the same
+// step on host data: the same bits on every rank, for every codec that
+// runs on devices, ranks {1, 2, 3, 4, 7}, both algorithms and awkward
+// lengths. A GPU's vector must equal the host one (qccl-device-check), so
+// this is the device step's data path checked without a GPU. Also: ranks
+// mixing device and host data in one collective, and the refusals.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "../support/collective_checks.h"
+#include "../support/patterns.h"
+#include "../support/world.h"
+#include "qccl/codecs/codec.h"
+#include "qccl/codecs/host_memory_vector.h"
+#include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+struct DeviceStepCase {
+  std::string spec;
+  int ranks;
+  Algorithm algorithm;
+  std::size_t length;
+};
+
+std::vector<DeviceStepCase> all_cases() {
+  std::vector<DeviceStepCase> cases;
+  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
+                           "global-qsgd:bits=8,norm=2", "fp16"}) {
+    for (int ranks : {1, 2, 3, 4, 7}) {
+      for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
+        for (std::size_t length : {std::size_t{1}, std::size_t{1001}, std::size_t{70001}}) {
+          cases.push_back({spec, ranks, algorithm, length});
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+std::string name_of(const testing::TestParamInfo<DeviceStepCase>& info) {
+  const auto& c = info.param;
+  std::string name = c.spec + "_" + std::to_string(c.ranks) + "ranks_" +
+                     (c.algorithm == Algorithm::ring ? "ring_" : "hd_") + std::to_string(c.length);
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
+
+std::vector<float> input_of(int rank, std::size_t length) {
+  return test::make_vector(length, [rank](std::size_t i) {
+    return test::noise(rank, i) * std::ldexp(1.0f, static_cast<int>(i % 11) - 5);
+  });
+}
+
+class DeviceStepTest : public testing::TestWithParam<DeviceStepCase> {};
+
+// Two steps (the generator's step counter advances) on device data and on
+// host data, by twin codecs of the same seed and bucket.
+TEST_P(DeviceStepTest, EqualsTheHostStepBitForBit) {
+  const DeviceStepCase& c = GetParam();
+  const CollectiveOptions options{.algorithm = c.algorithm};
+  test::run_world(c.ranks, [&](Communicator& comm) {
+    auto on_device = make_codec(c.spec, CodecSettings{.seed = 5, .bucket = 2});
+    auto on_host = make_codec(c.spec, CodecSettings{.seed = 5, .bucket = 2});
+    auto device_values = input_of(comm.rank(), c.length);
+    auto host_values = device_values;
+    HostMemoryVector vector(device_values);
+    for (int step = 0; step < 2; ++step) {
+      on_device->allreduce_mean(comm, vector, options);
+      on_host->allreduce_mean(comm, std::span<float>(host_values), options);
+      for (std::size_t i = 0; i < c.length; ++i) {
+        ASSERT_TRUE(test::same_bits(device_values[i], host_values[i]))
+            << "step " << step << " rank " << comm.rank() << " element " << i << ": "
+            << device_values[i] << " vs " << host_values[i];
+      }
+      test::expect_identical_across_ranks(comm, device_values);
+    }
+    EXPECT_EQ(on_device->step(), 2u);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Codecs, DeviceStepTest, testing::ValuesIn(all_cases()), name_of);
+
+// Even ranks on device data, odd ranks on host data, in one collective:
+// the wire carries the same bytes either way.
+TEST(DeviceStepMixedTest, DeviceAndHostRanksShareOneCollective) {
+  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp"}) {
+    std::vector<std::vector<float>> mixed(4), reference(4);
+    for (bool all_host : {false, true}) {
+      test::run_world(4, [&](Communicator& comm) {
+        auto codec = make_codec(spec, CodecSettings{.seed = 9});
+        auto values = input_of(comm.rank(), 4099);
+        if (!all_host && comm.rank() % 2 == 0) {
+          HostMemoryVector vector(values);
+          codec->allreduce_mean(comm, vector);
+        } else {
+          codec->allreduce_mean(comm, std::span<float>(values));
+        }
+        (all_host ? reference : mixed)[static_cast<std::size_t>(comm.rank())] = values;
+      });
+    }
+    for (int r = 0; r < 4; ++r) {
+      ASSERT_EQ(test::bytes_hash(mixed[r]), test::bytes_hash(reference[r])) << spec << " rank " << r;
+    }
+  }
+}
+
+// All-zero input on every rank: nothing moves, the result is zero.
+TEST(DeviceStepMixedTest, ZeroInputGivesZeros) {
+  test::run_world(3, [](Communicator& comm) {
+    auto codec = make_codec("global-qsgd:bits=8");
+    std::vector<float> values(100, 0.0f);
+    HostMemoryVector vector(values);
+    codec->allreduce_mean(comm, vector);
+    for (float v : values) EXPECT_EQ(v, 0.0f);
+  });
+}
+
+TEST(DeviceStepRefusalTest, CodecsAndAlgorithmsThatCannotRunOnDevicesAreRefused) {
+  test::run_world(2, [](Communicator& comm) {
+    std::vector<float> values = input_of(comm.rank(), 64);
+    HostMemoryVector vector(values);
+    for (const char* spec : {"qsgd", "topk:ratio=0.1", "intsgd", "fp32"}) {
+      auto codec = make_codec(spec);
+      EXPECT_THROW(codec->allreduce_mean(comm, vector), InvalidArgument) << spec;
+    }
+    auto codec = make_codec("global-qsgd:bits=8");
+    EXPECT_THROW(codec->allreduce_mean(comm, vector, {.algorithm = Algorithm::native}), InvalidArgument);
+  });
+}
+
+// A non-finite value on one rank raises NonFiniteError on every rank, as
+// on host data, before anything moves.
+TEST(DeviceStepRefusalTest, NonFiniteInputIsReportedOnEveryRank) {
+  test::run_world(3, [](Communicator& comm) {
+    std::vector<float> values = input_of(comm.rank(), 64);
+    if (comm.rank() == 1) values[7] = std::nanf("");
+    HostMemoryVector vector(values);
+    auto codec = make_codec("global-qsgd:bits=8");
+    EXPECT_THROW(codec->allreduce_mean(comm, vector), NonFiniteError);
+  });
+}
+
+}  // namespace
+}  // namespace qccl

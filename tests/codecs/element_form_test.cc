@@ -1,0 +1,164 @@
+// The element forms of the codecs' encodings (collectives/element_form.h),
+// run through the host reference (element_form_reference.h), against the
+// encodings' own encode, reduce and decode, byte for byte: what a device
+// backend needs from a codec step to give that step's bytes. Over Global-
+// QSGD's three reductions and fp16, ranks {1, 2, 3, 4, 7}, ring and
+// halving-doubling, a chunk at an odd offset of awkward length.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "../support/patterns.h"
+#include "qccl/codecs/codec.h"
+#include "qccl/codecs/element_form_reference.h"
+#include "qccl/codecs/global_norm.h"
+#include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/common/errors.h"
+
+namespace qccl {
+namespace {
+
+struct FormCase {
+  std::string spec;
+  int ranks;
+  Algorithm algorithm;
+};
+
+std::string name_of(const testing::TestParamInfo<FormCase>& info) {
+  std::string name = info.param.spec + "_" + std::to_string(info.param.ranks) + "ranks_" +
+                     (info.param.algorithm == Algorithm::ring ? "ring" : "hd");
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+std::vector<FormCase> all_cases() {
+  std::vector<FormCase> cases;
+  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
+                           "global-qsgd:bits=8,norm=2", "fp16"}) {
+    for (int ranks : {1, 2, 3, 4, 7}) {
+      for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
+        cases.push_back({spec, ranks, algorithm});
+      }
+    }
+  }
+  return cases;
+}
+
+class ElementFormTest : public testing::TestWithParam<FormCase> {
+ protected:
+  static constexpr std::size_t kLength = 3001, kFirst = 38, kCount = 1001;
+
+  // Rank r's input, values of mixed sign and magnitude.
+  static std::vector<float> input(int rank) {
+    return test::make_vector(kLength, [rank](std::size_t i) {
+      return test::noise(rank, i) * std::ldexp(1.0f, static_cast<int>(i % 13) - 6);
+    });
+  }
+
+  // The step's encoding on `rank`, and its element form.
+  std::unique_ptr<Encoding> encoding(int rank, const std::vector<float>& x) {
+    const FormCase& c = GetParam();
+    codecs_.push_back(make_codec(c.spec, CodecSettings{.seed = 17, .bucket = 4}));
+    Codec& codec = *codecs_.back();
+    codec.set_step(9);
+    double norm = 0;
+    for (int r = 0; r < c.ranks; ++r) {
+      const auto xr = input(r);
+      const double local = local_norm(xr, codec.norm_kind());
+      norm = codec.norm_kind() == NormKind::inf ? std::max(norm, local) : std::hypot(norm, local);
+    }
+    return codec.encoding_for(norm, c.ranks, rank, c.algorithm, x);
+  }
+
+  std::vector<std::unique_ptr<Codec>> codecs_;
+};
+
+
+void expect_same_floats(std::span<const float> a, std::span<const float> b, const char* what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_TRUE(test::same_bits(a[i], b[i])) << what << " element " << i << ": " << a[i] << " vs " << b[i];
+  }
+}
+
+TEST_P(ElementFormTest, TheFormGivesTheEncodingsBytes) {
+  const FormCase& c = GetParam();
+  const auto x0 = input(0), x1 = input(1);
+  auto enc0 = encoding(0, x0);
+  auto enc1 = encoding(std::min(1, c.ranks - 1), x1);
+  ASSERT_NE(enc0, nullptr);
+  const auto form = enc0->element_form();
+  ASSERT_TRUE(form.has_value()) << enc0->name() << " offers no element form";
+  const auto form1 = enc1->element_form();
+  ASSERT_TRUE(form1.has_value());
+
+  // Encode: each rank's own chunk.
+  std::vector<std::byte> own0(enc0->max_encoded_bytes(kCount)), mine0(own0.size());
+  std::vector<std::byte> own1(enc1->max_encoded_bytes(kCount)), mine1(own1.size());
+  const std::size_t bytes0 = enc0->encode(std::span<const float>(x0).subspan(kFirst, kCount), kFirst, own0);
+  ASSERT_EQ(encode_by_form(*form, std::span<const float>(x0).subspan(kFirst, kCount), kFirst, mine0), bytes0);
+  ASSERT_EQ(std::memcmp(own0.data(), mine0.data(), bytes0), 0) << "encode differs";
+  const std::size_t bytes1 = enc1->encode(std::span<const float>(x1).subspan(kFirst, kCount), kFirst, own1);
+  ASSERT_EQ(encode_by_form(*form1, std::span<const float>(x1).subspan(kFirst, kCount), kFirst, mine1), bytes1);
+  ASSERT_EQ(std::memcmp(own1.data(), mine1.data(), bytes1), 0) << "encode of rank 1 differs";
+
+  // One rank's own values, Q(x).
+  std::vector<float> values(kCount), reference(kCount);
+  enc0->decode_contribution(std::span(own0).first(bytes0), kFirst, values);
+  decode_contribution_by_form(*form, std::span(own0).first(bytes0), reference);
+  expect_same_floats(values, reference, "decode_contribution");
+
+  // One hop of the in-transit reduction on rank 1, then the decoded mean
+  // of the two (a complete aggregation where 2 ranks take part).
+  if (c.ranks < 2) return;
+  Reduction* reduction = enc0->in_transit();
+  ASSERT_NE(reduction, nullptr);
+  const ReduceContext context{.first = kFirst, .count = kCount, .rank = 1, .hop = 0};
+  std::vector<std::byte> accum(own0), accum_by_form(mine0);
+  const std::size_t reduced = reduction->reduce(std::span(own1).first(bytes1), accum, bytes0, context);
+  ASSERT_TRUE(reduce_by_form(*form, std::span(mine1).first(bytes1), accum_by_form, context));
+  ASSERT_EQ(std::memcmp(accum.data(), accum_by_form.data(), reduced), 0) << "reduce differs";
+  const bool averaged = form->header_bytes > 0;
+  if (averaged && c.ranks != 2) return;  // decode() checks the chunk averages every rank
+  enc0->decode(std::span(accum).first(reduced), kFirst, values);
+  decode_by_form(*form, std::span(accum).first(reduced), reference);
+  expect_same_floats(values, reference, "decode");
+}
+
+INSTANTIATE_TEST_SUITE_P(Codecs, ElementFormTest, testing::ValuesIn(all_cases()), name_of);
+
+// An in-transit sum beyond n·s is refused by both.
+TEST(ElementFormBoundsTest, ASumOutOfBoundsIsRefusedByTheFormToo) {
+  auto codec = make_codec("global-qsgd:bits=8", CodecSettings{.seed = 1});
+  std::vector<float> x(8, 1.0f);
+  auto encoding = codec->encoding_for(1.0, 2, 0, Algorithm::ring, x);
+  const auto form = encoding->element_form();
+  ASSERT_TRUE(form.has_value());
+  // s = 63 levels per rank at 2 ranks: 63 + 64 = 127 exceeds n·s = 126.
+  std::vector<std::byte> a(8, std::byte{63}), b(8, std::byte{63});
+  b[3] = std::byte{64};
+  const ReduceContext context{.first = 0, .count = 8, .rank = 0, .hop = 0};
+  EXPECT_FALSE(reduce_by_form(*form, b, a, context));
+  std::vector<std::byte> again(8, std::byte{63});
+  EXPECT_THROW(encoding->in_transit()->reduce(b, again, 8, context), CommError);
+}
+
+// Norms beyond fp32's range take the encodings' double path: no form.
+TEST(ElementFormBoundsTest, NormsBeyondFp32HaveNoForm) {
+  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:dither=exp"}) {
+    auto codec = make_codec(spec);
+    std::vector<float> x(4, 1.0f);
+    auto encoding = codec->encoding_for(1e300, 2, 0, Algorithm::ring, x);
+    EXPECT_FALSE(encoding->element_form().has_value()) << spec;
+  }
+}
+
+}  // namespace
+}  // namespace qccl
