@@ -1,0 +1,26 @@
+// qccl-device-check's second table: several in-process ranks sharing one
+// GPU, one CUDA stream each, each rank's vector in device memory, one
+// allreduce-mean step of a codec (Codec::allreduce_mean on a CudaVector).
+// Every rank must end bitwise identical, equal to the same step on host
+// data, and within the codec's error bound of the exact mean.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace qccl::tools {
+
+struct DeviceRanksRow {
+  std::string spec;
+  int ranks = 0;
+  bool identical_across_ranks = false;
+  bool equals_host_step = false;
+  double max_error = 0;  // max |result − exact mean|
+  double bound = 0;      // the codec's bound on it
+  double step_ms = 0;    // the slowest rank's step, wall clock
+};
+
+std::vector<DeviceRanksRow> check_ranks_on_one_gpu(int ranks, std::size_t count);
+
+}  // namespace qccl::tools
