@@ -1,10 +1,13 @@
 // CUDA runtime errors as qccl exceptions whose message names the call that
-// failed, CUDA's own words for the cause and what to check.
+// failed, CUDA's own words for the cause and what to check; and waits for a
+// stream with a deadline.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "qccl/common/errors.h"
 
@@ -18,5 +21,27 @@ inline void check_cuda(cudaError_t status, const char* what) {
               "the CUDA runtime qccl was built with, and that the build's architectures "
               "(QCCL_CUDA_ARCHITECTURES) include the device's");
 }
+
+// Blocks until the work queued on `stream` is done; throws TimeoutError
+// naming `what` if it is not done within `timeout`.
+inline void wait_for_stream(cudaStream_t stream, std::chrono::milliseconds timeout, const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const cudaError_t state = cudaStreamQuery(stream);
+    if (state != cudaErrorNotReady) {
+      check_cuda(state, what);
+      return;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw TimeoutError(std::string("CUDA: ") + what + " did not finish within " +
+                         std::to_string(timeout.count()) + " ms; the device may be hung or busy "
+                         "with long-running work");
+    }
+    std::this_thread::yield();
+  }
+}
+
+// How long qccl waits for device work it queued unless told otherwise.
+inline constexpr std::chrono::milliseconds kDeviceTimeout = std::chrono::minutes(5);
 
 }  // namespace qccl

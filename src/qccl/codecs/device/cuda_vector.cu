@@ -5,12 +5,9 @@
 
 #include <cmath>
 #include <limits>
-#include <string>
-#include <thread>
 
 #include "qccl/codecs/device/cuda_check.h"
 #include "qccl/codecs/element_form_reference.h"
-#include "qccl/common/errors.h"
 #include "qccl/common/host_device.h"
 
 namespace qccl {
@@ -31,22 +28,7 @@ CudaVector::CudaVector(float* values, std::size_t count, cudaStream_t stream,
                        std::chrono::milliseconds timeout)
     : values_(values), count_(count), stream_(stream), timeout_(timeout) {}
 
-void CudaVector::wait(const char* what) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
-  for (;;) {
-    const cudaError_t state = cudaStreamQuery(stream_);
-    if (state != cudaErrorNotReady) {
-      check_cuda(state, what);
-      return;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw TimeoutError(std::string("CUDA: ") + what + " did not finish within " +
-                         std::to_string(timeout_.count()) + " ms; the device may be hung or "
-                         "shared with long-running work (raise the CudaVector's timeout)");
-    }
-    std::this_thread::yield();
-  }
-}
+void CudaVector::wait(const char* what) const { wait_for_stream(stream_, timeout_, what); }
 
 std::byte* CudaVector::device_codes(std::size_t bytes) {
   if (codes_.size() < bytes) codes_ = DeviceBuffer<std::byte>(bytes);

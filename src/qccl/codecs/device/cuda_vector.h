@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 
+#include "qccl/codecs/device/cuda_check.h"
 #include "qccl/codecs/device/device_buffer.h"
 #include "qccl/codecs/device/device_kernels.h"
 #include "qccl/codecs/device_vector.h"
@@ -20,7 +21,7 @@ class CudaVector final : public DeviceVector {
  public:
   // `values`: `count` floats in device memory of the current device.
   CudaVector(float* values, std::size_t count, cudaStream_t stream,
-             std::chrono::milliseconds timeout = std::chrono::minutes(5));
+             std::chrono::milliseconds timeout = kDeviceTimeout);
 
   std::size_t size() const override { return count_; }
   double norm_statistic(NormKind kind) override;

@@ -26,7 +26,7 @@ class DeviceBuffer {
     if (count_ == 0) return;
     check_cuda(cudaMemcpyAsync(data_, host.data(), count_ * sizeof(T), cudaMemcpyHostToDevice, stream),
                "cudaMemcpyAsync to the device");
-    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    wait_for_stream(stream, kDeviceTimeout, "copying to the device");
   }
   ~DeviceBuffer() {
     if (data_ != nullptr) cudaFree(data_);
@@ -51,7 +51,7 @@ class DeviceBuffer {
     if (count_ == 0) return host;
     check_cuda(cudaMemcpyAsync(host.data(), data_, count_ * sizeof(T), cudaMemcpyDeviceToHost, stream),
                "cudaMemcpyAsync to the host");
-    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    wait_for_stream(stream, kDeviceTimeout, "copying to the host");
     return host;
   }
 

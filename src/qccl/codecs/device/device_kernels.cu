@@ -314,7 +314,7 @@ std::vector<T> copy_back(const T* device, std::size_t count, cudaStream_t stream
   std::vector<T> host(count);
   if (count == 0) return host;
   check_cuda(cudaMemcpyAsync(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost, stream), what);
-  check_cuda(cudaStreamSynchronize(stream), what);
+  wait_for_stream(stream, kDeviceTimeout, what);
   return host;
 }
 
