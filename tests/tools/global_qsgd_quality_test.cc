@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "../support/refusal.h"
 #include "../support/world.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
@@ -33,15 +34,7 @@ fs::path scratch(const std::string& name) {
   return dir;
 }
 
-template <class F>
-std::string refusal(F body) {
-  try {
-    body();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::refusal;
 
 TEST(GlobalQsgdQualityVariants, AreTable4sQuantizationRowsByDefault) {
   const auto chosen = select_quality_variants({});
