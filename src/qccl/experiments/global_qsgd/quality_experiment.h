@@ -20,7 +20,7 @@
 namespace qccl::tools {
 
 // The GPT's settings unless the command line changes them, sized so that
-// the default four variants × 3 seeds finish in about 15 minutes of 2
+// the default four variants × 3 seeds finish in about 13 minutes of 2
 // cores on 4 in-process ranks (docs/global-qsgd.md).
 RoundingModelPlan quality_model_defaults();
 
