@@ -244,6 +244,11 @@ expect "intsgd-rounding: a tiny run prints its table and writes its files" 0 'wr
   --steps 2 --eval-every 1 --batch 2 --hidden 8 --sequence-length 8 --output "$simdir/rounding"
 expect "intsgd-rounding: merging refuses the same run twice" 2 "holds char-lstm sgd seed 4 again" -- \
   "$qccl" experiment intsgd-rounding --merge "$simdir/rounding/intsgd-rounding.json,$simdir/rounding/intsgd-rounding.json"
+expect "global-qsgd-quality: an unknown variant names the valid ones" 2 "--variants: unknown name 'linear-2'; valid: fp32, linear-8, linear-4, exp-8" -- \
+  "$qccl" experiment global-qsgd-quality --ranks 4 --variants fp32,linear-2
+expect "global-qsgd-quality: a tiny run prints the paper's column beside its own" 0 'L 4-bit \(linear dithering\) +44.95 ± 0.93' -- \
+  "$qccl" experiment global-qsgd-quality --ranks 4 --variants fp32,linear-4 --seeds 1 \
+  --steps 2 --eval-every 2 --batch 1 --hidden 64 --layers 1 --sequence-length 8 --quiet
 rm -rf "$simdir"
 
 # Training: usage errors, a short in-process run with its log, a comparison

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../support/refusal.h"
 #include "../support/world.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/files.h"
@@ -33,16 +34,7 @@ fs::path scratch(const std::string& name) {
   return dir;
 }
 
-// The message of the InvalidArgument `body` throws ("" if none).
-template <class F>
-std::string refusal(F body) {
-  try {
-    body();
-  } catch (const InvalidArgument& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::refusal;
 
 TEST(IntSgdRoundingVariants, AreThePapersFourByDefault) {
   const auto chosen = select_rounding_variants({});

@@ -15,6 +15,7 @@
 #include "qccl/tools/codecs_command.h"
 #include "qccl/tools/exit_codes.h"
 #include "qccl/tools/gan_command.h"
+#include "qccl/tools/global_qsgd_quality_command.h"
 #include "qccl/tools/logreg_command.h"
 #include "qccl/tools/model_command.h"
 #include "qccl/tools/plan_command.h"
@@ -48,6 +49,7 @@ struct Commands {
   SgdaCommand sgda;
   GanCommand gan;
   QsdpCommand qsdp;
+  QualityCommand global_qsgd_quality;
   TrainCommand train, plan;
   CodecsCommand codecs;
 };
@@ -112,6 +114,7 @@ std::vector<CommandEntry> command_table(Commands& c) {
       entry("experiment", c.sgda, add_sgda_experiment, run_sgda_command),
       entry("experiment", c.gan, add_gan_experiment, run_gan_command),
       entry("experiment", c.qsdp, add_qsdp_experiment, run_qsdp_command),
+      entry("experiment", c.global_qsgd_quality, add_quality_experiment, run_quality_command),
       entry("", c.train, add_train, run_train_command),
       entry("", c.plan, add_plan, run_plan_command),
   };

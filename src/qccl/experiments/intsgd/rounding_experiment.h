@@ -1,13 +1,10 @@
 // `qccl experiment intsgd-rounding`: IntSGD §5 (Figure 1, Tables 2–3) at
 // this machine's scale. Each model (the CNN on Fashion-MNIST standing in
 // for ResNet18 on CIFAR-10, the character LSTM on fortunes for the 3-layer
-// LSTM on Wikitext-2) is trained by the data-parallel engine on n ranks
-// (16 by default, the paper's workers) once per variant and seed
-// (rounding_variants.h), every variant of a seed with the same initial
-// weights, data order and settings, only the gradients' codec differing.
-// Each run is evaluated every `eval_every` steps; the rows give the final
-// test metric's mean and spread over the seeds, and its difference to SGD
-// with the same seed.
+// LSTM on Wikitext-2) is trained on n ranks (16 by default, the paper's
+// workers) once per variant and seed (rounding_variants.h) by the grid of
+// variant_grid.h; the rows give the final test metric's mean and spread
+// over the seeds, and its difference to SGD with the same seed.
 #pragma once
 
 #include <cstdint>
@@ -18,15 +15,9 @@
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/options.h"
 #include "qccl/experiments/intsgd/rounding_results.h"
-#include "qccl/training/train_config.h"
+#include "qccl/experiments/variant_grid.h"
 
 namespace qccl::tools {
-
-// A model's run: its training settings and how long, evaluated how often.
-struct RoundingModelPlan {
-  engines::TrainConfig train;
-  std::size_t steps = 0, eval_every = 0;
-};
 
 // The models this experiment trains: cnn and char-lstm.
 std::vector<std::string> rounding_model_names();
@@ -59,9 +50,6 @@ std::vector<RoundingModelPlan> rounding_plans(const RoundingExperimentConfig& co
 // Checks names, seeds, steps and every training setting before any rank
 // starts; throws InvalidArgument naming the option and what is valid.
 void validate(const RoundingExperimentConfig& config);
-
-// The settings of a plan as the results record them (and merging compares).
-nlohmann::json plan_settings(const RoundingModelPlan& plan);
 
 // Trains every model × seed × variant on every rank of `comm` (all ranks
 // with the same settings). A run whose gradients become non-finite is

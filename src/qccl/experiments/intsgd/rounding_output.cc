@@ -20,6 +20,11 @@ std::string number(double value) {
   return text.str();
 }
 
+// "an intsgd-rounding", "a global-qsgd-quality".
+std::string article_of(const std::string& word) {
+  return std::string("aeiou").find(word.empty() ? 'x' : word[0]) != std::string::npos ? "an" : "a";
+}
+
 std::string csv_text(const RoundingReport& report) {
   std::ostringstream csv;
   csv << "model,variant,codec,seed,step,train_loss,test_loss,metric_name,metric,diverged\n";
@@ -42,7 +47,8 @@ nlohmann::json spread_json(const Spread& s) {
 }
 
 std::string json_text(const RoundingReport& report) {
-  nlohmann::json json = {{"experiment", "intsgd-rounding"}, {"ranks", report.ranks},
+  nlohmann::json json = {{"experiment", report.experiment}, {"baseline", report.baseline},
+                         {"ranks", report.ranks},
                          {"cpu", report.cpu}, {"models", nlohmann::json::array()},
                          {"runs", nlohmann::json::array()}, {"rows", nlohmann::json::array()}};
   for (const auto& m : report.models) json["models"].push_back(m.settings);
@@ -104,11 +110,12 @@ std::string svg_text(const RoundingReport& report) {
   return render_svg(panels);
 }
 
-RoundingReport read_results(const std::string& path) {
+RoundingReport read_results(const std::string& path, const std::string& experiment) {
   RoundingReport report;
+  report.experiment = experiment;
   try {
     const auto json = nlohmann::json::parse(read_whole_file(path));
-    if (json.at("experiment") != "intsgd-rounding") throw InvalidArgument("another experiment's");
+    if (json.at("experiment") != experiment) throw InvalidArgument("another experiment's");
     report.ranks = json.at("ranks").get<int>();
     report.cpu = json.at("cpu").get<std::string>();
     for (const auto& m : json.at("models")) {
@@ -116,11 +123,11 @@ RoundingReport read_results(const std::string& path) {
     }
     for (const auto& r : json.at("runs")) report.runs.push_back(run_from_json(r));
   } catch (const nlohmann::json::exception& e) {
-    throw InvalidArgument("--merge: '" + path + "' is not an intsgd-rounding.json file (" +
-                          e.what() + ")");
+    throw InvalidArgument("--merge: '" + path + "' is not " + article_of(experiment) + " " +
+                          experiment + ".json file (" + e.what() + ")");
   } catch (const InvalidArgument& e) {
-    throw InvalidArgument("--merge: '" + path + "' is not an intsgd-rounding.json file (" +
-                          e.what() + ")");
+    throw InvalidArgument("--merge: '" + path + "' is not " + article_of(experiment) + " " +
+                          experiment + ".json file (" + e.what() + ")");
   }
   return report;
 }
@@ -158,26 +165,30 @@ void add_results(RoundingReport& all, const RoundingReport& part, const std::str
 
 }  // namespace
 
-std::vector<std::string> rounding_output_files(const std::string& directory) {
+std::vector<std::string> rounding_output_files(const std::string& directory,
+                                               const std::string& experiment) {
   const std::filesystem::path dir(directory);
-  return {(dir / "intsgd-rounding.csv").string(), (dir / "intsgd-rounding.json").string(),
-          (dir / "intsgd-rounding.svg").string()};
+  return {(dir / (experiment + ".csv")).string(), (dir / (experiment + ".json")).string(),
+          (dir / (experiment + ".svg")).string()};
 }
 
 std::vector<std::string> write_rounding_outputs(const RoundingReport& report,
                                                 const std::string& directory) {
-  const auto files = rounding_output_files(directory);
+  const auto files = rounding_output_files(directory, report.experiment);
   write_file_atomically(files[0], csv_text(report));
   write_file_atomically(files[1], json_text(report));
   write_file_atomically(files[2], svg_text(report));
   return files;
 }
 
-RoundingReport merge_rounding_results(const std::vector<std::string>& json_files) {
+RoundingReport merge_rounding_results(const std::vector<std::string>& json_files,
+                                      const std::string& experiment, const std::string& baseline) {
   if (json_files.empty()) throw InvalidArgument("--merge names no file");
   RoundingReport all;
-  for (const auto& path : json_files) add_results(all, read_results(path), path);
-  all.rows = rounding_rows(all.runs);
+  all.experiment = experiment;
+  all.baseline = baseline;
+  for (const auto& path : json_files) add_results(all, read_results(path, experiment), path);
+  all.rows = rounding_rows(all.runs, baseline);
   return all;
 }
 

@@ -17,16 +17,19 @@ std::string fixed(double value, int digits, bool sign = false) {
   return text.str();
 }
 
-// "85.66 ± 0.21" (accuracy in percent), "-" when no seed finished.
-std::string mean_sd(const Spread& s, double scale, int digits, bool sign = false) {
+}  // namespace
+
+std::string mean_sd_text(const Spread& s, double scale, int digits, bool sign) {
   if (s.count == 0) return "-";
   return fixed(scale * s.mean, digits, sign) + " ± " + fixed(scale * s.sd, digits);
 }
 
-std::string range(const Spread& s, double scale, int digits) {
+std::string range_text(const Spread& s, double scale, int digits) {
   if (s.count == 0) return "-";
   return fixed(scale * s.min, digits) + " .. " + fixed(scale * s.max, digits);
 }
+
+namespace {
 
 void print_model(std::ostream& out, const RoundingReport& report, const RoundingModelSettings& m) {
   out << m.model << ", " << report.ranks << " ranks: " << m.settings.dump() << "\n";
@@ -46,9 +49,9 @@ void print_model(std::ostream& out, const RoundingReport& report, const Rounding
   for (const auto& row : report.rows) {
     if (row.model != m.model) continue;
     table.add_row({row.variant, row.codec, std::to_string(row.metric.count),
-                   mean_sd(row.metric, scale, digits), range(row.metric, scale, digits),
-                   mean_sd(row.metric_vs_sgd, scale, digits, true),
-                   mean_sd(row.test_loss, 1, 3), mean_sd(row.train_loss, 1, 3),
+                   mean_sd_text(row.metric, scale, digits), range_text(row.metric, scale, digits),
+                   mean_sd_text(row.metric_vs_sgd, scale, digits, true),
+                   mean_sd_text(row.test_loss, 1, 3), mean_sd_text(row.train_loss, 1, 3),
                    std::to_string(row.diverged) + "/" + std::to_string(row.runs)});
   }
   table.print(out);

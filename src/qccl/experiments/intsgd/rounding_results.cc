@@ -18,9 +18,9 @@ const RoundingRun* find_run(const std::vector<RoundingRun>& runs, const std::str
 }
 
 // The row of one model's variant: its finished runs' last points, and the
-// difference to SGD's run of the same seed where that finished too.
+// difference to the baseline's run of the same seed where that finished too.
 RoundingRow row_of(const std::vector<RoundingRun>& runs, const std::string& model,
-                   const std::string& variant) {
+                   const std::string& variant, const std::string& baseline) {
   RoundingRow row{model, variant, "", metric_name_of(model), 0, 0, {}, {}, {}, {}};
   std::vector<double> metric, test_loss, train_loss, vs_sgd;
   for (const auto& r : runs) {
@@ -35,9 +35,9 @@ RoundingRow row_of(const std::vector<RoundingRun>& runs, const std::string& mode
     metric.push_back(last.metric);
     test_loss.push_back(last.test_loss);
     train_loss.push_back(last.train_loss);
-    const RoundingRun* sgd = find_run(runs, model, "sgd", r.seed);
-    if (sgd != nullptr && !sgd->diverged && !sgd->points.empty()) {
-      vs_sgd.push_back(last.metric - sgd->points.back().metric);
+    const RoundingRun* base = find_run(runs, model, baseline, r.seed);
+    if (base != nullptr && !base->diverged && !base->points.empty()) {
+      vs_sgd.push_back(last.metric - base->points.back().metric);
     }
   }
   row.metric = spread_of(metric);
@@ -67,14 +67,15 @@ std::string metric_name_of(const std::string& model) {
   return model == "char-lstm" || model == "gpt" ? "perplexity" : "accuracy";
 }
 
-std::vector<RoundingRow> rounding_rows(const std::vector<RoundingRun>& runs) {
+std::vector<RoundingRow> rounding_rows(const std::vector<RoundingRun>& runs,
+                                       const std::string& baseline) {
   std::vector<std::pair<std::string, std::string>> keys;
   for (const auto& r : runs) {
     const std::pair<std::string, std::string> key{r.model, r.variant};
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
   }
   std::vector<RoundingRow> rows;
-  for (const auto& [model, variant] : keys) rows.push_back(row_of(runs, model, variant));
+  for (const auto& [model, variant] : keys) rows.push_back(row_of(runs, model, variant, baseline));
   return rows;
 }
 

@@ -1,7 +1,7 @@
-// What `qccl experiment intsgd-rounding` measured: each run's curve (one
-// point per evaluation), and per model and variant the mean and spread
-// over the seeds. rounding_output.h writes them; rounding_report.h prints
-// them.
+// What a grid of runs measured (`qccl experiment intsgd-rounding` and
+// `global-qsgd-quality`, variant_grid.h): each run's curve (one point per
+// evaluation), and per model and variant the mean and spread over the
+// seeds. rounding_output.h writes them; rounding_report.h prints them.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -42,7 +42,8 @@ Spread spread_of(const std::vector<double>& values);
 
 // A model's variant over the seeds that finished: its final test metric and
 // loss, its last training loss, and the per-seed difference of the metric
-// to SGD's with the same seed (the same initial weights and data order).
+// to the baseline variant's with the same seed (the same initial weights
+// and data order); metric_vs_sgd keeps the name of IntSGD's baseline.
 struct RoundingRow {
   std::string model, variant, codec, metric_name;
   std::size_t runs = 0, diverged = 0;
@@ -57,19 +58,23 @@ struct RoundingModelSettings {
 };
 
 struct RoundingReport {
+  std::string experiment = "intsgd-rounding";  // the files' name and the table's title
+  std::string baseline = "sgd";                // the variant rows are compared with
   int ranks = 0;
   std::string cpu;
   std::vector<RoundingModelSettings> models;
   std::vector<RoundingRun> runs;
-  std::vector<RoundingRow> rows;   // rounding_rows(runs)
+  std::vector<RoundingRow> rows;   // rounding_rows(runs, baseline)
   std::vector<std::string> files;  // written by rank 0
 };
 
 // "accuracy" for the image models, "perplexity" for the character models.
 std::string metric_name_of(const std::string& model);
 
-// One row per (model, variant), in the order the runs first name them.
-std::vector<RoundingRow> rounding_rows(const std::vector<RoundingRun>& runs);
+// One row per (model, variant), in the order the runs first name them,
+// compared with the variant named `baseline`.
+std::vector<RoundingRow> rounding_rows(const std::vector<RoundingRun>& runs,
+                                       const std::string& baseline = "sgd");
 
 nlohmann::json to_json(const RoundingRun& run);
 RoundingRun run_from_json(const nlohmann::json& json);
