@@ -53,6 +53,8 @@ def _parser():
     p.add_argument("--steps", default="25", help="steps per run, --max-steps-per-epoch (default 25)")
     p.add_argument("--warmup-steps", default="5", help="first steps not timed (default 5)")
     p.add_argument("--plan-steps", default="5", help="steps MergeComp profiles (default 5)")
+    p.add_argument("--repeats", default="5", help="training runs per cell; the table gives "
+                   "their median and range (default 5)")
     p.add_argument("--qccl", default=None, help="the qccl program (default build/qccl)")
     p.add_argument("--timeout", default="900", help="seconds per run before it is stopped (default 900)")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
@@ -78,6 +80,7 @@ def parse_arguments(argv, root):
     a.steps = whole_number(a.steps, "--steps", 1)
     a.warmup_steps = whole_number(a.warmup_steps, "--warmup-steps", 0)
     a.plan_steps = whole_number(a.plan_steps, "--plan-steps", 2)
+    a.repeats = whole_number(a.repeats, "--repeats", 1)
     a.timeout = whole_number(a.timeout, "--timeout", 1)
     if a.steps <= skipped_steps(a):
         raise UsageError(f"--steps {a.steps} leaves no timed step: every run skips "
