@@ -18,6 +18,15 @@ PLAN_TITLES = {"layerwise": "layer-wise", "one": "one bucket", "ddp": "DDP",
                "mergecomp": "MergeComp"}
 PLAN_COLOURS = {"layerwise": "#1f77b4", "one": "#ff7f0e", "ddp": "#2ca02c",
                 "mergecomp": "#d62728"}
+GIVEN_COLOUR = "#9467bd"  # groups:N1,N2,.. given by hand
+
+
+def plan_title(plan):
+    return PLAN_TITLES.get(plan, f"`{plan}`")
+
+
+def plan_colour(plan):
+    return PLAN_COLOURS.get(plan, GIVEN_COLOUR)
 CSV_FIELDS = ("rate", "codec", "plan", "repeat", "groups", "predicted_ms", "measured_ms",
               "prediction_error", "scaling_factor", "bucket_policy", "status", "timed_steps",
               "error")
@@ -133,9 +142,9 @@ def _times(value):
 def rate_table(rows, rate, codecs, plans):
     """The markdown table of one link rate: a row per codec."""
     bases = [p for p in plans if p != "mergecomp"] if "mergecomp" in plans else []
-    header = (["codec"] + [PLAN_TITLES[p] for p in plans]
+    header = (["codec"] + [plan_title(p) for p in plans]
               + (["MergeComp's plan"] if "mergecomp" in plans else [])
-              + [f"gain over {PLAN_TITLES[b]}" for b in bases])
+              + [f"gain over {plan_title(b)}" for b in bases])
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for codec in codecs:
         cells = [f"`{codec}`"] + [_cell(rows, rate, codec, p) for p in plans]
@@ -244,8 +253,8 @@ def svg(rows, rate, codecs, plans):
              f'{html.escape(rate)}</text>']
     for i, plan in enumerate(plans):  # legend
         x = left + i * 110
-        parts += [f'<rect x="{x}" y="28" width="10" height="10" fill="{PLAN_COLOURS[plan]}"/>',
-                  f'<text x="{x + 14}" y="37">{PLAN_TITLES[plan]}</text>']
+        parts += [f'<rect x="{x}" y="28" width="10" height="10" fill="{plan_colour(plan)}"/>',
+                  f'<text x="{x + 14}" y="37">{html.escape(plan_title(plan))}</text>']
     for v in ticks:
         parts += [f'<line x1="{left}" x2="{width - 20}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
                   f'stroke="#ddd"/>',
@@ -255,11 +264,11 @@ def svg(rows, rate, codecs, plans):
             x, value = left + label_x[c] + (p - len(plans) / 2) * BAR_W, measured.get((codec, plan))
             if value is None:
                 parts.append(f'<text x="{x + BAR_W / 2}" y="{y(0) - 3}" text-anchor="middle" '
-                             f'fill="{PLAN_COLOURS[plan]}">×</text>')
+                             f'fill="{plan_colour(plan)}">×</text>')
                 continue
             parts.append(f'<rect x="{x:.1f}" y="{y(value):.1f}" width="{BAR_W - 2}" '
-                         f'height="{y(0) - y(value):.1f}" fill="{PLAN_COLOURS[plan]}">'
-                         f'<title>{html.escape(codec)}, {PLAN_TITLES[plan]}: {value:.1f} ms'
+                         f'height="{y(0) - y(value):.1f}" fill="{plan_colour(plan)}">'
+                         f'<title>{html.escape(codec)}, {html.escape(plan_title(plan))}: {value:.1f} ms'
                          f'</title></rect>')
         at = f"{left + label_x[c]:.1f} {axis_y + 14}"
         parts.append(f'<text x="{left + label_x[c]:.1f}" y="{axis_y + 14}" text-anchor="end" '

@@ -83,6 +83,8 @@ class Options(unittest.TestCase):
                             (["--hosts", "1"], "--hosts"), (["--codecs", " "], "--codecs"),
                             (["--steps", "6"], "no timed step"),
                             (["--plan-steps", "1"], "--plan-steps"),
+                            (["--plans", "groups:51,0"], "plan 'groups:51,0'"),
+                            (["--repeats", "0"], "--repeats"),
                             (["--nonsense"], "unrecognized")):
             with self.assertRaises(UsageError) as caught:
                 parse_arguments(argv, ROOT)
@@ -317,6 +319,16 @@ class Report(unittest.TestCase):
         self.assertEqual(cells[1:3], ["25.0 [21.0–40.0] (24.0), 0.40, 1 failed",
                                       "20.0 [10.0–30.0] (21.0), 0.50"])
         self.assertEqual(cells[3:], ["groups:60,42 (×3)", "1.25×"])
+
+    def test_groups_given_by_hand_are_a_plan_of_their_own(self):
+        a = parse_arguments(["--plans", "mergecomp groups:51,51"], ROOT)
+        self.assertEqual(a.plans, ["mergecomp", "groups:51,51"])
+        rows = [row("fp16", "mergecomp", 20.0, 21.0), row("fp16", "groups:51,51", 21.0)]
+        settings = dict(self.SETTINGS, plans=a.plans)
+        text = mergecomp_report.markdown(rows, [], settings, {"status": "ok", "measured_ms": 10.0})
+        self.assertIn("| `groups:51,51` | MergeComp's plan | gain over `groups:51,51` |", text)
+        self.assertIn("21.0 [21.0–21.0] (–), 0.48 | groups:60,42 | 1.05× |", text)
+        ElementTree.fromstring(mergecomp_report.svg(rows, "1gbit", ["fp16"], a.plans))
 
     def test_without_mergecomp_there_are_no_gains(self):
         settings = dict(self.SETTINGS, plans=["layerwise", "one"])
