@@ -58,9 +58,10 @@ struct MeasuredGroup {
   std::vector<std::size_t> tensors;  // empty: one unnamed tensor
 };
 
-// MergeComp §4.3 measures h on the groups it merges: the sizes to measure
-// become groups of the model's first tensors (in group order), each the
-// fewest tensors holding at least the size, duplicates dropped. With fewer
+// MergeComp §4.3's h(x_i) and g(x_i) are costs of the groups it merges, so
+// the sizes to measure become groups of the model's first tensors (in group
+// order), each the fewest tensors holding at least the size, duplicates
+// dropped. With fewer
 // than two distinct groups (a model of one or two tensors), the sizes are
 // measured without a layout.
 std::vector<MeasuredGroup> groups_to_measure(const GroupCostOptions& options) {

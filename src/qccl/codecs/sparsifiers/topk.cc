@@ -18,9 +18,9 @@ std::string topk_spec(double ratio, SelectionScope scope, bool error_feedback) {
 }
 
 // Top-k without memory. Each rank selects, in every slice of its input
-// (selection_slices: with select=group, MergeComp §4.1 Algorithm 1's default,
-// the whole merged group as one tensor; with select=tensor the layout's
-// tensors, or an allgather's whole shard), the
+// (selection_slices: with select=group, the default, the whole merged group
+// as one tensor, as MergeComp §4.1 Algorithm 1 compresses it; with
+// select=tensor the layout's tensors, or an allgather's whole shard), the
 // k_t = max(1, ⌈ratio·d_t⌉) elements of largest magnitude — exactly, ties
 // to the lower index (select_largest) — when the step's encoding is built,
 // so every operation times its selection. The pairs travel by the
