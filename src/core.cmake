@@ -99,6 +99,8 @@ add_library(qccl_core_objects OBJECT
   qccl/scheduling/measured_host_links.cc
   qccl/scheduling/merge_plan.cc
   qccl/scheduling/group_costs.cc
+  qccl/scheduling/rank_values.cc
+  qccl/scheduling/slowest_profile.cc
 )
 target_include_directories(qccl_core_objects PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(qccl_core_objects PUBLIC Threads::Threads)

@@ -46,13 +46,16 @@ def _parser():
     p.add_argument("--rates", default=DEFAULT_RATES, help=f"link rates (default '{DEFAULT_RATES}')")
     p.add_argument("--codecs", default=DEFAULT_CODECS, help="codec specs (default: fp32, fp16, "
                    "the nine compressors and global-qsgd:bits=8)")
-    p.add_argument("--plans", default=" ".join(PLANS), help=f"plans (default '{' '.join(PLANS)}')")
+    p.add_argument("--plans", default=" ".join(PLANS), help=f"plans: {', '.join(PLANS)} or "
+                   f"groups:N1,N2,.. given by hand (default '{' '.join(PLANS)}')")
     p.add_argument("--model", default="resmlp", help="qccl train's model (default resmlp)")
     p.add_argument("--hosts", default="4", help="emulated hosts, one rank each (default 4)")
     p.add_argument("--batch", default="32", help="samples per rank per step (default 32)")
     p.add_argument("--steps", default="25", help="steps per run, --max-steps-per-epoch (default 25)")
     p.add_argument("--warmup-steps", default="5", help="first steps not timed (default 5)")
     p.add_argument("--plan-steps", default="5", help="steps MergeComp profiles (default 5)")
+    p.add_argument("--repeats", default="5", help="training runs per cell; the table gives "
+                   "their median and range (default 5)")
     p.add_argument("--qccl", default=None, help="the qccl program (default build/qccl)")
     p.add_argument("--timeout", default="900", help="seconds per run before it is stopped (default 900)")
     p.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
@@ -68,8 +71,9 @@ def parse_arguments(argv, root):
         if not re.fullmatch(r"[1-9][0-9]*(kbit|mbit|gbit)|unshaped", rate):
             raise UsageError(f"rate '{rate}': use e.g. 1gbit, 10gbit or unshaped")
     for plan in a.plans:
-        if plan not in PLANS:
-            raise UsageError(f"plan '{plan}': use {', '.join(PLANS)}")
+        if plan not in PLANS and not re.fullmatch(r"groups:[1-9][0-9]*(,[1-9][0-9]*)*", plan):
+            raise UsageError(f"plan '{plan}': use {', '.join(PLANS)} or groups:N1,N2,.. "
+                             "(e.g. groups:51,51, MergeComp Table 3's even split)")
     for name, values in (("--rates", a.rates), ("--codecs", a.codecs), ("--plans", a.plans)):
         if not values:
             raise UsageError(f"{name} is empty")
@@ -78,6 +82,7 @@ def parse_arguments(argv, root):
     a.steps = whole_number(a.steps, "--steps", 1)
     a.warmup_steps = whole_number(a.warmup_steps, "--warmup-steps", 0)
     a.plan_steps = whole_number(a.plan_steps, "--plan-steps", 2)
+    a.repeats = whole_number(a.repeats, "--repeats", 1)
     a.timeout = whole_number(a.timeout, "--timeout", 1)
     if a.steps <= skipped_steps(a):
         raise UsageError(f"--steps {a.steps} leaves no timed step: every run skips "

@@ -2,9 +2,10 @@
 scaling factor, MergeComp's gain), runs.csv, table.md, results.json and one
 bar plot per link rate, from the rows the runs produced.
 
-A row is a dict: rate, codec, plan, groups, predicted_ms, measured_ms,
-prediction_error, scaling_factor, bucket_policy, status ("ok" or "failed"),
-timed_steps, error, log."""
+A row is a dict: rate, codec, plan, repeat, groups, predicted_ms,
+measured_ms, prediction_error, scaling_factor, bucket_policy, status ("ok" or
+"failed"), timed_steps, error, log. A cell of the table is every row of one
+rate, codec and plan: its median over the repeats and their range."""
 
 import csv
 import html
@@ -17,7 +18,16 @@ PLAN_TITLES = {"layerwise": "layer-wise", "one": "one bucket", "ddp": "DDP",
                "mergecomp": "MergeComp"}
 PLAN_COLOURS = {"layerwise": "#1f77b4", "one": "#ff7f0e", "ddp": "#2ca02c",
                 "mergecomp": "#d62728"}
-CSV_FIELDS = ("rate", "codec", "plan", "groups", "predicted_ms", "measured_ms",
+GIVEN_COLOUR = "#9467bd"  # groups:N1,N2,.. given by hand
+
+
+def plan_title(plan):
+    return PLAN_TITLES.get(plan, f"`{plan}`")
+
+
+def plan_colour(plan):
+    return PLAN_COLOURS.get(plan, GIVEN_COLOUR)
+CSV_FIELDS = ("rate", "codec", "plan", "repeat", "groups", "predicted_ms", "measured_ms",
               "prediction_error", "scaling_factor", "bucket_policy", "status", "timed_steps",
               "error")
 SCALING_FACTOR_TEXT = (
@@ -41,11 +51,23 @@ def scaling_factor(single_rank_ms, measured_ms):
     return single_rank_ms / measured_ms
 
 
+def cell_rows(rows, rate, codec, plan):
+    """The successful runs of one cell."""
+    return [r for r in rows if (r["rate"], r["codec"], r["plan"]) == (rate, codec, plan)
+            and r.get("status") == "ok"]
+
+
+def median_of(cell, key):
+    values = [r[key] for r in cell if r.get(key) is not None]
+    return statistics.median(values) if values else None
+
+
 def gain(rows, codec_rate, base_plan):
-    """MergeComp's gain over BASE_PLAN: measured_base / measured_mergecomp."""
-    measured = {r["plan"]: r.get("measured_ms") for r in rows
-                if (r["codec"], r["rate"]) == codec_rate and r.get("status") == "ok"}
-    base, merged = measured.get(base_plan), measured.get("mergecomp")
+    """MergeComp's gain over BASE_PLAN: the median measured_base over the
+    median measured_mergecomp (medians over the repeats)."""
+    codec, rate = codec_rate
+    base = median_of(cell_rows(rows, rate, codec, base_plan), "measured_ms")
+    merged = median_of(cell_rows(rows, rate, codec, "mergecomp"), "measured_ms")
     return base / merged if base and merged else None
 
 
@@ -84,15 +106,33 @@ def results_json(settings, reference, rows, plan_runs):
 
 # ---- table.md -----------------------------------------------------------------------
 
-def _cell(row):
-    """measured ms/step (predicted ms/step), scaling factor."""
-    if row is None:
+def _cell(rows, rate, codec, plan):
+    """median measured ms/step [min–max] (median predicted ms/step), scaling
+    factor of the median; with how many runs failed."""
+    every = [r for r in rows if (r["rate"], r["codec"], r["plan"]) == (rate, codec, plan)]
+    if not every:
         return "not run"
-    if row.get("status") != "ok":
+    cell = cell_rows(rows, rate, codec, plan)
+    failed = len(every) - len(cell)
+    if not cell:
         return "**failed**"
-    predicted = "–" if row.get("predicted_ms") is None else f"{row['predicted_ms']:.1f}"
-    factor = "–" if row.get("scaling_factor") is None else f"{row['scaling_factor']:.2f}"
-    return f"{row['measured_ms']:.1f} ({predicted}), {factor}"
+    measured = [r["measured_ms"] for r in cell]
+    predicted = median_of(cell, "predicted_ms")
+    factor = median_of(cell, "scaling_factor")
+    text = (f"{statistics.median(measured):.1f} [{min(measured):.1f}–{max(measured):.1f}] "
+            f"({'–' if predicted is None else f'{predicted:.1f}'}), "
+            f"{'–' if factor is None else f'{factor:.2f}'}")
+    return text + (f", {failed} failed" if failed else "")
+
+
+def _policies(cell):
+    """The plans MergeComp chose over the repeats, most frequent first."""
+    counts = {}
+    for r in cell:
+        if r.get("bucket_policy"):
+            counts[r["bucket_policy"]] = counts.get(r["bucket_policy"], 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    return " ".join(p if n == 1 else f"{p} (×{n})" for p, n in ranked) or "–"
 
 
 def _times(value):
@@ -102,16 +142,14 @@ def _times(value):
 def rate_table(rows, rate, codecs, plans):
     """The markdown table of one link rate: a row per codec."""
     bases = [p for p in plans if p != "mergecomp"] if "mergecomp" in plans else []
-    header = (["codec"] + [PLAN_TITLES[p] for p in plans]
+    header = (["codec"] + [plan_title(p) for p in plans]
               + (["MergeComp's plan"] if "mergecomp" in plans else [])
-              + [f"gain over {PLAN_TITLES[b]}" for b in bases])
+              + [f"gain over {plan_title(b)}" for b in bases])
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     for codec in codecs:
-        by_plan = {r["plan"]: r for r in rows if (r["rate"], r["codec"]) == (rate, codec)}
-        cells = [f"`{codec}`"] + [_cell(by_plan.get(p)) for p in plans]
+        cells = [f"`{codec}`"] + [_cell(rows, rate, codec, p) for p in plans]
         if "mergecomp" in plans:
-            merged = by_plan.get("mergecomp") or {}
-            cells.append(merged.get("bucket_policy") or "–")
+            cells.append(_policies(cell_rows(rows, rate, codec, "mergecomp")))
         cells += [_times(gain(rows, (codec, rate), b)) for b in bases]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -121,14 +159,16 @@ def markdown(rows, plan_runs, settings, reference):
     rates = list(dict.fromkeys(settings["rates"]))
     out = [f"# MergeComp experiment: {settings['model']}, {settings['hosts']} hosts",
            "",
-           f"Batch {settings['batch']} per rank, {settings['steps']} steps per run; each time is "
-           f"the median step of steps {settings['skipped_steps']}..{settings['steps'] - 1} "
-           f"(steps counted from 0; MergeComp plans after profiling {settings['plan_steps']}).",
+           f"Batch {settings['batch']} per rank, {settings['steps']} steps per run; a run's time "
+           f"is the median step of steps {settings['skipped_steps']}..{settings['steps'] - 1} "
+           f"(steps counted from 0; MergeComp plans after profiling {settings['plan_steps']}), "
+           f"and each cell the median over {settings.get('repeats', 1)} runs.",
            "",
            f"Single rank (T_1): {_reference_text(reference)}. {SCALING_FACTOR_TEXT}",
            "",
-           "Each cell: measured ms/step (predicted ms/step), scaling factor. "
-           "Gain: the other plan's measured ms/step over MergeComp's.",
+           "Each cell: median measured ms/step [fastest–slowest run] (median predicted "
+           "ms/step), scaling factor of the median. "
+           "Gain: the other plan's median ms/step over MergeComp's.",
            ""]
     for rate in rates:
         out += [f"## {rate}", "", rate_table(rows, rate, settings["codecs"], settings["plans"]),
@@ -193,8 +233,9 @@ def _ticks(high, count=5):
 
 
 def svg(rows, rate, codecs, plans):
-    measured = {(r["codec"], r["plan"]): r.get("measured_ms") for r in rows
-                if r["rate"] == rate and r.get("status") == "ok"}
+    measured = {(c, p): median_of(cell_rows(rows, rate, c, p), "measured_ms")
+                for c in codecs for p in plans}
+    measured = {key: value for key, value in measured.items() if value is not None}
     ticks = _ticks(max(list(measured.values()) + [1.0]))
     top_value = ticks[-1]
     group_w = len(plans) * BAR_W + GROUP_GAP
@@ -212,8 +253,8 @@ def svg(rows, rate, codecs, plans):
              f'{html.escape(rate)}</text>']
     for i, plan in enumerate(plans):  # legend
         x = left + i * 110
-        parts += [f'<rect x="{x}" y="28" width="10" height="10" fill="{PLAN_COLOURS[plan]}"/>',
-                  f'<text x="{x + 14}" y="37">{PLAN_TITLES[plan]}</text>']
+        parts += [f'<rect x="{x}" y="28" width="10" height="10" fill="{plan_colour(plan)}"/>',
+                  f'<text x="{x + 14}" y="37">{html.escape(plan_title(plan))}</text>']
     for v in ticks:
         parts += [f'<line x1="{left}" x2="{width - 20}" y1="{y(v):.1f}" y2="{y(v):.1f}" '
                   f'stroke="#ddd"/>',
@@ -223,11 +264,11 @@ def svg(rows, rate, codecs, plans):
             x, value = left + label_x[c] + (p - len(plans) / 2) * BAR_W, measured.get((codec, plan))
             if value is None:
                 parts.append(f'<text x="{x + BAR_W / 2}" y="{y(0) - 3}" text-anchor="middle" '
-                             f'fill="{PLAN_COLOURS[plan]}">×</text>')
+                             f'fill="{plan_colour(plan)}">×</text>')
                 continue
             parts.append(f'<rect x="{x:.1f}" y="{y(value):.1f}" width="{BAR_W - 2}" '
-                         f'height="{y(0) - y(value):.1f}" fill="{PLAN_COLOURS[plan]}">'
-                         f'<title>{html.escape(codec)}, {PLAN_TITLES[plan]}: {value:.1f} ms'
+                         f'height="{y(0) - y(value):.1f}" fill="{plan_colour(plan)}">'
+                         f'<title>{html.escape(codec)}, {html.escape(plan_title(plan))}: {value:.1f} ms'
                          f'</title></rect>')
         at = f"{left + label_x[c]:.1f} {axis_y + 14}"
         parts.append(f'<text x="{left + label_x[c]:.1f}" y="{axis_y + 14}" text-anchor="end" '

@@ -28,6 +28,7 @@ class Run:
     rate: str  # the link rate, or "single rank"
     codec: str
     plan: str  # the bucket plan, or "qccl plan"
+    repeat: int  # which of the cell's --repeats runs (0 for the others)
     name: str
     command: list
     log: str  # `qccl train --log` (train, single-rank)
@@ -41,11 +42,11 @@ def planned_runs(args, root=None):
     root = root or ROOT
     runs_dir, logs_dir = os.path.join(args.output, "runs"), os.path.join(args.output, "logs")
 
-    def make(index, kind, rate, codec, plan, build):
-        slug = "".join(c if c.isalnum() else "_" for c in f"{rate}-{codec}-{plan}")
+    def make(index, kind, rate, codec, plan, build, repeat=0):
+        slug = "".join(c if c.isalnum() else "_" for c in f"{rate}-{codec}-{plan}-{repeat}")
         name = f"{index:03d}-{slug}"
         log, summary = os.path.join(runs_dir, name + ".jsonl"), os.path.join(runs_dir, name + ".json")
-        return Run(kind, rate, codec, plan, name, build(log, summary), log, summary,
+        return Run(kind, rate, codec, plan, repeat, name, build(log, summary), log, summary,
                    os.path.join(logs_dir, name + ".log"))
 
     yield make(0, "single-rank", "single rank", "fp32", "one",
@@ -58,11 +59,15 @@ def planned_runs(args, root=None):
             yield make(index, "plan", rate, codec, "qccl plan", lambda log, summary, codec=codec:
                        cluster(mergecomp_runs.plan_command(args, codec, summary)))
             index += 1
-            for plan in args.plans:
-                yield make(index, "train", rate, codec, plan,
-                           lambda log, summary, codec=codec, plan=plan:
-                           cluster(mergecomp_runs.train_command(args, codec, plan, log, summary)))
-                index += 1
+            # Repeats go round the plans, so that a drift in the machine's
+            # load falls on every plan alike.
+            for repeat in range(args.repeats):
+                for plan in args.plans:
+                    yield make(index, "train", rate, codec, plan,
+                               lambda log, summary, codec=codec, plan=plan:
+                               cluster(mergecomp_runs.train_command(args, codec, plan, log,
+                                                                    summary)), repeat)
+                    index += 1
 
 
 def train_row(run, lines, summary, plan_predictions, skip, single_rank_ms):
@@ -85,7 +90,8 @@ def train_row(run, lines, summary, plan_predictions, skip, single_rank_ms):
     measured = mergecomp_runs.median_ms(seconds)
     predicted = 1000 * prediction["seconds"] if prediction else None
     groups = summary.get("buckets") or (prediction or {}).get("groups")
-    return {"rate": run.rate, "codec": run.codec, "plan": run.plan, "groups": groups,
+    return {"rate": run.rate, "codec": run.codec, "plan": run.plan, "repeat": run.repeat,
+            "groups": groups,
             "predicted_ms": predicted, "measured_ms": measured,
             "prediction_error": mergecomp_report.prediction_error(predicted, measured),
             "scaling_factor": mergecomp_report.scaling_factor(single_rank_ms, measured),
@@ -110,8 +116,9 @@ class Experiment:
             else:
                 self._record(run)
         except RunFailed as error:
-            failure = {"rate": run.rate, "codec": run.codec, "plan": run.plan, "status": "failed",
-                       "error": str(error), "log": run.output}
+            failure = {"rate": run.rate, "codec": run.codec, "plan": run.plan,
+                       "repeat": run.repeat, "status": "failed", "error": str(error),
+                       "log": run.output}
             if run.kind == "single-rank":
                 self.reference = failure
             elif run.kind == "plan":
@@ -149,7 +156,8 @@ class Experiment:
         a = self.args
         return {"model": a.model, "hosts": a.hosts, "batch": a.batch, "steps": a.steps,
                 "warmup_steps": a.warmup_steps, "plan_steps": a.plan_steps,
-                "skipped_steps": self.skip, "rates": a.rates, "codecs": a.codecs,
+                "skipped_steps": self.skip, "repeats": a.repeats, "rates": a.rates,
+                "codecs": a.codecs,
                 "plans": a.plans, "qccl": a.qccl}
 
     def write_report(self):

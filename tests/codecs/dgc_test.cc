@@ -23,9 +23,9 @@ namespace qccl::test {
 namespace {
 
 TEST(DgcCodecTest, SpecIsCanonicalAndValidated) {
-  EXPECT_EQ(make_codec("dgc")->spec(), "dgc:ratio=0.01,momentum=0.9,clip=off,warmup=0,sample=0.01");
+  EXPECT_EQ(make_codec("dgc")->spec(), "dgc:ratio=0.01,select=group,momentum=0.9,clip=off,warmup=0,sample=0.01");
   const auto codec = make_codec("dgc:clip=2.5,warmup=100,ratio=0.001,sample=0.1,momentum=0");
-  EXPECT_EQ(codec->spec(), "dgc:ratio=0.001,momentum=0,clip=2.5,warmup=100,sample=0.1");
+  EXPECT_EQ(codec->spec(), "dgc:ratio=0.001,select=group,momentum=0,clip=2.5,warmup=100,sample=0.1");
   EXPECT_EQ(make_codec(codec->spec())->spec(), codec->spec());
   EXPECT_EQ(make_codec("dgc:clip=off")->spec(), make_codec("dgc")->spec());
   for (const char* bad : {"dgc:ratio=0", "dgc:momentum=1", "dgc:clip=0", "dgc:clip=-1",

@@ -45,8 +45,8 @@ std::vector<float> tied_input(int rank, int step, std::size_t d) {
 }
 
 TEST(TopkCodecTest, SpecIsCanonicalAndValidated) {
-  EXPECT_EQ(make_codec("topk")->spec(), "topk:ratio=0.01,ef=on");
-  EXPECT_EQ(make_codec("topk:ef=off,ratio=0.25")->spec(), "topk:ratio=0.25,ef=off");
+  EXPECT_EQ(make_codec("topk")->spec(), "topk:ratio=0.01,select=group,ef=on");
+  EXPECT_EQ(make_codec("topk:ef=off,ratio=0.25")->spec(), "topk:ratio=0.25,select=group,ef=off");
   for (const char* spec : {"topk", "topk:ratio=0.001,ef=off", "topk:ratio=1"}) {
     const auto codec = make_codec(spec);
     EXPECT_EQ(make_codec(codec->spec())->spec(), codec->spec());
@@ -75,13 +75,17 @@ TEST(TopkCodecTest, DeclaresBiasAggregationWireSizeAndBound) {
   EXPECT_NEAR(plain->max_abs_error(2.0, 4, Algorithm::ring), 2.0, 1e-5);
   EXPECT_GE(plain->max_abs_error(2.0, 4, Algorithm::ring), 2.0);
   EXPECT_TRUE(std::isinf(memory->max_abs_error(2.0, 4, Algorithm::ring)));
-  // Per tensor of the layout: ⌈0.01·50⌉ + ⌈0.01·950⌉ = 1 + 10 pairs.
+  // select=tensor, per tensor of the layout: ⌈0.01·50⌉ + ⌈0.01·950⌉ = 1 + 10
+  // pairs; select=group (the default), the group as one tensor: 10.
   const std::vector<std::size_t> sizes{50, 950};
   plain->set_layout(TensorLayout::of_sizes(sizes));
-  EXPECT_EQ(plain->wire_bytes(1000), 4u + 8 * 11);
+  EXPECT_EQ(plain->wire_bytes(1000), 4u + 8 * 10);
+  const auto per_tensor = make_codec("topk:ratio=0.01,select=tensor,ef=off");
+  per_tensor->set_layout(TensorLayout::of_sizes(sizes));
+  EXPECT_EQ(per_tensor->wire_bytes(1000), 4u + 8 * 11);
 }
 
-// Every rank's own contribution is exactly its brute-force top-k per tensor,
+// select=tensor: every rank's own contribution is exactly its brute-force top-k per tensor,
 // and the result is their fp32 sum in rank order divided by n, bit for bit.
 TEST(TopkCodecTest, SendsExactlyTheLargestOfEveryTensorAndAveragesThem) {
   const std::vector<std::size_t> sizes{1, 37, 0, 500, 1200, 4};
@@ -97,7 +101,7 @@ TEST(TopkCodecTest, SendsExactlyTheLargestOfEveryTensorAndAveragesThem) {
     for (float& x : expected) x /= static_cast<float>(n);
     for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
       run_world(n, [&](Communicator& comm) {
-        auto codec = make_codec("topk:ratio=0.03,ef=off", {.seed = 1, .bucket = 0});
+        auto codec = make_codec("topk:ratio=0.03,select=tensor,ef=off", {.seed = 1, .bucket = 0});
         codec->set_layout(layout);
         CollectiveOptions options;
         options.algorithm = algorithm;
@@ -136,7 +140,7 @@ TEST(TopkCodecTest, ErrorFeedbackCarriesTheResidualAndLosesNothing) {
   const std::vector<std::size_t> sizes{20, 40};
   const auto layout = TensorLayout::of_sizes(sizes);
   run_world(2, [&](Communicator& comm) {
-    auto codec = make_codec("topk:ratio=0.1,ef=on");
+    auto codec = make_codec("topk:ratio=0.1,select=tensor,ef=on");
     codec->set_layout(layout);
     std::vector<double> inputs(kD, 0.0), sent(kD, 0.0);
     std::vector<float> residual(kD, 0.0f);

@@ -90,12 +90,13 @@ std::vector<float> run_steps(Communicator& comm, std::shared_ptr<const BucketPol
 
 class ReplanRanks : public ::testing::TestWithParam<int> {};
 
-// Top-k picks per tensor and sums pairs in rank order, so its results do not
-// depend on the layout, only on the residuals it carries: the re-planned run
-// equals the fixed one exactly when every residual carried over.
+// Top-k with select=tensor picks per tensor and sums pairs in rank order, so
+// its results do not depend on the layout, only on the residuals it carries:
+// the re-planned run equals the fixed one exactly when every residual
+// carried over.
 TEST_P(ReplanRanks, ResidualsCarryOverSoTheSwitchedRunEqualsTheFixedLayout) {
   const int n = GetParam();
-  const std::string codec = "topk:ratio=0.2";
+  const std::string codec = "topk:ratio=0.2,select=tensor";
   const auto one = std::make_shared<SingleBucketPolicy>();
   const auto groups = std::make_shared<GroupsPolicy>(GroupSizes{2, 1, 3});
   std::vector<std::vector<float>> switched(n), fixed(n);
@@ -116,10 +117,10 @@ TEST(Replan, LosingTheResidualsChangesTheResult) {
   test::run_world(2, [&](Communicator& comm) {
     const auto one = std::make_shared<SingleBucketPolicy>();
     const auto groups = std::make_shared<GroupsPolicy>(GroupSizes{2, 1, 3});
-    const auto k = run_steps(comm, one, groups, 3, 6, "topk:ratio=0.2");
+    const auto k = run_steps(comm, one, groups, 3, 6, "topk:ratio=0.2,select=tensor");
     ChainModel model;
     EngineOptions options;
-    options.codec = CodecSpec::parse("topk:ratio=0.2");
+    options.codec = CodecSpec::parse("topk:ratio=0.2,select=tensor");
     options.seed = 5;
     options.policy = one;
     {
@@ -177,7 +178,7 @@ TEST(Replan, ACheckpointCarriesThePlan) {
   test::run_world(2, [](Communicator& comm) {
     ChainModel a_model, b_model;
     EngineOptions options;
-    options.codec = CodecSpec::parse("topk:ratio=0.2");
+    options.codec = CodecSpec::parse("topk:ratio=0.2,select=tensor");
     options.policy = std::make_shared<SingleBucketPolicy>();
     DataParallelEngine a(comm, a_model.named, options);
     DataParallelEngine b(comm, b_model.named, options);
@@ -214,7 +215,7 @@ TrainConfig mergecomp_run(const std::string& codec) {
   return c;
 }
 
-// Every rank trains with rank 0's plan; the plan's groups add up to the
+// Every rank trains with the same plan; the plan's groups add up to the
 // model's tensors; its predictions come with the named plans'.
 TEST(MergeCompTraining, EveryRankTrainsWithTheSamePlan) {
   for (const int n : {2, 3}) {
@@ -243,11 +244,12 @@ TEST(MergeCompTraining, EveryRankTrainsWithTheSamePlan) {
   }
 }
 
-// The planned run trains exactly as the same groups given by hand (Top-k:
-// the first steps' single bucket gives the same bits as any layout).
+// The planned run trains exactly as the same groups given by hand (Top-k
+// with select=tensor: the first steps' single bucket gives the same bits as
+// any layout).
 TEST(MergeCompTraining, APlannedRunEqualsItsGroupsGivenByHand) {
-  const auto planned = train_on(2, mergecomp_run("topk:ratio=0.1"));
-  auto by_hand = short_run("topk:ratio=0.1");
+  const auto planned = train_on(2, mergecomp_run("topk:ratio=0.1,select=tensor"));
+  auto by_hand = short_run("topk:ratio=0.1,select=tensor");
   by_hand.max_steps_per_epoch = 6;
   by_hand.buckets = planned[0].bucket_policy;
   const auto given = train_on(2, by_hand);
@@ -260,7 +262,7 @@ TEST(MergeCompTraining, APlannedRunEqualsItsGroupsGivenByHand) {
 // with it, without profiling again.
 TEST(MergeCompTraining, AResumeAfterPlanningKeepsThePlan) {
   const auto dir = scratch_dir("plan");
-  auto c = mergecomp_run("topk:ratio=0.1");
+  auto c = mergecomp_run("topk:ratio=0.1,select=tensor");
   c.checkpoint_dir = dir.string();
   c.stop_after_steps = 4;
   const auto first = train_on(2, c);
@@ -270,7 +272,7 @@ TEST(MergeCompTraining, AResumeAfterPlanningKeepsThePlan) {
   const auto resumed = train_on(2, c);
   EXPECT_FALSE(resumed[0].plan.has_value()) << "planned again after resuming";
   EXPECT_EQ(resumed[0].bucket_policy, first[0].bucket_policy);
-  auto by_hand = short_run("topk:ratio=0.1");
+  auto by_hand = short_run("topk:ratio=0.1,select=tensor");
   by_hand.max_steps_per_epoch = 6;
   by_hand.buckets = first[0].bucket_policy;
   EXPECT_TRUE(bitwise_equal(resumed[0].final_parameters, train_on(2, by_hand)[0].final_parameters));

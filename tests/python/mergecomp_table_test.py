@@ -83,6 +83,8 @@ class Options(unittest.TestCase):
                             (["--hosts", "1"], "--hosts"), (["--codecs", " "], "--codecs"),
                             (["--steps", "6"], "no timed step"),
                             (["--plan-steps", "1"], "--plan-steps"),
+                            (["--plans", "groups:51,0"], "plan 'groups:51,0'"),
+                            (["--repeats", "0"], "--repeats"),
                             (["--nonsense"], "unrecognized")):
             with self.assertRaises(UsageError) as caught:
                 parse_arguments(argv, ROOT)
@@ -105,7 +107,9 @@ class Commands(unittest.TestCase):
 
     def test_dry_run_prints_every_run_and_writes_nothing(self):
         commands = self.dry_run(["--rates", "1gbit 10gbit", "--codecs", "fp32 signsgd"])
-        self.assertEqual(len(commands), 1 + 2 * 2 * (1 + 4))
+        self.assertEqual(len(commands), 1 + 2 * 2 * (1 + 5 * 4))  # 5 repeats of 4 plans
+        commands = self.dry_run(["--rates", "1gbit", "--codecs", "fp32", "--repeats", "2"])
+        self.assertEqual(len(commands), 1 + 1 + 2 * 4)
         self.assertFalse(os.path.exists("/results/x"))
 
     def test_the_single_rank_run_is_fp32_in_one_bucket_without_the_cluster(self):
@@ -118,7 +122,8 @@ class Commands(unittest.TestCase):
 
     def test_cluster_runs_share_their_settings_and_differ_in_plan(self):
         commands = self.dry_run(["--rates", "10gbit", "--codecs", "signsgd", "--hosts", "8",
-                                 "--steps", "30", "--plan-steps", "4", "--batch", "16"])
+                                 "--steps", "30", "--plan-steps", "4", "--batch", "16",
+                                 "--repeats", "1"])
         plan, trains = commands[1], commands[2:]
         for command in commands[1:]:
             self.assertTrue(command[0].endswith(os.path.join("scripts", "cluster")))
@@ -193,7 +198,7 @@ class Logs(unittest.TestCase):
 
 class Rows(unittest.TestCase):
     def run_of(self, plan):
-        return mergecomp_table.Run("train", "1gbit", "fp16", plan, "n", [], "l", "s", "out.log")
+        return mergecomp_table.Run("train", "1gbit", "fp16", plan, 0, "n", [], "l", "s", "out.log")
 
     def test_mergecomp_takes_its_live_prediction_and_plan(self):
         r = mergecomp_table.train_row(self.run_of("mergecomp"), mergecomp_log(4, 12),
@@ -273,9 +278,9 @@ class Report(unittest.TestCase):
     def test_csv_has_one_line_per_run_and_quotes_the_specs(self):
         parsed = list(csv.DictReader(io.StringIO(mergecomp_report.csv_text(self.rows()))))
         self.assertEqual(len(parsed), 6)
-        self.assertEqual(list(parsed[0])[:9], ["rate", "codec", "plan", "groups", "predicted_ms",
-                                               "measured_ms", "prediction_error",
-                                               "scaling_factor", "bucket_policy"])
+        self.assertEqual(list(parsed[0])[:10], ["rate", "codec", "plan", "repeat", "groups",
+                                                "predicted_ms", "measured_ms", "prediction_error",
+                                                "scaling_factor", "bucket_policy"])
         self.assertEqual(parsed[4]["codec"], self.QSGD)
         self.assertEqual(float(parsed[0]["prediction_error"]), round(-10 / 60, 6))
         self.assertEqual(float(parsed[3]["scaling_factor"]), 0.5)
@@ -287,8 +292,10 @@ class Report(unittest.TestCase):
                                          {"status": "ok", "measured_ms": 10.0})
         fp16 = next(line for line in text.splitlines() if line.startswith("| `fp16`"))
         cells = [c.strip() for c in fp16.strip("|").split("|")]
-        self.assertEqual(cells[1:5], ["60.0 (50.0), 0.17", "25.0 (24.0), 0.40",
-                                      "30.0 (33.0), 0.33", "20.0 (21.0), 0.50"])
+        self.assertEqual(cells[1:5], ["60.0 [60.0–60.0] (50.0), 0.17",
+                                      "25.0 [25.0–25.0] (24.0), 0.40",
+                                      "30.0 [30.0–30.0] (33.0), 0.33",
+                                      "20.0 [20.0–20.0] (21.0), 0.50"])
         self.assertEqual(cells[5:], ["groups:60,42", "3.00×", "1.25×", "1.50×"])
         qsgd = next(line for line in text.splitlines() if line.startswith("| `qsgd"))
         self.assertIn("**failed**", qsgd)
@@ -299,6 +306,29 @@ class Report(unittest.TestCase):
         self.assertIn("t_1/t_n", text)
         self.assertIn("## Failed runs", text)
         self.assertIn("exit status 1 (output: logs/x.log)", text)
+
+    def test_a_cell_is_the_median_and_range_of_its_repeats(self):
+        rows = [row("fp16", "one", t, 24.0) for t in (25.0, 21.0, 40.0)]
+        rows += [row("fp16", "mergecomp", t, 21.0) for t in (20.0, 30.0, 10.0)]
+        rows.append({"rate": "1gbit", "codec": "fp16", "plan": "one", "status": "failed",
+                     "error": "boom", "log": "x"})
+        settings = dict(self.SETTINGS, plans=["one", "mergecomp"])
+        text = mergecomp_report.markdown(rows, [], settings, {"status": "ok", "measured_ms": 10.0})
+        fp16 = next(line for line in text.splitlines() if line.startswith("| `fp16`"))
+        cells = [c.strip() for c in fp16.strip("|").split("|")]
+        self.assertEqual(cells[1:3], ["25.0 [21.0–40.0] (24.0), 0.40, 1 failed",
+                                      "20.0 [10.0–30.0] (21.0), 0.50"])
+        self.assertEqual(cells[3:], ["groups:60,42 (×3)", "1.25×"])
+
+    def test_groups_given_by_hand_are_a_plan_of_their_own(self):
+        a = parse_arguments(["--plans", "mergecomp groups:51,51"], ROOT)
+        self.assertEqual(a.plans, ["mergecomp", "groups:51,51"])
+        rows = [row("fp16", "mergecomp", 20.0, 21.0), row("fp16", "groups:51,51", 21.0)]
+        settings = dict(self.SETTINGS, plans=a.plans)
+        text = mergecomp_report.markdown(rows, [], settings, {"status": "ok", "measured_ms": 10.0})
+        self.assertIn("| `groups:51,51` | MergeComp's plan | gain over `groups:51,51` |", text)
+        self.assertIn("21.0 [21.0–21.0] (–), 0.48 | groups:60,42 | 1.05× |", text)
+        ElementTree.fromstring(mergecomp_report.svg(rows, "1gbit", ["fp16"], a.plans))
 
     def test_without_mergecomp_there_are_no_gains(self):
         settings = dict(self.SETTINGS, plans=["layerwise", "one"])
@@ -429,7 +459,7 @@ class WholeExperiment(unittest.TestCase):
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             status = mergecomp_table.main(["--rates", "1gbit", "--codecs", "fp16 broken",
                                            "--steps", "10", "--qccl", os.path.join(self.root, "qccl"),
-                                           "--output", output])
+                                           "--repeats", "1", "--output", output])
         self.assertEqual(status, 1)  # a run failed
         with open(os.path.join(output, "results.json")) as f:
             results = json.load(f)
@@ -446,7 +476,7 @@ class WholeExperiment(unittest.TestCase):
             self.assertIn("the codec broke", f.read())
         with open(os.path.join(output, "table.md")) as f:
             table = f.read()
-        self.assertIn("| `fp16` | 40.0 (44.0), 0.25 |", table)
+        self.assertIn("| `fp16` | 40.0 [40.0–40.0] (44.0), 0.25 |", table)
         self.assertIn("1.60×", table)  # 40 ms layer-wise over 25 ms MergeComp
         with open(os.path.join(output, "runs.csv")) as f:
             self.assertEqual(len(f.read().splitlines()), 1 + 8)

@@ -88,6 +88,30 @@ TEST(GroupCostFitTest, ALinkRateReplacesTheMeasuredBandwidth) {
                InvalidArgument);
 }
 
+// g = link part + the reductions' CPU part B_r + γ_r·x. Fitted, both parts
+// come back exactly; a link rate L replaces β only, so
+//   γ_g = 6/L + γ_r and B_g = 6α + B_r
+// (4 ranks on a ring: 6 bytes per element and 6 steps), not 6/L alone.
+TEST(GroupCostFitTest, ALinkRateKeepsTheReductionsCpuCost) {
+  const double alpha = 1e-5, beta = 1e9, fixed_r = 4e-6, per_r = 2e-10;
+  auto samples = model_samples(2e-5, 3e-9, alpha, beta, 4);
+  for (auto& s : samples) {
+    s.reduce_seconds = fixed_r + per_r * static_cast<double>(s.elements);
+    s.communication_seconds += s.reduce_seconds;
+  }
+  const auto measured = fit_group_costs(samples, Algorithm::ring, 4);
+  expect_relative(measured.network.beta, beta);
+  expect_relative(measured.reduction.fixed, fixed_r);
+  expect_relative(measured.reduction.per_element, per_r);
+  expect_relative(measured.costs.communication.per_element, 6 / beta + per_r);
+  const auto planned = fit_group_costs(samples, Algorithm::ring, 4, 2.5e9);
+  expect_relative(planned.costs.communication.per_element, 6 / 2.5e9 + per_r);
+  expect_relative(planned.costs.communication.fixed, 6 * alpha + fixed_r);
+  // A reduction longer than the communication it is part of is refused.
+  samples[0].reduce_seconds = samples[0].communication_seconds * 2;
+  EXPECT_THROW(fit_group_costs(samples, Algorithm::ring, 4), InvalidArgument);
+}
+
 TEST(GroupCostFitTest, OneRankCommunicatesNothing) {
   auto samples = model_samples(1e-5, 1e-9, 0, 1e9, 2);
   for (auto& s : samples) s.sent_bytes = 0, s.communication_seconds = 1e-7;
@@ -137,7 +161,8 @@ bool same_bits(const GroupCostMeasurement& a, const GroupCostMeasurement& b) {
   for (std::size_t i = 0; i < a.samples.size(); ++i) {
     const auto &x = a.samples[i], &y = b.samples[i];
     if (x.elements != y.elements || x.codec_seconds != y.codec_seconds ||
-        x.communication_seconds != y.communication_seconds || x.sent_bytes != y.sent_bytes) {
+        x.communication_seconds != y.communication_seconds || x.sent_bytes != y.sent_bytes ||
+        x.reduce_seconds != y.reduce_seconds) {
       return false;
     }
   }
@@ -146,6 +171,8 @@ bool same_bits(const GroupCostMeasurement& a, const GroupCostMeasurement& b) {
          a.costs.communication.fixed == b.costs.communication.fixed &&
          a.costs.communication.per_element == b.costs.communication.per_element &&
          a.network.alpha == b.network.alpha && a.network.beta == b.network.beta &&
+         a.reduction.fixed == b.reduction.fixed &&
+         a.reduction.per_element == b.reduction.per_element &&
          a.wire_bytes_per_element == b.wire_bytes_per_element;
 }
 
@@ -174,6 +201,9 @@ TEST(GroupCostMeasureTest, EveryRankGetsTheSameFitOfFp32) {
     const double ring_bytes = 2.0 * (ranks - 1) / ranks * 4;
     EXPECT_NEAR(m.wire_bytes_per_element, ring_bytes, 0.03 * ring_bytes) << ranks << " ranks";
     EXPECT_GT(m.costs.communication.per_element, 0) << ranks << " ranks";
+    // fp32 sums what it receives: the reductions take time, within the communication's.
+    EXPECT_GT(m.samples[2].reduce_seconds, 0) << ranks << " ranks";
+    EXPECT_LE(m.samples[2].reduce_seconds, m.samples[2].communication_seconds);
     EXPECT_GE(m.costs.communication.fixed, 0);
     EXPECT_GT(m.network.beta, 0);
   }
@@ -192,6 +222,39 @@ TEST(GroupCostMeasureTest, StatefulCodecsAreMeasuredAtEverySize) {
     ASSERT_EQ(m.samples.size(), 3u);
     EXPECT_LT(m.wire_bytes_per_element, 1.0);
     EXPECT_GT(m.costs.codec.fixed + m.costs.codec.per_element, 0);
+  });
+}
+
+// Given the model's tensors, each size measured is the group of the fewest
+// first tensors holding it, and the codec sees that group's layout: Top-k
+// with select=tensor keeps ⌈0.01·150⌉ = 2 of each of 40 tensors of 150
+// (80 pairs), select=group ⌈0.01·6000⌉ = 60, so it sends less.
+TEST(GroupCostMeasureTest, MeasuresGroupsOfTheModelsTensorsWithTheirLayout) {
+  GroupCostOptions options;
+  options.tensor_elements.assign(40, 150);
+  options.sizes = {1024, 3000, 6000};
+  options.repeats = 1;
+  std::vector<double> sent;
+  for (const char* spec : {"topk:ratio=0.01,ef=off,select=tensor",
+                           "topk:ratio=0.01,ef=off,select=group"}) {
+    options.codec = CodecSpec::parse(spec);
+    run_world(2, [&](Communicator& comm) {
+      const auto m = measure_group_costs(comm, options);
+      ASSERT_EQ(m.samples.size(), 3u);
+      EXPECT_EQ(m.samples[0].elements, 1050u);  // 7 tensors
+      EXPECT_EQ(m.samples[1].elements, 3000u);  // 20 tensors
+      EXPECT_EQ(m.samples[2].elements, 6000u);  // all 40
+      if (comm.rank() == 0) sent.push_back(m.samples[2].sent_bytes);
+    });
+  }
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_GT(sent[0], sent[1]) << "select=tensor should send 80 pairs, select=group 60";
+  // One tensor makes one group: the sizes are measured without a layout.
+  options.tensor_elements = {5000};
+  run_world(1, [&](Communicator& comm) {
+    const auto m = measure_group_costs(comm, options);
+    ASSERT_EQ(m.samples.size(), 3u);
+    EXPECT_EQ(m.samples[1].elements, 3000u);
   });
 }
 

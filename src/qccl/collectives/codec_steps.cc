@@ -48,7 +48,7 @@ void decode_slots(Encoding& encoding, SlotLayout& layout, std::span<const std::b
 
 void reduce_into_slot(Reduction& reduction, Slot& slot, std::span<const std::byte> incoming,
                       std::span<std::byte> work, const ReduceContext& context,
-                      std::string_view operation) {
+                      std::string_view operation, PhaseTimes* phases) {
   if (slot.elements.count == 0) {
     if (!incoming.empty()) {
       throw CommError(std::string(operation) + ": received " + std::to_string(incoming.size()) +
@@ -56,8 +56,11 @@ void reduce_into_slot(Reduction& reduction, Slot& slot, std::span<const std::byt
     }
     return;
   }
-  slot.size = reduction.reduce(incoming, work.subspan(slot.offset, slot.capacity), slot.size,
-                               context);
+  {
+    PhaseScope timed(phases, &PhaseTimes::reduce);
+    slot.size = reduction.reduce(incoming, work.subspan(slot.offset, slot.capacity), slot.size,
+                                 context);
+  }
   if (slot.size > slot.capacity) {
     throw CommError(std::string(operation) + ": reduction '" + reduction.name() + "' produced " +
                     std::to_string(slot.size) + " bytes for a chunk with capacity " +

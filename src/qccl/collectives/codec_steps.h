@@ -5,6 +5,7 @@
 #include <span>
 
 #include "qccl/collectives/layout.h"
+#include "qccl/collectives/options.h"
 #include "qccl/collectives/reduction.h"
 
 namespace qccl {
@@ -37,9 +38,10 @@ void decode_slots(Encoding& encoding, SlotLayout& layout, std::span<const std::b
                   SlotRange slots, std::span<float> output, std::size_t output_first);
 
 // Reduces `incoming` into `slot` (an empty slot stays empty) and checks the
-// result fits the slot; `operation` names the collective in errors.
+// result fits the slot; `operation` names the collective in errors. The
+// reduction's time is added to phases->reduce (when not null).
 void reduce_into_slot(Reduction& reduction, Slot& slot, std::span<const std::byte> incoming,
                       std::span<std::byte> work, const ReduceContext& context,
-                      std::string_view operation);
+                      std::string_view operation, PhaseTimes* phases);
 
 }  // namespace qccl

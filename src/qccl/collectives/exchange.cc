@@ -53,7 +53,7 @@ void exchange_slots(Communicator& comm, int tag, SlotLayout& layout, std::span<s
       if (reduction) {
         const ReduceContext context{slot.elements.first, slot.elements.count, comm.rank(), hop};
         reduce_into_slot(*reduction, slot, staging.subspan((i % window) * stride, received), work,
-                         context, operation);
+                         context, operation, options.phases);
       } else {
         slot.size = received;
       }

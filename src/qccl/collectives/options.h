@@ -33,11 +33,13 @@ std::vector<std::string> algorithm_names();
 
 // Seconds collectives spent converting to and from their wire format,
 // accumulated over calls given the same PhaseTimes (the training engine's
-// step-time split). The rest of a call's time is communication, in-transit
-// reductions included.
+// step-time split), and of that call's communication the seconds spent
+// combining received chunks (in-transit reductions: CPU work per element,
+// not the link's). The rest of a call's time is communication.
 struct PhaseTimes {
   double encode = 0;
   double decode = 0;
+  double reduce = 0;  // part of the communication, not of encode or decode
 };
 
 struct CollectiveOptions {

@@ -63,7 +63,8 @@ class RingPass {
            Reduction* reduction, RingPhases phases, const CollectiveOptions& options,
            Timeout timeout, std::string_view operation, CodecQueue* codec)
       : comm_(comm), tag_(tag), layout_(layout), work_(work), reduction_(reduction),
-        timeout_(timeout), operation_(operation), codec_(codec), n_(comm.size()), r_(comm.rank()),
+        timeout_(timeout), operation_(operation), codec_(codec), phases_(options.phases),
+        n_(comm.size()), r_(comm.rank()),
         k_(layout.chunks_per_segment()),
         rs_steps_(phases != RingPhases::allgather ? static_cast<std::size_t>(n_ - 1) : 0),
         transfers_((rs_steps_ + (phases != RingPhases::reduce_scatter ? n_ - 1 : 0)) * k_),
@@ -153,7 +154,8 @@ class RingPass {
       if (codec_ != nullptr) codec_->require_encoded(index);
       const ReduceContext context{slot.elements.first, slot.elements.count, static_cast<int>(r_),
                                   static_cast<int>(t / k_)};
-      reduce_into_slot(*reduction_, slot, staging_buffer(t, received), work_, context, operation_);
+      reduce_into_slot(*reduction_, slot, staging_buffer(t, received), work_, context, operation_,
+                       phases_);
     } else {
       slot.size = received;
     }
@@ -190,6 +192,7 @@ class RingPass {
   Timeout timeout_;
   std::string_view operation_;
   CodecQueue* codec_;
+  PhaseTimes* phases_;  // where reductions add their time, or null
   long long n_, r_;
   std::size_t k_, rs_steps_, transfers_;
   int right_, left_;

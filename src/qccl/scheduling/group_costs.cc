@@ -2,16 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <numbers>
 
 #include "qccl/codecs/registry/codec_registry.h"
-#include "qccl/collectives/allgather.h"
 #include "qccl/common/counter_rng.h"
 #include "qccl/common/duration.h"
 #include "qccl/common/errors.h"
 #include "qccl/common/statistics.h"
+#include "qccl/scheduling/rank_values.h"
 
 namespace qccl {
 namespace {
@@ -40,16 +39,51 @@ std::vector<std::size_t> default_sizes(std::size_t largest) {
   return sizes;
 }
 
-std::vector<std::size_t> sizes_to_measure(const GroupCostOptions& options) {
+std::vector<std::size_t> sizes_to_measure(const GroupCostOptions& options, std::size_t largest) {
   if (options.repeats < 1) {
     throw InvalidArgument("group costs: repeats = " + std::to_string(options.repeats) +
                           "; measure each size at least once");
   }
-  if (options.sizes.empty()) return default_sizes(options.largest);
+  if (options.sizes.empty()) return default_sizes(largest);
   for (const std::size_t size : options.sizes) {
     if (size == 0) throw InvalidArgument("group costs: a size of 0 elements; give sizes >= 1");
   }
   return options.sizes;
+}
+
+// One group measured: its elements and, when laid out as the model's
+// tensors, their sizes.
+struct MeasuredGroup {
+  std::size_t elements = 0;
+  std::vector<std::size_t> tensors;  // empty: one unnamed tensor
+};
+
+// MergeComp §4.3's h(x_i) and g(x_i) are costs of the groups it merges, so
+// the sizes to measure become groups of the model's first tensors (in group
+// order), each the fewest tensors holding at least the size, duplicates
+// dropped. With fewer
+// than two distinct groups (a model of one or two tensors), the sizes are
+// measured without a layout.
+std::vector<MeasuredGroup> groups_to_measure(const GroupCostOptions& options) {
+  const auto& tensors = options.tensor_elements;
+  std::size_t total = 0;
+  for (const std::size_t t : tensors) total += t;
+  const std::vector<std::size_t> sizes =
+      sizes_to_measure(options, tensors.empty() ? options.largest : total);
+  std::vector<MeasuredGroup> groups;
+  for (const std::size_t size : sizes) {
+    MeasuredGroup group;
+    for (std::size_t t = 0; t < tensors.size() && group.elements < size; ++t) {
+      group.tensors.push_back(tensors[t]);
+      group.elements += tensors[t];
+    }
+    const bool repeated = !groups.empty() && groups.back().elements == group.elements;
+    if (group.elements > 0 && !repeated) groups.push_back(std::move(group));
+  }
+  if (groups.size() >= 2) return groups;
+  groups.clear();
+  for (const std::size_t size : sizes) groups.push_back({size, {}});
+  return groups;
 }
 
 // Standard normal draws (Box–Muller on two 53-bit uniforms), different on
@@ -68,7 +102,7 @@ std::vector<float> synthetic_gradients(std::uint64_t seed, int rank, std::size_t
 }
 
 // One call's times on this rank, in the order they are exchanged.
-constexpr std::size_t kFieldsPerCall = 3;  // codec s, communication s, sent bytes
+constexpr std::size_t kFieldsPerCall = 4;  // codec s, communication s, sent bytes, reduce s
 
 // The measured calls of one size on this rank, appended to `fields`.
 void time_calls(Communicator& comm, Codec& codec, std::span<const float> gradients,
@@ -88,27 +122,14 @@ void time_calls(Communicator& comm, Codec& codec, std::span<const float> gradien
     fields.push_back(codec_seconds);
     fields.push_back(std::max(0.0, seconds - codec_seconds));
     fields.push_back(static_cast<double>(comm.data_bytes_sent() - sent_before));
+    fields.push_back(phases.reduce);
   }
-}
-
-// Every rank's fields, rank after rank, bit for bit (raw bytes on the ring).
-std::vector<double> gather_fields(Communicator& comm, const std::vector<double>& mine,
-                                  const GroupCostOptions& options) {
-  const std::size_t bytes = mine.size() * sizeof(double);
-  const std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), bytes);
-  std::vector<std::byte> gathered(bytes * counts.size());
-  CollectiveOptions exchange;
-  exchange.timeout = options.collective.timeout;
-  allgatherv_bytes(comm, std::as_bytes(std::span(mine)), counts, gathered, exchange);
-  std::vector<double> all(mine.size() * counts.size());
-  std::memcpy(all.data(), gathered.data(), gathered.size());
-  return all;
 }
 
 // Per call the slowest rank's value of each field (a collective ends when
 // its slowest rank does), then the median over the repeats.
 std::vector<GroupCostSample> samples_of(const std::vector<double>& all, int ranks,
-                                        const std::vector<std::size_t>& sizes, int repeats) {
+                                        const std::vector<MeasuredGroup>& sizes, int repeats) {
   const std::size_t per_rank = all.size() / static_cast<std::size_t>(ranks);
   std::vector<GroupCostSample> samples;
   for (std::size_t s = 0; s < sizes.size(); ++s) {
@@ -123,7 +144,7 @@ std::vector<GroupCostSample> samples_of(const std::vector<double>& all, int rank
       }
       medians.push_back(median(std::move(slowest)));
     }
-    samples.push_back({sizes[s], medians[0], medians[1], medians[2]});
+    samples.push_back({sizes[s].elements, medians[0], medians[1], medians[2], medians[3]});
   }
   return samples;
 }
@@ -131,23 +152,26 @@ std::vector<GroupCostSample> samples_of(const std::vector<double>& all, int rank
 }  // namespace
 
 // MergeComp §4.3 needs h and g of Assumption 5; measured here as the run
-// will see them: its codec, its communicator, its collective options.
+// will see them: its codec, its communicator, its collective options, its
+// groups' layouts.
 GroupCostMeasurement measure_group_costs(Communicator& comm, const GroupCostOptions& options) {
-  const std::vector<std::size_t> sizes = sizes_to_measure(options);
+  const std::vector<MeasuredGroup> groups = groups_to_measure(options);
   make_codec(options.codec);  // a bad spec fails before any call
-  const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
+  std::size_t largest = 0;
+  for (const MeasuredGroup& g : groups) largest = std::max(largest, g.elements);
   const std::vector<float> gradients = synthetic_gradients(options.seed, comm.rank(), largest);
   std::vector<float> buffer(largest);
   std::vector<double> fields;
-  for (const std::size_t size : sizes) {
+  for (const MeasuredGroup& group : groups) {
     // A fresh instance per size: per-tensor state (error feedback's
     // residual) has the size of the vector it was made for.
     const std::unique_ptr<Codec> codec =
         make_codec(options.codec, CodecSettings{options.seed, kMeasurementBucket});
-    time_calls(comm, *codec, std::span(gradients).first(size), buffer, options, fields);
+    if (!group.tensors.empty()) codec->set_layout(TensorLayout::of_sizes(group.tensors));
+    time_calls(comm, *codec, std::span(gradients).first(group.elements), buffer, options, fields);
   }
-  const std::vector<double> all = gather_fields(comm, fields, options);
-  return fit_group_costs(samples_of(all, comm.size(), sizes, options.repeats),
+  const std::vector<double> all = gather_over_ranks(comm, fields, options.collective);
+  return fit_group_costs(samples_of(all, comm.size(), groups, options.repeats),
                          options.collective.algorithm, comm.size());
 }
 
@@ -162,29 +186,34 @@ void validate_samples(const std::vector<GroupCostSample>& samples, int ranks) {
   for (const auto& s : samples) {
     const bool valid = s.elements > 0 && std::isfinite(s.codec_seconds) && s.codec_seconds >= 0 &&
                        std::isfinite(s.communication_seconds) && s.communication_seconds >= 0 &&
-                       std::isfinite(s.sent_bytes) && s.sent_bytes >= 0;
+                       std::isfinite(s.sent_bytes) && s.sent_bytes >= 0 &&
+                       std::isfinite(s.reduce_seconds) && s.reduce_seconds >= 0 &&
+                       s.reduce_seconds <= s.communication_seconds;
     if (!valid) {
       throw InvalidArgument("fitting group costs: the sample of " + std::to_string(s.elements) +
-                            " elements has a size of 0 or a negative or non-finite time or "
-                            "byte count; measure again");
+                            " elements has a size of 0, a negative or non-finite time or "
+                            "byte count, or more reduction time than communication time; "
+                            "measure again");
     }
   }
 }
 
-// h(x) = B + γ·x by least squares on relative error (weights 1/h², as
-// fit_alpha_beta), with B, γ >= 0: if the free fit has a negative
+// t(x) = B + γ·x of one field of the samples (h: the codec's seconds; g's
+// CPU part: the reductions') by least squares on relative error (weights
+// 1/t², as fit_alpha_beta), with B, γ >= 0: if the free fit has a negative
 // coefficient, the constrained optimum lies on a boundary, so the better of
 // the two one-coefficient fits is taken. A time of 0 (below the clock's
-// resolution) is weighted as the smallest positive one; all 0: h = 0.
-LinearCost fit_codec_cost(const std::vector<GroupCostSample>& samples) {
+// resolution) is weighted as the smallest positive one; all 0: t = 0.
+LinearCost fit_linear_cost(const std::vector<GroupCostSample>& samples,
+                           double GroupCostSample::*field) {
   double smallest = std::numeric_limits<double>::infinity();
   for (const auto& s : samples) {
-    if (s.codec_seconds > 0) smallest = std::min(smallest, s.codec_seconds);
+    if (s.*field > 0) smallest = std::min(smallest, s.*field);
   }
   if (!std::isfinite(smallest)) return {};
   double w = 0, wx = 0, wxx = 0, wh = 0, wxh = 0;
   for (const auto& s : samples) {
-    const double h = s.codec_seconds, x = static_cast<double>(s.elements);
+    const double h = s.*field, x = static_cast<double>(s.elements);
     const double weight = 1 / std::pow(std::max(h, smallest), 2);
     w += weight, wx += weight * x, wxx += weight * x * x, wh += weight * h, wxh += weight * x * h;
   }
@@ -197,8 +226,8 @@ LinearCost fit_codec_cost(const std::vector<GroupCostSample>& samples) {
   const auto residual = [&](const LinearCost& cost) {
     double sum = 0;
     for (const auto& s : samples) {
-      const double error = cost(static_cast<double>(s.elements)) - s.codec_seconds;
-      sum += error * error / std::pow(std::max(s.codec_seconds, smallest), 2);
+      const double error = cost(static_cast<double>(s.elements)) - s.*field;
+      sum += error * error / std::pow(std::max(s.*field, smallest), 2);
     }
     return sum;
   };
@@ -224,19 +253,21 @@ double sent_bytes_per_element(const std::vector<GroupCostSample>& samples) {
 }
 
 // α and β of the transfers by fit_alpha_beta on the algorithm's terms with
-// the sent bytes measured (γ = δ = 0: the codec's time is h, not part of g);
+// the sent bytes measured, on the communication time less the reductions'
+// (γ = δ = 0: the codec's time is h, the reductions' g's CPU part);
 // β = ∞ when the times show no bandwidth at all.
 ModelParams fit_network(const std::vector<GroupCostSample>& samples, Algorithm algorithm,
                         int ranks) {
   std::vector<ModelSample> model_samples;
   for (const auto& s : samples) {
-    if (!(s.communication_seconds > 0)) {
+    const double link_seconds = s.communication_seconds - s.reduce_seconds;
+    if (!(link_seconds > 0)) {
       throw InvalidArgument("fitting group costs: the sample of " + std::to_string(s.elements) +
                             " elements sent bytes in no measurable time; measure larger sizes");
     }
     const double bytes = static_cast<double>(s.elements) * sizeof(float);
     model_samples.push_back(
-        {model_terms_measured(algorithm, ranks, bytes, s.sent_bytes), s.communication_seconds});
+        {model_terms_measured(algorithm, ranks, bytes, s.sent_bytes), link_seconds});
   }
   try {
     return fit_alpha_beta(model_samples, 0, 0);
@@ -256,8 +287,11 @@ ModelParams fit_network(const std::vector<GroupCostSample>& samples, Algorithm a
 
 }  // namespace
 
-// Assumption 5's h and g from measurements; g through the α-β model of
-// perf_model.h (Global-QSGD §7): B_g = steps·α, γ_g = wire bytes per element / β.
+// Assumption 5's h and g from measurements; g's link part through the α-β
+// model of perf_model.h (Global-QSGD §7) plus its CPU part, the reductions:
+//   B_g = steps·α + B_r,   γ_g = wire bytes per element / β + γ_r.
+// A link rate replaces β only: γ_r, per element on this machine's CPU,
+// stays whatever the network.
 GroupCostMeasurement fit_group_costs(std::vector<GroupCostSample> samples, Algorithm algorithm,
                                      int ranks, std::optional<double> link_bytes_per_second) {
   validate_samples(samples, ranks);
@@ -268,13 +302,14 @@ GroupCostMeasurement fit_group_costs(std::vector<GroupCostSample> samples, Algor
   }
   GroupCostMeasurement m;
   m.samples = std::move(samples);
-  m.costs.codec = fit_codec_cost(m.samples);
+  m.costs.codec = fit_linear_cost(m.samples, &GroupCostSample::codec_seconds);
   m.wire_bytes_per_element = std::max(0.0, sent_bytes_per_element(m.samples));
-  if (ranks == 1) {  // nothing crosses a link: g = 0, an infinitely fast network
+  if (ranks == 1) {  // nothing crosses a link or is reduced: g = 0, an infinitely fast network
     m.network = {0, link.value_or(std::numeric_limits<double>::infinity()), 0, 0};
     m.wire_bytes_per_element = 0;
     return m;
   }
+  m.reduction = fit_linear_cost(m.samples, &GroupCostSample::reduce_seconds);
   if (m.wire_bytes_per_element == 0) {
     throw InvalidArgument("fitting group costs: the sent bytes do not grow with the size on " +
                           std::to_string(ranks) + " ranks (the transport counted none?); "
@@ -283,7 +318,8 @@ GroupCostMeasurement fit_group_costs(std::vector<GroupCostSample> samples, Algor
   m.network = fit_network(m.samples, algorithm, ranks);
   if (link) m.network.beta = *link;
   const double steps = model_terms_measured(algorithm, ranks, 0, 0).steps;
-  m.costs.communication = {steps * m.network.alpha, m.wire_bytes_per_element / m.network.beta};
+  m.costs.communication = {steps * m.network.alpha + m.reduction.fixed,
+                           m.wire_bytes_per_element / m.network.beta + m.reduction.per_element};
   return m;
 }
 

@@ -24,11 +24,12 @@ void print_plan(std::ostream& out, const engines::TrainSummary& r) {
   out << "\n" << r.model << " (" << p.tensors << " tensors, " << r.parameters << " parameters), "
       << r.codec << ", " << r.ranks << " ranks\n"
       << std::fixed << std::setprecision(2) << "profile (medians of " << p.profiled_steps
-      << " steps, rank 0): forward+backward " << ms(p.backward_seconds) << " ms, optimizer "
+      << " steps, slowest rank): forward+backward " << ms(p.backward_seconds) << " ms, optimizer "
       << ms(p.optimizer_seconds) << " ms, data " << ms(p.other_seconds) << " ms\n"
       << std::setprecision(3) << "h(x) = " << ms(p.codec_fixed) << " ms + "
       << p.codec_per_element * 1e9 << " ns·x   g(x) = " << ms(p.communication_fixed) << " ms + "
-      << p.communication_per_element * 1e9 << " ns·x   (x in elements; "
+      << p.communication_per_element * 1e9 << " ns·x, of which reductions "
+      << p.reduction_per_element * 1e9 << " ns·x   (x in elements; "
       << std::setprecision(2) << p.wire_bytes_per_element << " wire bytes per element, link "
       << format_rate(p.link_bytes_per_second * 8) << ")\n";
   out << std::left << std::setw(11) << "plan" << std::right << std::setw(7) << "groups" << "  "

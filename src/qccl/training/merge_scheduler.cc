@@ -9,6 +9,7 @@
 #include "qccl/engines/rank_sum.h"
 #include "qccl/scheduling/group_costs.h"
 #include "qccl/scheduling/merge_plan.h"
+#include "qccl/scheduling/slowest_profile.h"
 
 namespace qccl::engines {
 namespace {
@@ -77,17 +78,18 @@ void MergeCompScheduler::observe(const BucketedExchange& engine, double data_sec
   data_.push_back(data_seconds);
 }
 
-// MergeComp §4.3: the profile, h and g measured on this communicator, then
-// Algorithm 2 on rank 0 and its choice everywhere.
+// MergeComp §4.3: the slowest rank's profile, h and g measured on this
+// communicator on groups of the model's tensors, then Algorithm 2 (the same
+// inputs on every rank) and rank 0's choice everywhere.
 PlanReport MergeCompScheduler::plan(Communicator& comm, BucketedExchange& engine) {
   const auto start = Clock::now();
-  const StepProfile profile = median_profile(ready_, backward_, optimizer_, data_, engine,
-                                             config_.overlap_updates);
+  const StepProfile profile = slowest_rank_profile(
+      comm, median_profile(ready_, backward_, optimizer_, data_, engine, config_.overlap_updates));
   GroupCostOptions cost_options;
   cost_options.codec = config_.codec;
   cost_options.seed = config_.seed;
   cost_options.collective.algorithm = config_.algorithm;
-  cost_options.largest = engine.elements();
+  cost_options.tensor_elements = profile.elements;  // in group order, last layers first
   auto measured = measure_group_costs(comm, cost_options);
   if (config_.plan_link_rate > 0) {
     measured = fit_group_costs(measured.samples, config_.algorithm, comm.size(),
@@ -116,6 +118,7 @@ PlanReport MergeCompScheduler::plan(Communicator& comm, BucketedExchange& engine
   report.codec_per_element = measured.costs.codec.per_element;
   report.communication_fixed = measured.costs.communication.fixed;
   report.communication_per_element = measured.costs.communication.per_element;
+  report.reduction_per_element = measured.reduction.per_element;
   report.wire_bytes_per_element = measured.wire_bytes_per_element;
   report.link_bytes_per_second = measured.network.beta;
   report.best_by_groups = choice.best_by_groups;

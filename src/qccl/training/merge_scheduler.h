@@ -1,11 +1,13 @@
 // MergeComp in training (MergeComp §4.1, §4.3): the data-parallel engine
 // starts with the whole model in one bucket, so no transfer competes with
 // backward while the first steps are profiled: when each tensor's gradient
-// is ready, when backward ends, what the optimizer and the data cost. Then
-// the codec's encode/decode h(x) and the collective g(x) are measured on the
-// run's communicator (group_costs.h), Algorithm 2 searches the partition on
-// rank 0 (merge_plan.h), the choice is broadcast, and the engine re-plans
-// its buckets; per-tensor codec state carries over.
+// is ready, when backward ends, what the optimizer and the data cost; the
+// plan takes each time's maximum over ranks (slowest_profile.h). Then the
+// codec's encode/decode h(x) and the collective g(x) are measured on the
+// run's communicator on groups of the model's tensors (group_costs.h),
+// Algorithm 2 searches the partition (merge_plan.h), rank 0's choice is
+// broadcast, and the engine re-plans its buckets; per-tensor codec state
+// carries over.
 //
 // The plan depends on measured times, so two runs may choose differently;
 // the log and the summary name the groups, and `--buckets groups:..`
@@ -36,9 +38,10 @@ class MergeCompScheduler {
   void observe(const BucketedExchange& engine, double data_seconds, double optimizer_seconds);
   // Whether enough steps are profiled to plan.
   bool ready_to_plan() const { return observed_ >= config_.plan_steps && !planned_; }
-  // Collective: measures the costs, searches, broadcasts rank 0's choice and
-  // re-plans `engine`. The plan is the same on every rank; the report's
-  // profile and predictions are this rank's (rank 0's are the ones printed).
+  // Collective: takes the slowest rank's profile (the maximum over ranks of
+  // each time), measures the costs, searches, broadcasts rank 0's choice and
+  // re-plans `engine`. The plan, the profile and the predictions in the
+  // report are the same on every rank.
   PlanReport plan(Communicator& comm, BucketedExchange& engine);
 
  private:

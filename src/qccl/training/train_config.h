@@ -124,6 +124,7 @@ struct PlanReport {
   double backward_seconds = 0, optimizer_seconds = 0, other_seconds = 0;  // profile medians
   double codec_fixed = 0, codec_per_element = 0;  // h(x) = B_h + γ_h·x, s
   double communication_fixed = 0, communication_per_element = 0;  // g(x)
+  double reduction_per_element = 0;  // of g's γ_g, the CPU's (in-transit reductions)
   double wire_bytes_per_element = 0, link_bytes_per_second = 0;
   std::vector<double> best_by_groups;  // F_min(y), y = 1, 2, ..
   std::vector<PlanPrediction> predictions;  // the choice first, then the named plans

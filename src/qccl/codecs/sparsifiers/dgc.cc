@@ -21,10 +21,12 @@ struct DgcConfig {
   double clip = 0;           // local clipping threshold; 0: off
   std::uint64_t warmup = 0;  // steps of sparsity warm-up; 0: none
   double sample = 0.01;      // fraction sampled for the threshold (DGC: 0.1% to 1%)
+  SelectionScope scope = SelectionScope::group;  // where the threshold selects
 };
 
 std::string dgc_spec(const DgcConfig& c) {
-  return "dgc:ratio=" + format_number(c.ratio) + ",momentum=" + format_number(c.momentum) +
+  return "dgc:ratio=" + format_number(c.ratio) + ",select=" +
+         std::string(selection_scope_name(c.scope)) + ",momentum=" + format_number(c.momentum) +
          ",clip=" + (c.clip > 0 ? format_number(c.clip) : std::string("off")) +
          ",warmup=" + std::to_string(c.warmup) + ",sample=" + format_number(c.sample);
 }
@@ -36,14 +38,17 @@ std::string dgc_spec(const DgcConfig& c) {
 //   u ← m·u + g                    momentum correction
 //   v ← v + u                      local accumulation
 //   sent = v on the positions select_by_threshold picks (dgc_selection.h),
-//          at this step's density (warm-up training)
+//          at this step's density (warm-up training), in the whole merged
+//          group (select=group: MergeComp §4.1 Algorithm 1 compresses a
+//          group as one tensor) or in each tensor (select=tensor)
 //   u, v ← 0 on the sent positions momentum factor masking
 // The sent values travel as (index, value) pairs by allgather
 // (SparsePairsEncoding), and every rank adds the ranks' pairs in rank order
 // and divides by n: the result is the mean of the ranks' sent v, which the
 // optimizer applies without momentum of its own.
 //
-// u and v are kept per tensor by name in the state store (checkpointed).
+// u and v are kept per tensor by name in the state store (checkpointed),
+// whatever the selection's scope, so they follow a tensor into a new group.
 // run_operation() computes the new u and v into scratch before the step's
 // exchange, which checks v instead of g: an accumulated v beyond fp32's
 // range (gradients near fp32's largest value, added up over steps) raises
@@ -124,9 +129,9 @@ class DgcCodec final : public Codec {
     const std::size_t d = setup.input.size();
     selected_.clear();
     const double density = dgc_density(config_.ratio, config_.warmup, setup.step);
-    const auto tensors = selection_tensors(layout(), d);
-    for (std::size_t l = 0; l < tensors.size(); ++l) {
-      const TensorSlice& t = tensors[l];
+    const auto slices = selection_slices(layout(), d, config_.scope);
+    for (std::size_t l = 0; l < slices.size(); ++l) {
+      const TensorSlice& t = slices[l];
       const CounterRng rng(settings().seed, setup.step, settings().bucket,
                            (static_cast<std::uint64_t>(setup.rank) << 32) + l,
                            RngStream::sparsify);
@@ -188,7 +193,7 @@ class DgcCodec final : public Codec {
   std::size_t most_selected(std::size_t length, std::uint64_t step) const {
     const double density = dgc_density(config_.ratio, config_.warmup, step);
     std::size_t total = 0;
-    for (const TensorSlice& t : selection_tensors(layout(), length)) {
+    for (const TensorSlice& t : selection_slices(layout(), length, config_.scope)) {
       total += dgc_max_selected(sparse_count(density, t.elements));
     }
     return total;
@@ -228,6 +233,7 @@ std::unique_ptr<Codec> make_dgc_codec(const SpecSyntax& spec, CodecSettings sett
   CodecParams params(spec);
   DgcConfig config;
   config.ratio = read_sparse_ratio(params, "dgc");
+  config.scope = read_selection_scope(params);
   config.momentum = params.number("momentum", 0.0, 0.999999, 0.9);
   config.clip = read_clip(spec, params);
   const double warmup = params.number("warmup", 0.0, 1e15, 0.0);

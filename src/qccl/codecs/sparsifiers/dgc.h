@@ -12,7 +12,9 @@
 
 namespace qccl {
 
-// "dgc:ratio=0.01,momentum=0.9,clip=off,warmup=0,sample=0.01".
+// "dgc:ratio=0.01,select=group,momentum=0.9,clip=off,warmup=0,sample=0.01":
+// select=group selects in the whole vector (a merged group as one tensor,
+// MergeComp §4.1), select=tensor in each tensor of the codec's layout.
 std::unique_ptr<Codec> make_dgc_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

@@ -27,9 +27,33 @@ double read_sparse_ratio(CodecParams& params, std::string_view codec) {
   return ratio;
 }
 
+namespace {
+
+// One unnamed slice over all `length` elements.
+std::vector<TensorSlice> whole_vector(std::size_t length) {
+  return {TensorSlice{"", {static_cast<std::int64_t>(length)}, 0, length}};
+}
+
+}  // namespace
+
 std::vector<TensorSlice> selection_tensors(const TensorLayout& layout, std::size_t length) {
   if (layout.unnamed() || layout.total() == length) return layout.tensors(length);
-  return {TensorSlice{"", {static_cast<std::int64_t>(length)}, 0, length}};
+  return whole_vector(length);
+}
+
+SelectionScope read_selection_scope(CodecParams& params) {
+  return params.choice("select", {"group", "tensor"}, "group") == "group" ? SelectionScope::group
+                                                                          : SelectionScope::tensor;
+}
+
+std::string_view selection_scope_name(SelectionScope scope) {
+  return scope == SelectionScope::group ? "group" : "tensor";
+}
+
+std::vector<TensorSlice> selection_slices(const TensorLayout& layout, std::size_t length,
+                                          SelectionScope scope) {
+  if (scope == SelectionScope::tensor) return selection_tensors(layout, length);
+  return whole_vector(length);
 }
 
 namespace {

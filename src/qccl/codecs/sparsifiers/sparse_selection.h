@@ -33,6 +33,23 @@ double read_sparse_ratio(CodecParams& params, std::string_view codec);
 // vector).
 std::vector<TensorSlice> selection_tensors(const TensorLayout& layout, std::size_t length);
 
+// Where a sparsifier picks its k largest: in the whole vector it is given
+// (a merged group compressed as one tensor, MergeComp §4.1 Algorithm 1:
+// "tensors that belong to the same group are merged and compressed together
+// in one compression operation") or in each tensor of its layout (how
+// frameworks apply codecs layer by layer, MergeComp §2.2).
+enum class SelectionScope { group, tensor };
+
+// Reads a sparsifier's `select` parameter: group (the default, MergeComp's)
+// or tensor.
+SelectionScope read_selection_scope(CodecParams& params);
+std::string_view selection_scope_name(SelectionScope scope);
+
+// The slices a sparsifier selects in, for data of `length` elements under
+// `scope`: one slice over all of it for group, selection_tensors for tensor.
+std::vector<TensorSlice> selection_slices(const TensorLayout& layout, std::size_t length,
+                                          SelectionScope scope);
+
 // Appends offset + j for the k elements x[j] of largest |x[j]|, ties broken
 // by lower j, in increasing order (k >= x.size(): all of them). Exact and
 // O(d): std::nth_element finds the k-th largest magnitude τ, then one pass

@@ -12,12 +12,15 @@
 namespace qccl {
 namespace {
 
-std::string topk_spec(double ratio, bool error_feedback) {
-  return "topk:ratio=" + format_number(ratio) + ",ef=" + (error_feedback ? "on" : "off");
+std::string topk_spec(double ratio, SelectionScope scope, bool error_feedback) {
+  return "topk:ratio=" + format_number(ratio) + ",select=" +
+         std::string(selection_scope_name(scope)) + ",ef=" + (error_feedback ? "on" : "off");
 }
 
-// Top-k without memory. Each rank selects, in every tensor of its input
-// (selection_tensors: the layout's, or an allgather's whole shard), the
+// Top-k without memory. Each rank selects, in every slice of its input
+// (selection_slices: with select=group, the default, the whole merged group
+// as one tensor, as MergeComp §4.1 Algorithm 1 compresses it; with
+// select=tensor the layout's tensors, or an allgather's whole shard), the
 // k_t = max(1, ⌈ratio·d_t⌉) elements of largest magnitude — exactly, ties
 // to the lower index (select_largest) — when the step's encoding is built,
 // so every operation times its selection. The pairs travel by the
@@ -25,9 +28,10 @@ std::string topk_spec(double ratio, bool error_feedback) {
 // rank's pairs and adds them in rank order, then divides by n.
 class TopkCodec final : public Codec {
  public:
-  TopkCodec(double ratio, CodecSettings settings) : Codec(settings), ratio_(ratio) {}
+  TopkCodec(double ratio, SelectionScope scope, CodecSettings settings)
+      : Codec(settings), ratio_(ratio), scope_(scope) {}
 
-  std::string spec() const override { return topk_spec(ratio_, false); }
+  std::string spec() const override { return topk_spec(ratio_, scope_, false); }
   // Dropping the small entries shrinks the result toward zero. The
   // decode-and-sum path forms the mean of the decoded values.
   CodecTraits traits() const override {
@@ -36,8 +40,9 @@ class TopkCodec final : public Codec {
             .means_of_decoded_values = true};
   }
   // Wire: exactly what one rank sends for `count` elements in one chunk: a
-  // 4-byte pair count and Σ_t k_t (index, value) pairs over the layout's
-  // tensors (one tensor when the layout does not cover `count`). A
+  // 4-byte pair count and Σ_t k_t (index, value) pairs over the selection's
+  // slices (one slice for select=group, or when the layout does not cover
+  // `count`). A
   // collective that cuts the vector into c pipeline chunks sends 4·(c − 1)
   // bytes more.
   // Error: every rank's kept values are exact, and what it drops is at most
@@ -63,7 +68,7 @@ class TopkCodec final : public Codec {
     // shard starts at its piece.
     const std::size_t offset = gather ? setup.pieces[static_cast<std::size_t>(setup.rank)].first : 0;
     std::vector<std::size_t> selected;
-    for (const TensorSlice& t : selection_tensors(layout(), setup.input.size())) {
+    for (const TensorSlice& t : selection_slices(layout(), setup.input.size(), scope_)) {
       select_largest(setup.input.subspan(t.offset, t.elements), sparse_count(ratio_, t.elements),
                      offset + t.offset, selected, scratch_);
     }
@@ -75,16 +80,17 @@ class TopkCodec final : public Codec {
   }
 
  private:
-  // Σ_t k_t over the tensors of data of `length` elements.
+  // Σ_t k_t over the slices of data of `length` elements.
   std::size_t kept(std::size_t length) const {
     std::size_t total = 0;
-    for (const TensorSlice& t : selection_tensors(layout(), length)) {
+    for (const TensorSlice& t : selection_slices(layout(), length, scope_)) {
       total += sparse_count(ratio_, t.elements);
     }
     return total;
   }
 
   double ratio_;
+  SelectionScope scope_;
   std::vector<std::uint32_t> scratch_;  // magnitudes for the selection
 };
 
@@ -93,11 +99,12 @@ class TopkCodec final : public Codec {
 std::unique_ptr<Codec> make_topk_codec(const SpecSyntax& spec, CodecSettings settings) {
   CodecParams params(spec);
   const double ratio = read_sparse_ratio(params, "topk");
+  const SelectionScope scope = read_selection_scope(params);
   const bool error_feedback = params.choice("ef", {"on", "off"}, "on") == "on";
   params.finish();
-  auto codec = std::make_unique<TopkCodec>(ratio, settings);
+  auto codec = std::make_unique<TopkCodec>(ratio, scope, settings);
   if (!error_feedback) return codec;
-  return make_error_feedback_codec(std::move(codec), topk_spec(ratio, true));
+  return make_error_feedback_codec(std::move(codec), topk_spec(ratio, scope, true));
 }
 
 }  // namespace qccl
