@@ -136,6 +136,28 @@ TEST(LearnedLevelsOnTheShiftedLattice, RoundToTheNearestShiftedLevelAndErrLessAf
   EXPECT_LT(learned_error, 0.85 * lattice_error) << "lattice " << lattice_error << ", learned " << learned_error;
 }
 
+// A step that runs twice (the sharded engine's forward and backward gathers
+// of a block) fits once: both runs decode the same bits, with Algorithm 2's
+// fit, which is no fixed point, too.
+TEST(LearnedLevelsSgd, AStepRunTwiceFitsOnce) {
+  const auto v = normal_values(6, 4096);
+  run_world(1, [&](Communicator& comm) {
+    auto codec = make_codec("minmax:bits=4,bucket=1024,rounding=shift,levels=learned,refit=1,fit=sgd",
+                            {.seed = 3, .bucket = 0});
+    std::vector<float> first(v.size()), second(v.size());
+    codec->set_step(1);
+    codec->allgather(comm, v, first);
+    const auto fitted = std::vector<double>(dynamic_cast<MinMaxCodec&>(*codec).levels().begin(),
+                                            dynamic_cast<MinMaxCodec&>(*codec).levels().end());
+    codec->set_step(1);
+    codec->allgather(comm, v, second);
+    EXPECT_EQ(first, second);
+    const auto again = dynamic_cast<MinMaxCodec&>(*codec).levels();
+    EXPECT_EQ(fitted, std::vector<double>(again.begin(), again.end()));
+    EXPECT_NE(fitted, uniform_levels(14));
+  });
+}
+
 // schedule=paper: the fits of QSDP §5.2 at steps 400, 1900 and 3800 of
 // 4800, scaled by refit/400; schedule=doubling: refit·2^j.
 TEST(LearnedLevelsSchedule, ThePapersStepsScaleWithRefit) {

@@ -344,7 +344,7 @@ bool is_refit_step(const MinMaxConfig& config, std::uint64_t step) {
 StepPreparation MinMaxCodec::prepare(Communicator& comm, const StepSetup&,
                                      const Operation& operation, const CollectiveOptions& options) {
   refitted_ = false;
-  if (is_refit_step(config_, step())) refit(comm, operation.input, options);
+  if (is_refit_step(config_, step()) && fitted_at_ != step()) refit(comm, operation.input, options);
   return {tables_->digest};
 }
 
@@ -376,6 +376,7 @@ void MinMaxCodec::refit(Communicator& comm, std::span<const float> input,
     install(total->fit_levels(levels()));
   }
   refitted_ = true;
+  fitted_at_ = step();
 }
 
 std::unique_ptr<Encoding> MinMaxCodec::step_encoding(const StepSetup& setup) {
@@ -401,6 +402,7 @@ std::vector<std::byte> MinMaxCodec::save_state() const {
 }
 
 void MinMaxCodec::load_state(std::span<const std::byte> state) {
+  fitted_at_.reset();
   const auto corrupt = [&](std::string_view why) {
     return InvalidArgument(spec() + ": cannot load the saved codec state: " + std::string(why) +
                            " (was the checkpoint written with this codec?)");

@@ -39,6 +39,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -106,6 +107,11 @@ class MinMaxCodec final : public Codec {
   MinMaxConfig config_;
   std::shared_ptr<const Tables> tables_;
   bool refitted_ = false;
+  // The step whose fit the levels hold: a step that runs twice (the
+  // sharded engine gathers a block for forward and again for backward)
+  // must quantize the same way both times, and Algorithm 2 is no fixed
+  // point. Cleared by load_state, which installs other levels.
+  std::optional<std::uint64_t> fitted_at_;
 };
 
 std::unique_ptr<Codec> make_minmax_codec(const SpecSyntax& spec, CodecSettings settings);
