@@ -65,6 +65,7 @@ add_library(qccl_core_objects OBJECT
   qccl/codecs/quantizers/qsgd.cc
   qccl/codecs/quantizers/quantization_levels.cc
   qccl/codecs/quantizers/level_statistics.cc
+  qccl/codecs/quantizers/levels_sgd.cc
   qccl/codecs/quantizers/statistics_exchange.cc
   qccl/codecs/entropy/entropy_codes.cc
   qccl/codecs/quantizers/qgenx.cc

@@ -194,8 +194,8 @@ TEST(MinMaxCodecTest, LearnedLevelsResumeBitForBit) {
 
 TEST(MinMaxCodecTest, RefusesBadSpecsByName) {
   for (const char* spec : {"minmax:bits=9", "minmax:bits=1", "minmax:rounding=floor",
-                           "minmax:levels=learned,rounding=shift",
-                           "minmax:levels=learned,rounding=dither", "minmax:bucket=0.5",
+                           "minmax:levels=learned,rounding=dither", "minmax:levels=learned,fit=lloyd",
+                           "minmax:levels=learned,schedule=never", "minmax:bucket=0.5",
                            "minmax:refit=0", "minmax:norm=2"}) {
     EXPECT_THROW(make_codec(spec), InvalidArgument) << spec;
   }

@@ -2,13 +2,15 @@
 // (and one process on the concatenated batch) up to float summation order,
 // for any rank count and block sizes no rank count divides; with quantized
 // weights every rank computes with bitwise the same weights, forward and
-// backward alike; learned levels go only to large groups; resume is exact;
-// non-finite gradients fail every rank and leave the engine usable; and
-// misuse is refused with a message.
+// backward alike; every matrix is a group (a layer) of its own and learned
+// levels go only to large layers; resume is exact; non-finite gradients
+// fail every rank and leave the engine usable; and misuse is refused with
+// a message.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <sstream>
 
@@ -170,34 +172,51 @@ TEST(Sharded, AnOracleGathersUnitZeroAndTheLastBlockOnceAndTheOtherBlocksTwice) 
   EXPECT_EQ(total, static_cast<std::uint64_t>(ranks - 1) * sizeof(float) * exchanged_elements);
 }
 
-// Learned levels (QSDP §5.2) only for groups of at least the threshold;
-// biases and norms, every unit's in one group, stay fp32 both ways.
-TEST(Sharded, LearnedLevelsOnlyForLargeGroupsAndVectorsStayFullPrecision) {
+// QSDP §5 quantizes per layer: every matrix is a group of its own (so no
+// bucket straddles two layers), and learned levels (§5.2) go to the layers
+// of at least the threshold, not to whole blocks. At width 37 a block's
+// `up` and `down` hold 5476 elements each, `qkv` 4107 and `proj` 1369 (the
+// block 16 428 together): a threshold of 5000 learns `up` and `down` only.
+// Biases and norms, every unit's in one group, stay fp32 both ways.
+TEST(Sharded, GroupsAreLayersAndLearnedLevelsFollowTheThresholdPerLayer) {
   auto config = small_gpt("minmax:bits=4,levels=learned", "minmax:bits=6,levels=learned");
   run_world(2, [&](Communicator& comm) {
-    // Blocks' matrices: 16 354 elements; unit 0's fewer.
-    ShardedRank rank(comm, config, 10000);
+    ShardedRank rank(comm, config, 5000);
     const auto& engine = *rank.engine;
-    std::size_t learned = 0, uniform = 0, full = 0;
+    std::map<std::string, std::int64_t> sizes;  // of a model no engine has sharded
+    const auto reference = make_task(config);
+    for (const auto& item : reference->model().named_parameters()) {
+      if (item.value().dim() >= 2) sizes[item.key()] = item.value().numel();
+    }
+    std::size_t learned = 0, uniform = 0, full = 0, layers = 0;
     for (std::size_t g = 0; g < engine.bucket_count(); ++g) {
-      const auto name = engine.describe_group(g);
+      const auto name = engine.describe_group(g);  // "UNIT: PARAMETER, E elements"
       const auto weights = engine.group_weights_spec(g), gradients = engine.group_gradients_spec(g);
       if (name.find("biases and norms") != std::string::npos) {
         EXPECT_EQ(weights, "fp32") << name;
         EXPECT_EQ(gradients, "fp32") << name;
         ++full;
-      } else if (weights.find("levels=learned") != std::string::npos) {
+        continue;
+      }
+      const auto colon = name.find(": "), comma = name.rfind(", ");
+      const auto parameter = name.substr(colon + 2, comma - colon - 2);
+      const auto elements = std::stoll(name.substr(comma + 2));
+      ASSERT_TRUE(sizes.contains(parameter)) << "not one layer: " << name;
+      EXPECT_EQ(elements, sizes[parameter]) << name;
+      ++layers;
+      if (elements >= 5000) {
+        EXPECT_NE(weights.find("levels=learned"), std::string::npos) << name;
         EXPECT_NE(gradients.find("levels=learned"), std::string::npos) << name;
-        EXPECT_NE(name.find("blocks."), std::string::npos) << name;
         ++learned;
       } else {
         EXPECT_NE(weights.find("levels=uniform"), std::string::npos) << name;
-        EXPECT_NE(name.find("outside the blocks"), std::string::npos) << name;
+        EXPECT_NE(gradients.find("levels=uniform"), std::string::npos) << name;
         ++uniform;
       }
     }
-    EXPECT_EQ(learned, 3u);
-    EXPECT_EQ(uniform, 1u);
+    EXPECT_EQ(layers, sizes.size());  // every matrix, each once
+    EXPECT_EQ(learned, 2u * config.layers);
+    EXPECT_EQ(uniform, sizes.size() - 2u * config.layers);
     EXPECT_EQ(full, 1u);  // every unit's vectors in one group
   });
 }
@@ -316,6 +335,76 @@ TEST(Sharded, MisuseIsRefusedAndTheWholeModelIsExact) {
     engine.release_model();
     for (const auto& p : task->model().parameters()) EXPECT_EQ(p.numel(), 0);
     task->set_block_runner(nullptr);
+  });
+}
+
+// The weights the oracles compute with (QSDP's Q^w(W)): gather_computed_model
+// puts the weights codec's gather into the model — with 4-bit weights on
+// the shifted lattice every value within half a step of its layer's range
+// of the exact one, and not all equal to it — and leaves training as it
+// was: with learned levels refitted along the way (steps 1 and 2), runs
+// that gather Q^w after every step end bitwise where runs that do not end.
+// With fp32 weights there are no others: false, nothing gathered.
+TEST(Sharded, TheComputedWeightsAreQuantizedAndLeaveTrainingAsItWas) {
+  auto config = small_gpt("minmax:bits=4,levels=learned,refit=1",
+                          "minmax:bits=4,rounding=shift,levels=learned,refit=1");
+  std::vector<std::vector<float>> ends(2);
+  for (const bool evaluate : {false, true}) {
+    run_world(2, [&](Communicator& comm) {
+      ShardedRank rank(comm, config, 1000);
+      auto& engine = *rank.engine;
+      torch::optim::SGD sgd(engine.optimizer_parameters(), torch::optim::SGDOptions(0.1));
+      const std::vector<std::uint32_t> samples{static_cast<std::uint32_t>(comm.rank()), 7};
+      const auto batch = rank.task->batch(samples, false);
+      for (int step = 0; step < 3; ++step) {
+        OracleResult result;
+        engine.compute_gradients([&] { return rank.task->loss(batch); }, result);
+        sgd.step();
+        if (!evaluate) continue;
+        ASSERT_TRUE(engine.gather_computed_model());
+        const auto computed = flat_parameters(rank.task->model());
+        engine.release_model();
+        engine.gather_model();
+        const auto exact = flat_parameters(rank.task->model());
+        engine.release_model();
+        ASSERT_EQ(computed.size(), exact.size());
+        EXPECT_FALSE(bitwise_equal(computed, exact)) << "step " << step;
+      }
+      engine.gather_model();  // collective
+      if (comm.rank() == 0) ends[evaluate ? 1 : 0] = flat_parameters(rank.task->model());
+      engine.release_model();
+    });
+  }
+  EXPECT_TRUE(bitwise_equal(ends[0], ends[1]));
+
+  // Uniform 4-bit levels on the shifted lattice: within δ/2 of the exact
+  // value, δ at most the layer's range over 15.
+  const auto uniform = small_gpt("fp32", "minmax:bits=4,rounding=shift");
+  run_world(2, [&](Communicator& comm) {
+    ShardedRank rank(comm, uniform);
+    auto& engine = *rank.engine;
+    ASSERT_TRUE(engine.gather_computed_model());
+    std::vector<torch::Tensor> computed;
+    for (const auto& p : rank.task->model().parameters()) computed.push_back(p.detach().clone());
+    engine.release_model();
+    engine.gather_model();
+    const auto exact = rank.task->model().parameters();
+    for (std::size_t j = 0; j < exact.size(); ++j) {
+      if (exact[j].dim() < 2) {
+        EXPECT_TRUE(torch::equal(computed[j], exact[j])) << "vectors stay fp32";
+        continue;
+      }
+      const double range = (exact[j].max() - exact[j].min()).item<double>();
+      const double error = (computed[j] - exact[j]).abs().max().item<double>();
+      EXPECT_LE(error, range / 30 * (1 + 1e-5)) << j;
+      EXPECT_GT(error, 0.0) << j;
+    }
+    engine.release_model();
+  });
+  run_world(1, [&](Communicator& comm) {
+    ShardedRank rank(comm, small_gpt("fp32", "fp32"));
+    EXPECT_FALSE(rank.engine->gather_computed_model());
+    for (const auto& p : rank.task->model().parameters()) EXPECT_EQ(p.numel(), 0);
   });
 }
 

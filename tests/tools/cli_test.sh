@@ -229,8 +229,8 @@ expect "train: the sharded engine refuses a codec that needs optimizer feedback"
 expect "train: weights codec without the sharded engine" 2 "--weights-codec applies to --engine sharded only" -- \
   "$qccl" train --model gpt --weights-codec minmax --ranks 2 --quiet
 expect "experiment help lists qsdp" 0 'qsdp' -- "$qccl" experiment --help
-expect "qsdp: an unknown variant names the valid ones" 2 "unknown variant 'W3G3'; valid: baseline, fp32, W8G8, W8G8-nobucket, W6G4" -- \
-  "$qccl" experiment qsdp --ranks 2 --variants fp32,W3G3 --steps 1
+expect "qsdp: an unknown variant names the valid ones" 2 "unknown variant 'W9G9'; valid: baseline, fp32, W8G8, W8G8-nobucket, W6G4" -- \
+  "$qccl" experiment qsdp --ranks 2 --variants fp32,W9G9 --steps 1
 expect "intsgd-rounding: an unknown variant names the valid ones" 2 "--variants: unknown name 'nearest'; valid: sgd, intsgd-random, intsgd-determ, heuristic" -- \
   "$qccl" experiment intsgd-rounding --ranks 2 --variants sgd,nearest
 expect "intsgd-rounding: an unknown model names the valid ones" 2 "--models: unknown name 'resnet18'; valid: cnn, char-lstm" -- \

@@ -24,10 +24,11 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(QsdpVariants, AreNamedAsThePaperNamesThem) {
-  const std::vector<std::string> expected{"baseline",     "fp32",         "W8G8",
-                                          "W8G8-nobucket", "W6G4",        "W5G4",
-                                          "W4G4",         "W6G4-learned", "W5G4-learned",
-                                          "W4G4-learned"};
+  const std::vector<std::string> expected{
+      "baseline",         "fp32",             "W8G8",            "W8G8-nobucket",
+      "W6G4",             "W5G4",             "W4G4",            "W4G32",
+      "W6G4-learned",     "W5G4-learned",     "W4G4-learned",    "W4G32-learned",
+      "W6G4-learned-sgd", "W5G4-learned-sgd", "W4G4-learned-sgd", "W4G32-learned-sgd"};
   EXPECT_EQ(qsdp_variant_names(), expected);
   const auto all = qsdp_variants(25);
   EXPECT_EQ(all[0].weights_codec, "fp32");
@@ -37,42 +38,74 @@ TEST(QsdpVariants, AreNamedAsThePaperNamesThem) {
   EXPECT_EQ(all[3].weights_codec, "minmax:bits=8,bucket=0,rounding=shift");
   EXPECT_EQ(all[5].weights_codec, "minmax:bits=5,bucket=1024,rounding=shift");
   EXPECT_EQ(all[5].gradients_codec, "minmax:bits=4,bucket=1024");
-  EXPECT_EQ(all[9].weights_codec, "minmax:bits=4,bucket=1024,levels=learned,refit=25");
-  EXPECT_EQ(all[7].gradients_codec, "minmax:bits=4,bucket=1024,levels=learned,refit=25");
+  EXPECT_EQ(all[7].weights_codec, "minmax:bits=4,bucket=1024,rounding=shift");
+  EXPECT_EQ(all[7].gradients_codec, "fp32");
+}
+
+// A learned variant is its uniform variant with learned levels and nothing
+// else: the weights stay on the random-shift lattice, the gradients keep
+// stochastic rounding (or fp32), both fitted on the paper's schedule, by
+// coordinate descent or, for "-learned-sgd", by Algorithm 2.
+TEST(QsdpVariants, LearnedVariantsChangeOnlyTheLevels) {
+  const auto all = qsdp_variants(25);
+  std::size_t learned = 0;
+  for (const auto& v : all) {
+    const auto cut = v.name.find("-learned");
+    if (cut == std::string::npos) continue;
+    ++learned;
+    const auto base = select_qsdp_variants({v.name.substr(0, cut)}, 25).front();
+    const std::string levels = ",levels=learned,refit=25,schedule=paper" +
+                               std::string(v.name.ends_with("-sgd") ? ",fit=sgd" : "");
+    EXPECT_EQ(v.weights_codec, base.weights_codec + levels) << v.name;
+    EXPECT_NE(v.weights_codec.find("rounding=shift"), std::string::npos) << v.name;
+    EXPECT_EQ(v.gradients_codec, base.gradients_codec == "fp32" ? "fp32" : base.gradients_codec + levels)
+        << v.name;
+  }
+  EXPECT_EQ(learned, 8u);
 }
 
 TEST(QsdpVariants, SelectsByNameInTheGivenOrderIgnoringCase) {
   const auto chosen = select_qsdp_variants({"w4g4-LEARNED", "fp32", "W8G8"}, 3);
   ASSERT_EQ(chosen.size(), 3u);
   EXPECT_EQ(chosen[0].name, "W4G4-learned");
-  EXPECT_EQ(chosen[0].weights_codec, "minmax:bits=4,bucket=1024,levels=learned,refit=3");
+  EXPECT_EQ(chosen[0].weights_codec,
+            "minmax:bits=4,bucket=1024,rounding=shift,levels=learned,refit=3,schedule=paper");
   EXPECT_EQ(chosen[1].name, "fp32");
   EXPECT_EQ(chosen[2].name, "W8G8");
-  EXPECT_EQ(select_qsdp_variants({}, 3).size(), 10u);
+  EXPECT_EQ(select_qsdp_variants({}, 3).size(), 16u);
   EXPECT_EQ(split_variant_list(" baseline, W8G8,,fp32 "),
             (std::vector<std::string>{"baseline", "W8G8", "fp32"}));
 }
 
 TEST(QsdpVariants, RefusesUnknownAndRepeatedNamesListingTheValidOnes) {
   try {
-    select_qsdp_variants({"fp32", "W3G3"}, 1);
-    FAIL() << "W3G3 was accepted";
+    select_qsdp_variants({"fp32", "W9G9"}, 1);
+    FAIL() << "W9G9 was accepted";
   } catch (const InvalidArgument& e) {
     const std::string message = e.what();
-    EXPECT_NE(message.find("unknown variant 'W3G3'"), std::string::npos) << message;
+    EXPECT_NE(message.find("unknown variant 'W9G9'"), std::string::npos) << message;
     EXPECT_NE(message.find("valid: baseline, fp32, W8G8, W8G8-nobucket"), std::string::npos)
         << message;
   }
   EXPECT_THROW(select_qsdp_variants({"W8G8", "w8g8"}, 1), InvalidArgument);
+  EXPECT_THROW(select_qsdp_variants({"W9G4"}, 1), InvalidArgument);
+  // Beyond the list: any WxGy[-nobucket] with uniform levels.
+  const auto swept = select_qsdp_variants({"w6g6-nobucket", "W3G32"}, 1);
+  EXPECT_EQ(swept[0].name, "W6G6-nobucket");
+  EXPECT_EQ(swept[0].weights_codec, "minmax:bits=6,bucket=0,rounding=shift");
+  EXPECT_EQ(swept[0].gradients_codec, "minmax:bits=6,bucket=0");
+  EXPECT_EQ(swept[1].gradients_codec, "fp32");
 }
 
-TEST(QsdpVariants, DefaultRefitIsAnEighthOfTheRunAtLeastOne) {
-  EXPECT_EQ(default_qsdp_refit(200), 25u);
-  EXPECT_EQ(default_qsdp_refit(100), 13u);  // 12.5 rounds up
+// The paper's first fit, step 400 of 4800, scaled to the run.
+TEST(QsdpVariants, DefaultRefitIsTheTwelfthOfTheRunAtLeastOne) {
+  EXPECT_EQ(default_qsdp_refit(4800), 400u);
+  EXPECT_EQ(default_qsdp_refit(240), 20u);
+  EXPECT_EQ(default_qsdp_refit(150), 13u);  // 12.5 rounds up
   EXPECT_EQ(default_qsdp_refit(3), 1u);
   EXPECT_EQ(default_qsdp_refit(0), 1u);
   QsdpExperimentConfig config;
-  config.steps = 80;
+  config.steps = 120;
   EXPECT_EQ(refit_of(config), 10u);
   config.refit = 7;
   EXPECT_EQ(refit_of(config), 7u);
@@ -91,7 +124,10 @@ TEST(QsdpExperiment, ValidateNamesTheBadSetting) {
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("unknown optimizer 'lion'"), std::string::npos);
   }
-  config.train.optimizer = "adam";
+  config.train.optimizer = "adamw";
+  config.seeds = {1, 2, 1};
+  EXPECT_THROW(validate(config), InvalidArgument);
+  config.seeds = {1, 2};
   config.train.algorithm = Algorithm::native;  // the sharded engine needs ring or halving-doubling
   EXPECT_THROW(validate(config), InvalidArgument);
   config.train.algorithm = Algorithm::ring;
@@ -103,6 +139,7 @@ QsdpRow row_of(const std::string& name, double perplexity, double compute_second
   QsdpRow row;
   row.variant.name = name;
   row.summary.final_metric = perplexity;
+  row.perplexities = {perplexity};
   row.summary.split.data = 0.001;
   row.summary.split.compute = compute_seconds;
   row.summary.split.waiting = 0.002;
@@ -127,6 +164,16 @@ TEST(QsdpExperiment, ComparesEveryRowWithTheBaselineAndFp32) {
   EXPECT_EQ(rows[0].speedup_vs_baseline, 1.0);
   EXPECT_DOUBLE_EQ(rows[2].speedup_vs_baseline, 2.0);
 
+  // Two seeds: each against the baseline's run of the same seed, then the mean.
+  std::vector<QsdpRow> seeded{row_of("baseline", 10.0, 0.044), row_of("W8G8", 11.0, 0.019)};
+  seeded[0].perplexities = {10.0, 20.0};
+  seeded[1].perplexities = {11.0, 19.0};
+  compare_rows(seeded);
+  EXPECT_NEAR(seeded[1].relative_percents[0], 10.0, 1e-12);
+  EXPECT_NEAR(seeded[1].relative_percents[1], -5.0, 1e-12);
+  EXPECT_NEAR(seeded[1].relative_perplexity_percent, 2.5, 1e-12);
+  EXPECT_NEAR(spread_of(seeded[1].relative_percents), 15.0 / std::sqrt(2.0), 1e-12);
+
   std::vector<QsdpRow> without{row_of("W8G8", 11.0, 0.019)};
   compare_rows(without);
   EXPECT_TRUE(std::isnan(without[0].relative_perplexity_percent));
@@ -144,6 +191,7 @@ QsdpExperimentConfig tiny(const std::string& output) {
   c.train.sequence_length = 16;
   c.train.batch = 4;
   c.train.progress = false;
+  c.seeds = {1, 2};
   return c;
 }
 
@@ -168,7 +216,8 @@ TEST(QsdpExperiment, WritesConsistentRowsAndIsReproducible) {
   EXPECT_EQ(json["experiment"], "qsdp");
   EXPECT_EQ(json["ranks"], 2);
   EXPECT_EQ(json["steps"], 4);
-  EXPECT_EQ(json["refit"], 1);  // 4/8 rounds to 1 (0.5 rounds away from zero)
+  EXPECT_EQ(json["refit"], 1);  // 4/12 rounds to 0: at least 1
+  EXPECT_EQ(json["seeds"], nlohmann::json::array({1, 2}));
   const auto& rows = json["variants"];
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0]["variant"], "fp32");
@@ -187,6 +236,22 @@ TEST(QsdpExperiment, WritesConsistentRowsAndIsReproducible) {
                     row["split_ms"]["optimizer"].get<double>(),
                 1e-9);
   }
+  // Per seed: the fp32 master weights' perplexity, and the quantized
+  // weights' (Q^w) where the weights travel quantized: W8G8 only; the
+  // baseline against itself is 0% for every seed.
+  for (const auto& row : rows) {
+    ASSERT_EQ(row["perplexities"].size(), 2u) << row;
+    ASSERT_EQ(row["computed_perplexities"].size(), 2u) << row;
+  }
+  EXPECT_TRUE(rows[0]["computed_perplexities"][0].is_null());
+  EXPECT_TRUE(rows[2]["computed_perplexities"][1].is_null());
+  for (int s = 0; s < 2; ++s) {
+    const double quantized = rows[1]["computed_perplexities"][s].get<double>();
+    EXPECT_TRUE(std::isfinite(quantized) && quantized > 1.0) << rows[1];
+    EXPECT_NE(quantized, rows[1]["perplexities"][s].get<double>());
+    EXPECT_EQ(rows[2]["relative_percents"][s].get<double>(), 0.0);
+  }
+  EXPECT_NE(rows[0]["perplexities"][0], rows[0]["perplexities"][1]);  // the seeds differ
   EXPECT_EQ(rows[0]["speedup_vs_fp32"].get<double>(), 1.0);
   EXPECT_EQ(rows[2]["speedup_vs_baseline"].get<double>(), 1.0);
   EXPECT_EQ(rows[2]["relative_perplexity_percent"].get<double>(), 0.0);
@@ -201,8 +266,8 @@ TEST(QsdpExperiment, WritesConsistentRowsAndIsReproducible) {
 
   const auto csv = lines_of(root / "a" / "qsdp.csv");
   ASSERT_EQ(csv.size(), 4u);
-  EXPECT_EQ(csv[0].rfind("variant,weights_codec,gradients_codec,steps,perplexity,", 0), 0u);
-  EXPECT_EQ(csv[1].rfind("fp32,\"fp32\",\"fp32\",4,", 0), 0u) << csv[1];
+  EXPECT_EQ(csv[0].rfind("variant,weights_codec,gradients_codec,steps,seeds,perplexity,", 0), 0u);
+  EXPECT_EQ(csv[1].rfind("fp32,\"fp32\",\"fp32\",4,2,", 0), 0u) << csv[1];
   const std::string svg = read_whole_file((root / "a" / "qsdp.svg").string());
   EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
   EXPECT_NE(svg.find("2 W8G8"), std::string::npos);
@@ -210,7 +275,8 @@ TEST(QsdpExperiment, WritesConsistentRowsAndIsReproducible) {
   // The same seed and settings train the same models.
   const auto again = run(tiny((root / "b").string()));
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    EXPECT_EQ(again["variants"][i]["perplexity"], rows[i]["perplexity"]) << i;
+    EXPECT_EQ(again["variants"][i]["perplexities"], rows[i]["perplexities"]) << i;
+    EXPECT_EQ(again["variants"][i]["computed_perplexities"], rows[i]["computed_perplexities"]) << i;
     EXPECT_EQ(again["variants"][i]["sent_bytes_per_step"], rows[i]["sent_bytes_per_step"]) << i;
   }
   fs::remove_all(root);

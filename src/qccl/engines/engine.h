@@ -143,6 +143,13 @@ class Engine {
   // always holds them: nothing to do.
   virtual void gather_model() {}
   virtual void release_model() {}
+  // Engines whose oracles compute with other weights than the parameters
+  // (sharded with a quantizing weights codec: QSDP's Q^w(W)) put those
+  // weights into the model until release_model() and return true: the
+  // weights the next oracle would compute with, without changing any
+  // state that training sees (collective). Others return false and change
+  // nothing.
+  virtual bool gather_computed_model() { return false; }
   // A checksum of the weights the last oracle computed with where they are
   // not the model's parameters (sharded: the gathered, dequantized ones),
   // equal on every rank; 0 where they are.

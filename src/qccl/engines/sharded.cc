@@ -106,12 +106,14 @@ ShardedEngine::ShardedEngine(Communicator& comm, std::vector<ShardedUnit> units,
 // gather_model() put the exact values there.
 ShardedEngine::~ShardedEngine() { abandon_step(); }
 
-// The groups (QSDP §5: matrices quantized, "biases and normalization
-// layers" in full precision): unit 0's matrices; the biases and norms of
-// every unit together, gathered with unit 0 for the whole oracle (a fraction
-// of a percent of a model's parameters, so one exchange for all of them
-// instead of a small one per block and pass, each costing a collective's
-// latency); then each block's matrices. Each group's shards are the
+// The groups (QSDP §5: matrices quantized per layer, "biases and
+// normalization layers" in full precision): each of unit 0's matrices; the
+// biases and norms of every unit together, gathered with unit 0 for the
+// whole oracle (a fraction of a percent of a model's parameters, so one
+// exchange for all of them instead of a small one per block and pass, each
+// costing a collective's latency); then each block's matrices, one group
+// per matrix, so that buckets, learned levels and the learned-levels
+// threshold never span two layers. Each group's shards are the
 // gradients codec's reduce-scatter blocks, which the weights' allgather
 // uses too.
 void ShardedEngine::build_groups(std::vector<ShardedUnit> units) {
@@ -129,13 +131,13 @@ void ShardedEngine::build_groups(std::vector<ShardedUnit> units) {
   for (std::size_t u = 0; u < units.size(); ++u) {
     Unit unit;
     unit.name = units[u].name;
-    std::vector<NamedTensor> matrices;
     for (const auto& named : units[u].parameters) {
-      if (group_kind(named.second) == kMatrices) matrices.push_back(named);
-      else if (u > 0) unit.vectors.push_back(named.second);
+      if (u > 0 && group_kind(named.second) == kVectors) unit.vectors.push_back(named.second);
     }
     units_.push_back(std::move(unit));
-    add_group(u, units[u].name + ": " + std::string(kMatrices), matrices);
+    for (const auto& named : units[u].parameters) {
+      if (group_kind(named.second) == kMatrices) add_group(u, units[u].name + ": " + named.first, {named});
+    }
     if (u == 0) add_group(0, "every unit's " + std::string(kVectors), vectors);
   }
   if (elements_ == 0) throw InvalidArgument("sharded engine: the model has no parameters");

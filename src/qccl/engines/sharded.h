@@ -29,11 +29,14 @@
 // 10^5 parameters"); smaller groups get uniform levels. Weights and
 // gradients have codecs, and learned levels, of their own.
 //
-// Each unit's matrices form one flat group, and every unit's vectors one
-// more (in unit 0: a fraction of a percent of a model, so one exchange
-// instead of a small one per block and pass), each group sharded by the
-// gradients codec's reduce-scatter blocks (its granularity,
-// e.g. minmax's bucket, is kept), so any size and any rank count work.
+// Each matrix (a layer's weight, an embedding) is a group of its own, with
+// codecs of its own, as §5 quantizes per layer: a bucket never straddles
+// two layers, and learned levels and their threshold apply per layer. Every
+// unit's vectors form one more group (in unit 0: a fraction of a percent
+// of a model, so one exchange instead of a small one per block and pass).
+// Each group is sharded by the gradients codec's reduce-scatter blocks (its
+// granularity, e.g. minmax's bucket, is kept), so any size and any rank
+// count work; a unit's groups are gathered in one piece of work.
 // Gathers run on a stream of their own ("weights"), reduce-scatters on
 // another ("gradients"), both beside the training thread; at the two ends
 // of an oracle, where one of them is idle, its first gather and its last
@@ -126,6 +129,11 @@ class ShardedEngine final : public Engine, public BlockRunner {
   // nested calls gather once.
   void gather_model() override;
   void release_model() override;
+  // The weights the next oracle gathers (QSDP's Q^w(W): each group's
+  // weights codec at the next oracle's step; fp32 groups exact), with every
+  // codec's state and step restored afterwards. False, and nothing
+  // gathered, when every weights codec is fp32.
+  bool gather_computed_model() override;
 
   // BlockRunner: the model's forward calls it for block 0, 1, ... in order.
   torch::Tensor run(std::size_t block, const torch::Tensor& input,

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,30 @@ void ShardedEngine::gather_model() {
     g->point_at_flat();
   }
   model_gathered_ = 1;
+}
+
+bool ShardedEngine::gather_computed_model() {
+  if (state_ != nullptr || model_gathered_ > 0) {
+    throw InvalidArgument("sharded engine: gather_computed_model() inside an oracle or while the "
+                          "model is gathered; release_model() first");
+  }
+  const bool quantized = std::any_of(groups_.begin(), groups_.end(), [](const auto& g) {
+    return g->weights->spec() != "fp32";
+  });
+  if (!quantized) return false;
+  for (auto& g : groups_) {
+    const auto saved = g->weights->save_state();
+    const std::uint64_t saved_step = g->weights->step();
+    g->allocate();
+    g->weights->set_step(step_);
+    g->weights->allgatherv(comm_, std::span<const float>(floats(g->shard), g->shard.numel()), g->counts,
+                           std::span(floats(g->flat), g->elements), options_.collective);
+    g->weights->load_state(saved);
+    g->weights->set_step(saved_step);
+    g->point_at_flat();
+  }
+  model_gathered_ = 1;
+  return true;
 }
 
 void ShardedEngine::release_model() {

@@ -7,6 +7,7 @@
 #include "qccl/tools/exit_codes.h"
 #include "qccl/experiments/qsdp/qsdp_report.h"
 #include "qccl/tools/ranks.h"
+#include "qccl/tools/rounding_command.h"
 
 namespace qccl::tools {
 
@@ -35,14 +36,20 @@ CLI::App* add_qsdp_experiment(CLI::App& experiment, QsdpCommand& command) {
   sub->add_option("--steps", c.steps,
                   "training steps per variant (default " + std::to_string(kQsdpDefaultSteps) + ")");
   sub->add_option("--refit", c.refit,
-                  "learned variants: fit the levels at steps R, 2R, 4R, ... (default: steps/8)");
+                  "learned variants: fit the levels at steps R, 4.75R and 9.5R, the paper's 400, "
+                  "1900 and 3800 scaled (default: steps/12)");
   sub->add_option("--hidden", t.hidden, "gpt width (default 128)");
   sub->add_option("--layers", t.layers, "gpt transformer blocks (default 2)");
   sub->add_option("--sequence-length", t.sequence_length, "characters per sample (default 64)");
   sub->add_option("--batch", t.batch, "samples per rank per step (default 16)");
-  sub->add_option("--optimizer", t.optimizer, "adam (default), adamw or sgd");
+  sub->add_option("--optimizer", t.optimizer, "adamw (default), adam or sgd");
+  sub->add_option("--beta1", t.beta1, "adam and adamw (default 0.9, QSDP's Table 4)");
+  sub->add_option("--beta2", t.beta2, "adam and adamw (default 0.95, QSDP's Table 4)");
+  sub->add_option("--weight-decay", t.weight_decay, "decoupled with adamw (default 0)");
   sub->add_option("--lr", t.lr, "learning rate of every variant (default 0.003)");
   sub->add_option("--seed", t.seed, "seed of initialisation, data order and codecs (default 1)");
+  sub->add_option("--seeds", command.seeds,
+                  "comma-separated: every variant once per seed, the table their mean and spread");
   sub->add_option("--threads", t.threads, "libtorch threads per rank (default 1)");
   sub->add_option("--data-dir", t.data_dir, "fortunes directory (default Debian's)");
   sub->add_option("--output", c.output, "directory for qsdp.{csv,json,svg}");
@@ -56,6 +63,7 @@ int run_qsdp_command(QsdpCommand& command, int argc, char** argv) {
   auto& c = command.config;
   const int settings = exit_code_of([&] {
     c.variants = split_variant_list(command.variants);
+    c.seeds = parse_seed_list(command.seeds);
     if (!command.variants.empty() && c.variants.empty()) {
       throw InvalidArgument("--variants names no variant; give names such as baseline,fp32,W8G8");
     }

@@ -13,6 +13,7 @@ namespace qccl::tools {
 struct QsdpCommand {
   QsdpExperimentConfig config;
   std::string variants;  // comma-separated names; empty: every variant
+  std::string seeds;     // comma-separated seeds; empty: --seed alone
   LaunchOptions launch;
 };
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,6 +77,10 @@ struct TrainConfig : ModelConfig {
   int threads = 1;                        // libtorch intra-op threads per rank
   // Keep the final parameters in the summary (tests compare runs).
   bool return_parameters = false;
+  // After the last epoch, evaluate also the weights the oracles compute
+  // with where the engine has others than its parameters (sharded with a
+  // quantizing weights codec: QSDP's Q^w(W)): final_computed_metric.
+  bool evaluate_computed_weights = false;
   // Stop after this many steps of this invocation (a checkpoint is saved
   // if checkpoint_dir is set); 0: no limit.
   std::size_t stop_after_steps = 0;
@@ -137,6 +142,10 @@ struct TrainSummary {
   int ranks = 0;
   std::string metric_name;  // "accuracy" or "perplexity"
   double final_metric = 0, final_test_loss = 0;
+  // The metric of the weights the oracles compute with (see
+  // evaluate_computed_weights); NaN where not evaluated or the engine
+  // computes with its parameters.
+  double final_computed_metric = std::numeric_limits<double>::quiet_NaN();
   double wall_seconds = 0;  // this invocation, evaluation included
   std::size_t steps = 0;    // steps run by this invocation
   std::size_t skipped_steps = 0;

@@ -175,6 +175,9 @@ class TrainingRun {
  private:
   void step(std::int64_t epoch, std::int64_t s, std::span<const std::uint32_t> order);
   void end_epoch(std::int64_t epoch, Clock::time_point epoch_start);
+  // The test metric of the weights the oracles compute with, where the
+  // engine has them (QSDP's Q^w(W)), into the summary.
+  void evaluate_computed_weights();
   void log_step(std::int64_t epoch, double loss, double lr, double seconds,
                 const StepSplit& split, std::uint64_t sent, bool skipped,
                 const OracleResult& timeline);
@@ -483,6 +486,7 @@ void TrainingRun::end_epoch(std::int64_t epoch, Clock::time_point epoch_start) {
     const WholeModel whole(*engine_);
     sums = evaluate(comm_, *task_, at_.epoch_loss_sum, at_.epoch_loss_steps, &train_loss);
   }
+  if (config_.evaluate_computed_weights && epoch + 1 == config_.epochs) evaluate_computed_weights();
   const EpochResult result{static_cast<int>(epoch), train_loss,
                            sums.loss / std::max(sums.predictions, 1.0), task_->metric(sums),
                            seconds_since(epoch_start)};
@@ -501,6 +505,20 @@ void TrainingRun::end_epoch(std::int64_t epoch, Clock::time_point epoch_start) {
   at_.epoch = epoch + 1;
   at_.step_in_epoch = 0;
   at_.epoch_loss_sum = at_.epoch_loss_steps = 0;
+}
+
+void TrainingRun::evaluate_computed_weights() {
+  if (!engine_->gather_computed_model()) return;
+  double unused = 0;
+  EvalSums sums;
+  try {
+    sums = evaluate(comm_, *task_, 0, 0, &unused);
+  } catch (...) {
+    engine_->release_model();
+    throw;
+  }
+  engine_->release_model();
+  summary_.final_computed_metric = task_->metric(sums);
 }
 
 TrainSummary TrainingRun::result() {

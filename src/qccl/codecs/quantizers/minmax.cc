@@ -8,6 +8,7 @@
 
 #include "qccl/codecs/kernels/kernels.h"
 #include "qccl/codecs/quantizers/level_statistics.h"
+#include "qccl/codecs/quantizers/levels_sgd.h"
 #include "qccl/codecs/levels.h"
 #include "qccl/codecs/quantizers/quantization_levels.h"
 #include "qccl/codecs/quantizers/statistics_exchange.h"
@@ -75,6 +76,23 @@ void unpack_indices(const std::byte* in, int bits, std::span<std::uint8_t> q) {
   }
 }
 
+// The learned levels moved as the random-shift lattice moves (QSDP §4.1
+// Definition 1 with uneven levels): ℓ_k + ρ·(ℓ_{k+1} − ℓ_k) for ρ >= 0,
+// ℓ_k + ρ·(ℓ_k − ℓ_{k−1}) for ρ < 0, the gaps beyond the ends repeating
+// the end gaps. Evenly spaced levels give (k + ρ)/(2^bits − 1), the
+// lattice itself. The result increases strictly, and its ends lie within
+// half an end gap of 0 and 1, so the nearest of them covers [0, 1].
+std::vector<double> shifted_levels(std::span<const double> levels, double shift) {
+  const std::size_t top = levels.size() - 1;
+  std::vector<double> out(levels.size());
+  for (std::size_t k = 0; k <= top; ++k) {
+    const double gap = shift >= 0 ? (k < top ? levels[k + 1] - levels[k] : levels[top] - levels[top - 1])
+                                  : (k > 0 ? levels[k] - levels[k - 1] : levels[1] - levels[0]);
+    out[k] = levels[k] + shift * gap;
+  }
+  return out;
+}
+
 // One rank's encoding of a chunk: [fp32 min, fp32 max] per bucket, then the
 // level indices, `bits` bits each (bytes for 8, nibble pairs for 4).
 class MinMaxEncoding final : public Encoding {
@@ -83,7 +101,11 @@ class MinMaxEncoding final : public Encoding {
   MinMaxEncoding(std::string name, const MinMaxConfig& config, std::shared_ptr<const Tables> tables,
                   CounterRng rng, double shift, std::pair<float, float> whole)
       : name_(std::move(name)), config_(config), tables_(std::move(tables)), rng_(rng),
-        shift_(shift), whole_(whole) {}
+        shift_(shift), whole_(whole) {
+    if (config_.learned && config_.rounding == MinMaxRounding::shift) {
+      shifted_ = shifted_levels(tables_->index.levels(), shift_);
+    }
+  }
 
   std::string name() const override { return name_; }
   std::size_t granularity() const override { return config_.bucket == 0 ? 1 : config_.bucket; }
@@ -143,7 +165,7 @@ class MinMaxEncoding final : public Encoding {
       indices = indices_.data();
     }
     const std::size_t size = config_.bucket == 0 ? out.size() : config_.bucket;
-    const auto levels = tables_->index.levels();
+    const auto levels = shifted_.empty() ? tables_->index.levels() : std::span<const double>(shifted_);
     for (std::size_t b = 0, start = 0; start < out.size(); ++b, start += size) {
       float lo, hi;
       std::memcpy(&lo, in.data() + 2 * sizeof(float) * b, sizeof(float));
@@ -186,9 +208,9 @@ class MinMaxEncoding final : public Encoding {
   // - the dither on the fixed grid: k = ⌊(x − min)/δ + ρ + ½⌋, the value
   //   min + δ·k, in 0..2^bits − 1 since (x − min)/δ <= 2^bits − 1 and
   //   ρ + ½ < 1.
-  // Learned levels (stochastic rounding only) take the scalar
-  // LevelIndex::round: unbiased random rounding of u = (x − min)/(max − min)
-  // between the two levels around it.
+  // Learned levels take the scalar path on u = (x − min)/(max − min):
+  // LevelIndex::round, unbiased random rounding between the two levels
+  // around u; or with rounding=shift the nearest of the shifted levels.
   void quantize(std::span<const float> part, std::size_t first, float lo, float hi,
                 std::uint8_t* out) const {
     if (hi <= lo) {
@@ -196,6 +218,13 @@ class MinMaxEncoding final : public Encoding {
       return;
     }
     const double range = static_cast<double>(hi) - lo;
+    if (!shifted_.empty()) {
+      const double scale = 1.0 / range;
+      for (std::size_t i = 0; i < part.size(); ++i) {
+        out[i] = static_cast<std::uint8_t>(closest_level(shifted_, (static_cast<double>(part[i]) - lo) * scale));
+      }
+      return;
+    }
     if (config_.learned) {
       const double scale = 1.0 / range;
       for (std::size_t i = 0; i < part.size(); ++i) {
@@ -221,6 +250,7 @@ class MinMaxEncoding final : public Encoding {
   CounterRng rng_;
   double shift_;
   std::pair<float, float> whole_;
+  std::vector<double> shifted_;  // learned levels on the shifted lattice (rounding=shift)
   std::vector<std::uint8_t> indices_;
 };
 
@@ -237,10 +267,10 @@ MinMaxCodec::MinMaxCodec(MinMaxConfig config, CodecSettings settings)
   if (config_.bits < 2 || config_.bits > 8 || config_.refit == 0) {
     throw InvalidArgument("minmax: bits must be 2..8 and refit at least 1");
   }
-  if (config_.learned && config_.rounding != MinMaxRounding::stochastic) {
-    throw InvalidArgument("minmax: rounding=shift and rounding=dither round on an evenly spaced "
-                          "lattice, so they cannot use learned levels; use rounding=stochastic "
-                          "with levels=learned");
+  if (config_.learned && config_.rounding == MinMaxRounding::dither) {
+    throw InvalidArgument("minmax: rounding=dither dithers on the evenly spaced grid, so it cannot "
+                          "use learned levels; use rounding=stochastic or rounding=shift with "
+                          "levels=learned");
   }
   install(uniform_levels(static_cast<int>(level_count(config_.bits)) - 2));
 }
@@ -254,7 +284,9 @@ std::string MinMaxCodec::spec() const {
           : config_.rounding == MinMaxRounding::dither ? "dither"
                                                        : "stochastic") +
          ",levels=" + (config_.learned ? "learned" : "uniform") +
-         (config_.learned ? ",refit=" + std::to_string(config_.refit) : "");
+         (config_.learned ? ",refit=" + std::to_string(config_.refit) : "") +
+         (config_.learned && config_.fit == LevelsFit::sgd ? ",fit=sgd" : "") +
+         (config_.learned && config_.schedule == RefitSchedule::paper ? ",schedule=paper" : "");
 }
 
 std::string MinMaxCodec::spec_for_tensor(std::size_t elements,
@@ -299,15 +331,20 @@ void MinMaxCodec::install(std::vector<double> levels) {
   tables_ = std::make_shared<const Tables>(Tables{LevelIndex(levels), std::move(digest)});
 }
 
-bool MinMaxCodec::refit_step(std::uint64_t step) const {
-  if (!config_.learned || step < config_.refit || step % config_.refit != 0) return false;
-  return std::has_single_bit(step / config_.refit);
+bool is_refit_step(const MinMaxConfig& config, std::uint64_t step) {
+  if (!config.learned) return false;
+  if (config.schedule == RefitSchedule::paper) {
+    const auto at = [&](double times) { return static_cast<std::uint64_t>(std::llround(times * static_cast<double>(config.refit))); };
+    return step == config.refit || step == at(1900.0 / 400) || step == at(3800.0 / 400);
+  }
+  if (step < config.refit || step % config.refit != 0) return false;
+  return std::has_single_bit(step / config.refit);
 }
 
 StepPreparation MinMaxCodec::prepare(Communicator& comm, const StepSetup&,
                                      const Operation& operation, const CollectiveOptions& options) {
   refitted_ = false;
-  if (refit_step(step())) refit(comm, operation.input, options);
+  if (is_refit_step(config_, step()) && fitted_at_ != step()) refit(comm, operation.input, options);
   return {tables_->digest};
 }
 
@@ -332,8 +369,14 @@ void MinMaxCodec::refit(Communicator& comm, std::span<const float> input,
   }
   const auto total = sum_level_statistics(comm, local, finite, spec() + tables_->digest, step(), options);
   if (!total) return;
-  install(total->fit_levels(levels()));
+  if (config_.fit == LevelsFit::sgd) {
+    const CounterRng shared(settings().seed, step(), settings().bucket, 0, RngStream::shared);
+    install(learn_levels_sgd(*total, levels(), shared));
+  } else {
+    install(total->fit_levels(levels()));
+  }
   refitted_ = true;
+  fitted_at_ = step();
 }
 
 std::unique_ptr<Encoding> MinMaxCodec::step_encoding(const StepSetup& setup) {
@@ -359,6 +402,7 @@ std::vector<std::byte> MinMaxCodec::save_state() const {
 }
 
 void MinMaxCodec::load_state(std::span<const std::byte> state) {
+  fitted_at_.reset();
   const auto corrupt = [&](std::string_view why) {
     return InvalidArgument(spec() + ": cannot load the saved codec state: " + std::string(why) +
                            " (was the checkpoint written with this codec?)");
@@ -394,6 +438,10 @@ std::unique_ptr<Codec> make_minmax_codec(const SpecSyntax& spec, CodecSettings s
                                            : MinMaxRounding::stochastic;
   config.learned = params.choice("levels", {"uniform", "learned"}, "uniform") == "learned";
   config.refit = params.whole_number("refit", 1, 1000000000000000ULL, 400);
+  config.fit = params.choice("fit", {"descent", "sgd"}, "descent") == "sgd" ? LevelsFit::sgd : LevelsFit::descent;
+  config.schedule = params.choice("schedule", {"doubling", "paper"}, "doubling") == "paper"
+                        ? RefitSchedule::paper
+                        : RefitSchedule::doubling;
   params.finish();
   return std::make_unique<MinMaxCodec>(config, settings);
 }

@@ -20,16 +20,26 @@
 //   not Definition 1's shifted lattice (a value on δZ has no error here,
 //   and error up to δ/2 there);
 // - levels=learned (§5.2): the levels fitted to the ranks' values, weighted
-//   by each bucket's (max − min)² (the variance they cause), refitted at
-//   steps refit·2^j, identical on every rank; stochastic rounding. The fit
-//   is the exact minimisation over a fine grid that Q-GenX's QAda uses
-//   (level_statistics.h), not Algorithm 2's SGD on a sample: it minimises
-//   the same objective, and never ends worse than the levels it starts from.
+//   by each bucket's (max − min)² (the error they cause), identical on every
+//   rank, refitted at steps refit·2^j (schedule=doubling) or at the paper's
+//   steps 400, 1900 and 3800 scaled by refit/400 (schedule=paper). Two fits:
+//   fit=descent, the exact coordinate descent over a fine grid that Q-GenX's
+//   QAda uses on stochastic rounding's variance (level_statistics.h), never
+//   worse than the levels it starts from; fit=sgd, Algorithm 2's gradient
+//   steps on the nearest-rounding error (levels_sgd.h). Learned levels
+//   change only the levels: with rounding=stochastic a value rounds at
+//   random between its two levels; with rounding=shift the learned levels
+//   are shifted as the lattice is, each level ℓ_k by ρ times the gap on the
+//   side it moves to (ρ·(ℓ_{k+1} − ℓ_k) for ρ >= 0, ρ·(ℓ_k − ℓ_{k−1})
+//   below), and a value rounds to the nearest shifted level — evenly
+//   spaced levels give exactly Q^w_δ; uneven ones are no longer exactly
+//   unbiased (the gaps on a value's two sides differ).
 // Ranks' buckets have their own scales, so encodings are gathered and
 // decoded (Aggregation::allgather_decode); every rank decodes the same bytes.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -39,14 +49,23 @@
 namespace qccl {
 
 enum class MinMaxRounding { stochastic, shift, dither };
+enum class LevelsFit { descent, sgd };
+enum class RefitSchedule { doubling, paper };
 
 struct MinMaxConfig {
   int bits = 8;                // 2..8: 2^bits levels per bucket
   std::size_t bucket = 1024;   // values per (min, max); 0: one pair per vector
   MinMaxRounding rounding = MinMaxRounding::stochastic;
-  bool learned = false;        // levels fitted to the data (stochastic rounding only)
-  std::uint64_t refit = 400;   // learned levels are fitted at steps refit·2^j, j >= 0
+  bool learned = false;        // levels fitted to the data (stochastic or shift rounding)
+  std::uint64_t refit = 400;   // the first fit's step; the next ones follow `schedule`
+  LevelsFit fit = LevelsFit::descent;
+  RefitSchedule schedule = RefitSchedule::doubling;
 };
+
+// Whether learned levels are refitted at `step`: refit·2^j (doubling), or
+// refit, 4.75·refit and 9.5·refit rounded (paper: 400, 1900 and 3800 at
+// refit = 400, QSDP §5.2).
+bool is_refit_step(const MinMaxConfig& config, std::uint64_t step);
 
 class MinMaxCodec final : public Codec {
  public:
@@ -55,7 +74,7 @@ class MinMaxCodec final : public Codec {
 
   std::string spec() const override;
   CodecTraits traits() const override {
-    return {.unbiased = true,
+    return {.unbiased = !(config_.learned && config_.rounding == MinMaxRounding::shift),
             .aggregation = Aggregation::allgather_decode,
             .granularity = config_.bucket == 0 ? std::size_t{1} : config_.bucket,
             .means_of_decoded_values = true};
@@ -81,7 +100,6 @@ class MinMaxCodec final : public Codec {
   std::unique_ptr<Encoding> step_encoding(const StepSetup& setup) override;
 
  private:
-  bool refit_step(std::uint64_t step) const;
   std::size_t encoded_bytes(std::size_t count) const;
   void refit(Communicator& comm, std::span<const float> input, const CollectiveOptions& options);
   void install(std::vector<double> levels);
@@ -89,6 +107,11 @@ class MinMaxCodec final : public Codec {
   MinMaxConfig config_;
   std::shared_ptr<const Tables> tables_;
   bool refitted_ = false;
+  // The step whose fit the levels hold: a step that runs twice (the
+  // sharded engine gathers a block for forward and again for backward)
+  // must quantize the same way both times, and Algorithm 2 is no fixed
+  // point. Cleared by load_state, which installs other levels.
+  std::optional<std::uint64_t> fitted_at_;
 };
 
 std::unique_ptr<Codec> make_minmax_codec(const SpecSyntax& spec, CodecSettings settings);

@@ -33,6 +33,7 @@ engines::TrainConfig train_config_for(const QsdpExperimentConfig& config,
   one.codec = CodecSpec::parse(variant.gradients_codec);
   one.epochs = 1;
   one.max_steps_per_epoch = config.steps;
+  one.evaluate_computed_weights = true;
   return one;
 }
 
@@ -47,7 +48,13 @@ std::vector<QsdpVariant> canonical_variants(const QsdpExperimentConfig& config) 
   return variants;
 }
 
-// The variants, steps and refit period, compared across ranks before any
+std::string seeds_text(const std::vector<std::uint64_t>& seeds) {
+  std::string text;
+  for (const auto s : seeds) text += (text.empty() ? "" : ",") + std::to_string(s);
+  return text;
+}
+
+// The variants, steps, refit and seeds, compared across ranks before any
 // run: a rank launched with another list fails every rank at once, naming
 // it (engines::train compares the rest of each run's settings).
 void check_settings_agree(Communicator& comm, const QsdpExperimentConfig& config) {
@@ -58,7 +65,8 @@ void check_settings_agree(Communicator& comm, const QsdpExperimentConfig& config
   Fingerprint fingerprint("experiment settings");
   fingerprint.add_text("variants", "--variants " + names)
       .add_text("steps", "--steps " + std::to_string(config.steps) + ", --refit " +
-                             std::to_string(refit_of(config)));
+                             std::to_string(refit_of(config)))
+      .add_text("seeds", "--seeds " + seeds_text(seeds_of(config)));
   run_collective(comm, fingerprint, comm.timeout(std::nullopt), [](int) {});
 }
 
@@ -102,7 +110,9 @@ engines::TrainConfig qsdp_train_defaults() {
   c.layers = 2;
   c.sequence_length = 64;
   c.batch = 16;
-  c.optimizer = "adam";
+  c.optimizer = "adamw";
+  c.beta1 = 0.9;
+  c.beta2 = 0.95;
   c.lr = 0.003;
   c.seed = 1;
   return c;
@@ -112,8 +122,19 @@ std::uint64_t refit_of(const QsdpExperimentConfig& config) {
   return config.refit > 0 ? config.refit : default_qsdp_refit(config.steps);
 }
 
+std::vector<std::uint64_t> seeds_of(const QsdpExperimentConfig& config) {
+  return config.seeds.empty() ? std::vector<std::uint64_t>{config.train.seed} : config.seeds;
+}
+
 void validate(const QsdpExperimentConfig& config) {
   if (config.steps == 0) throw InvalidArgument("--steps must be at least 1");
+  const auto seeds = seeds_of(config);
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    if (std::find(seeds.begin(), seeds.begin() + static_cast<std::ptrdiff_t>(i), seeds[i]) !=
+        seeds.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw InvalidArgument("--seeds lists seed " + std::to_string(seeds[i]) + " twice; name each seed once");
+    }
+  }
   if (config.train.model != "gpt") {
     throw InvalidArgument("the qsdp experiment trains --model gpt, not '" + config.train.model +
                           "'");
@@ -135,11 +156,20 @@ void compare_rows(std::vector<QsdpRow>& rows) {
   const auto speedup = [](const QsdpRow* reference, const QsdpRow& row) {
     return reference == nullptr ? kNaN : reference->step_ms / row.step_ms;
   };
+  // Per seed against the baseline's run of the same seed (the same data
+  // order and initialisation): the paired difference.
+  const auto relative = [&](const std::vector<double>& perplexities) {
+    std::vector<double> out;
+    for (std::size_t s = 0; s < perplexities.size(); ++s) {
+      const bool paired = baseline != nullptr && s < baseline->perplexities.size();
+      out.push_back(paired ? 100.0 * (perplexities[s] / baseline->perplexities[s] - 1.0) : kNaN);
+    }
+    return out;
+  };
   for (auto& row : rows) {
-    row.relative_perplexity_percent =
-        baseline == nullptr
-            ? kNaN
-            : 100.0 * (row.summary.final_metric / baseline->summary.final_metric - 1.0);
+    row.relative_percents = relative(row.perplexities);
+    row.computed_relative_percents = relative(row.computed_perplexities);
+    row.relative_perplexity_percent = mean_of(row.relative_percents);
     row.speedup_vs_fp32 = speedup(fp32, row);
     row.speedup_vs_baseline = speedup(baseline, row);
   }
@@ -154,15 +184,24 @@ QsdpReport run_qsdp_experiment(Communicator& comm, const QsdpExperimentConfig& c
   report.ranks = comm.size();
   report.steps = config.steps;
   report.refit = refit_of(config);
+  report.seeds = seeds_of(config);
   report.cpu = cpu_description();
-  for (const auto& variant : canonical_variants(config)) {
-    report.train = train_config_for(config, variant);
-    if (root && config.train.progress) {
-      std::cerr << "== qsdp " << variant.name << ": weights " << variant.weights_codec
-                << ", gradients " << variant.gradients_codec << "\n";
+  for (const auto& variant : canonical_variants(config)) report.rows.push_back({.variant = variant});
+  for (const std::uint64_t seed : report.seeds) {
+    for (auto& row : report.rows) {
+      report.train = train_config_for(config, row.variant);
+      report.train.seed = seed;
+      if (root && config.train.progress) {
+        std::cerr << "== qsdp " << row.variant.name << ", seed " << seed << ": weights "
+                  << row.variant.weights_codec << ", gradients " << row.variant.gradients_codec << "\n";
+      }
+      auto summary = engines::train(comm, report.train);
+      row.perplexities.push_back(summary.final_metric);
+      row.computed_perplexities.push_back(summary.final_computed_metric);
+      if (seed == report.seeds.front()) row.summary = std::move(summary);
     }
-    report.rows.push_back({variant, engines::train(comm, report.train)});
   }
+  report.train.seed = report.seeds.front();
   compare_rows(report.rows);
   if (root && !config.output.empty()) report.files = write_qsdp_outputs(report, config.output);
   return report;

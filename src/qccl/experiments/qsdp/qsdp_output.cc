@@ -16,8 +16,9 @@ namespace {
 constexpr double kMiB = 1024.0 * 1024.0;
 
 const char* const kColumns =
-    "variant,weights_codec,gradients_codec,steps,perplexity,relative_perplexity_percent,"
-    "step_ms,data_ms,compute_ms,waiting_ms,optimizer_ms,mean_step_ms,sent_bytes_per_step,"
+    "variant,weights_codec,gradients_codec,steps,seeds,perplexity,perplexity_sd,"
+    "relative_perplexity_percent,relative_sd,computed_perplexity,computed_perplexity_sd,"
+    "computed_relative_percent,computed_relative_sd,step_ms,data_ms,compute_ms,waiting_ms,optimizer_ms,mean_step_ms,sent_bytes_per_step,"
     "payload_bytes_per_step,speedup_vs_fp32,speedup_vs_baseline,peak_rss_mib,wall_s";
 
 // Bytes rank 0 sent per step; NaN where the transport could not count them.
@@ -46,15 +47,24 @@ nlohmann::json number_or_null(double value) {
   return std::isfinite(value) ? nlohmann::json(value) : nlohmann::json();
 }
 
+nlohmann::json numbers(const std::vector<double>& values) {
+  auto out = nlohmann::json::array();
+  for (double v : values) out.push_back(number_or_null(v));
+  return out;
+}
+
 std::string csv_text(const QsdpReport& report) {
   std::ostringstream csv;
   csv << kColumns << "\n";
   for (const auto& r : report.rows) {
     const auto& s = r.summary.split;
     csv << r.variant.name << ",\"" << r.variant.weights_codec << "\",\""
-        << r.variant.gradients_codec << "\"," << r.summary.steps << ","
-        << field(r.summary.final_metric) << "," << field(r.relative_perplexity_percent) << ","
-        << field(r.step_ms) << "," << field(s.data * 1e3) << "," << field(s.compute * 1e3) << ","
+        << r.variant.gradients_codec << "\"," << r.summary.steps << "," << r.perplexities.size()
+        << "," << field(mean_of(r.perplexities)) << "," << field(spread_of(r.perplexities)) << ","
+        << field(r.relative_perplexity_percent) << "," << field(spread_of(r.relative_percents)) << ","
+        << field(mean_of(r.computed_perplexities)) << "," << field(spread_of(r.computed_perplexities))
+        << "," << field(mean_of(r.computed_relative_percents)) << ","
+        << field(spread_of(r.computed_relative_percents)) << "," << field(r.step_ms) << "," << field(s.data * 1e3) << "," << field(s.compute * 1e3) << ","
         << field(s.waiting * 1e3) << "," << field(s.optimizer * 1e3) << ","
         << field(mean_step_ms(r)) << "," << field(sent_bytes(r)) << ","
         << field(r.summary.payload_bytes_per_step) << "," << field(r.speedup_vs_fp32) << ","
@@ -71,9 +81,15 @@ nlohmann::json row_json(const QsdpRow& r) {
           {"gradients_codec", r.variant.gradients_codec},
           {"engine", r.summary.engine},
           {"steps", r.summary.steps},
-          {"perplexity", number_or_null(r.summary.final_metric)},
+          {"perplexity", number_or_null(mean_of(r.perplexities))},
+          {"perplexity_sd", number_or_null(spread_of(r.perplexities))},
+          {"perplexities", numbers(r.perplexities)},
           {"test_loss", number_or_null(r.summary.final_test_loss)},
           {"relative_perplexity_percent", number_or_null(r.relative_perplexity_percent)},
+          {"relative_percents", numbers(r.relative_percents)},
+          {"computed_perplexity", number_or_null(mean_of(r.computed_perplexities))},
+          {"computed_perplexities", numbers(r.computed_perplexities)},
+          {"computed_relative_percents", numbers(r.computed_relative_percents)},
           {"step_ms", number_or_null(r.step_ms)},
           {"split_ms",
            {{"data", s.data * 1e3}, {"compute", s.compute * 1e3}, {"waiting", s.waiting * 1e3},
@@ -104,6 +120,8 @@ std::string json_text(const QsdpReport& report) {
                          {"optimizer", c.optimizer},
                          {"lr", c.lr},
                          {"seed", c.seed},
+                         {"seeds", report.seeds},
+                         {"betas", {c.beta1, c.beta2}},
                          {"steps", report.steps},
                          {"refit", report.refit},
                          {"cpu", report.cpu},
@@ -112,22 +130,36 @@ std::string json_text(const QsdpReport& report) {
   return json.dump(2) + "\n";
 }
 
-// Two panels, perplexity and ms/step, each variant one dot at its number
-// in the legend ("3 W8G8"), so that both panels read the same way.
+// Three panels: the perplexity relative to the baseline's of the same seed,
+// of the fp32 master weights and of the weights computed with (Q^w), one
+// dot per seed; and ms/step. Each variant sits at its number in the
+// legend ("3 W8G8"), so that the panels read the same way.
 std::string svg_text(const QsdpReport& report) {
   const std::string scale = std::to_string(report.ranks) + " ranks, " +
-                            std::to_string(report.steps) + " steps";
+                            std::to_string(report.steps) + " steps, " +
+                            std::to_string(report.seeds.size()) + " seeds";
   const std::string x_label = "variant (its number in the legend)";
-  PlotPanel perplexity{"final test perplexity, " + scale, x_label, "perplexity", false, false, {}};
-  PlotPanel step{"time per step, " + scale, x_label, "ms per step", false, false, {}};
+  PlotPanel master{"perplexity of the fp32 weights vs baseline, " + scale, x_label, "% vs baseline",
+                   false, false, {}};
+  PlotPanel computed{"perplexity of the quantized weights Q^w vs baseline", x_label, "% vs baseline",
+                     false, false, {}};
+  PlotPanel step{"time per step (first seed)", x_label, "ms per step", false, false, {}};
+  const auto dots = [](double x, const std::vector<double>& values) {
+    std::vector<std::pair<double, double>> points;
+    for (double v : values) {
+      if (std::isfinite(v)) points.emplace_back(x, v);
+    }
+    return points;
+  };
   for (std::size_t i = 0; i < report.rows.size(); ++i) {
     const auto& r = report.rows[i];
     const double x = static_cast<double>(i + 1);
     const std::string name = std::to_string(i + 1) + " " + r.variant.name;
-    perplexity.series.push_back({name, {{x, r.summary.final_metric}}, true});
+    master.series.push_back({name, dots(x, r.relative_percents), true});
+    computed.series.push_back({name, dots(x, r.computed_relative_percents), true});
     step.series.push_back({name, {{x, r.step_ms}}, true});
   }
-  return render_svg({perplexity, step});
+  return render_svg({master, computed, step});
 }
 
 }  // namespace

@@ -18,6 +18,15 @@ std::string fixed(double value, int digits, const std::string& suffix = "", bool
   return text.str();
 }
 
+// "mean ±spread" of per-seed values ("-" for none; the mean alone for one).
+std::string with_spread(const std::vector<double>& values, int digits, const std::string& suffix = "",
+                        bool sign = false) {
+  const double mean = mean_of(values), spread = spread_of(values);
+  if (!std::isfinite(mean)) return "-";
+  const auto count = std::count_if(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
+  return fixed(mean, digits, suffix, sign) + (count > 1 ? " ±" + fixed(spread, digits) : "");
+}
+
 std::string kib(const std::optional<double>& bytes) {
   return bytes ? fixed(*bytes / 1024, 1, " KiB") : std::string("-");
 }
@@ -29,8 +38,10 @@ void print_settings(std::ostream& out, const QsdpReport& report) {
   out << "qsdp: " << c.model << " on " << first.data << ", " << first.engine << " engine, "
       << report.ranks << " ranks, hidden " << c.hidden << ", layers " << c.layers << ", sequence "
       << c.sequence_length << ", " << first.parameters << " parameters, batch " << c.batch
-      << " per rank, " << report.steps << " steps, " << c.optimizer << " lr " << c.lr << ", seed "
-      << c.seed << "\n"
+      << " per rank, " << report.steps << " steps, " << c.optimizer << " lr " << c.lr << " betas ("
+      << c.beta1 << ", " << c.beta2 << "), seeds";
+  for (const auto seed : report.seeds) out << " " << seed;
+  out << "\n"
       << "machine: " << report.cpu << "\n\n";
 }
 
@@ -38,16 +49,19 @@ void print_table(std::ostream& out, const QsdpReport& report) {
   std::size_t width = 8;
   for (const auto& r : report.rows) width = std::max(width, r.variant.name.size() + 2);
   const int w = static_cast<int>(width);
-  out << std::left << std::setw(w) << "variant" << std::right << std::setw(11) << "perplexity"
-      << std::setw(10) << "vs base" << std::setw(10) << "ms/step" << std::setw(9) << "compute"
+  out << std::left << std::setw(w) << "variant" << std::right << std::setw(17) << "perplexity"
+      << std::setw(17) << "vs base" << std::setw(17) << "Q^w perplexity" << std::setw(17)
+      << "Q^w vs base" << std::setw(10) << "ms/step" << std::setw(9) << "compute"
       << std::setw(8) << "wait" << std::setw(8) << "optim" << std::setw(13) << "sent/step"
       << std::setw(9) << "vs fp32" << std::setw(9) << "vs base" << std::setw(11) << "peak RSS"
       << std::setw(8) << "wall s" << "\n";
   for (const auto& r : report.rows) {
     const auto& s = r.summary.split;
-    out << std::left << std::setw(w) << r.variant.name << std::right << std::setw(11)
-        << fixed(r.summary.final_metric, 3) << std::setw(10)
-        << fixed(r.relative_perplexity_percent, 2, "%", true) << std::setw(10)
+    out << std::left << std::setw(w) << r.variant.name << std::right << std::setw(17)
+        << with_spread(r.perplexities, 3) << std::setw(17)
+        << with_spread(r.relative_percents, 2, "%", true) << std::setw(17)
+        << with_spread(r.computed_perplexities, 3) << std::setw(17)
+        << with_spread(r.computed_relative_percents, 2, "%", true) << std::setw(10)
         << fixed(r.step_ms, 2) << std::setw(9) << fixed(s.compute * 1e3, 2) << std::setw(8)
         << fixed(s.waiting * 1e3, 2) << std::setw(8) << fixed(s.optimizer * 1e3, 2)
         << std::setw(13) << kib(r.summary.sent_bytes_per_step) << std::setw(9)
@@ -67,9 +81,11 @@ void print_codecs(std::ostream& out, const QsdpReport& report) {
     learned = learned || r.variant.name.find("learned") != std::string::npos;
   }
   if (learned) {
-    out << "learned levels: fitted at steps " << report.refit << ", " << 2 * report.refit << ", "
-        << 4 * report.refit << ", ... (refit " << report.refit
-        << (report.refit == default_qsdp_refit(report.steps) ? ", the default: steps/8" : "")
+    const auto at = [&](double times) { return std::llround(times * static_cast<double>(report.refit)); };
+    out << "learned levels: fitted at steps " << report.refit << ", " << at(1900.0 / 400) << " and "
+        << at(3800.0 / 400) << " (the paper's 400, 1900, 3800 scaled by refit/400, refit "
+        << report.refit
+        << (report.refit == default_qsdp_refit(report.steps) ? ", the default: steps/12" : "")
         << ")\n";
   }
   for (const auto& r : report.rows) {
@@ -86,7 +102,10 @@ void print_qsdp_report(std::ostream& out, const QsdpReport& report) {
   print_settings(out, report);
   print_table(out, report);
   print_codecs(out, report);
-  out << "perplexity: on the test text after the last step; vs base: relative to the baseline's.\n"
+  out << "perplexity: on the test text after the last step, of the fp32 master weights; Q^w: of "
+         "the weights\nthe model computed with (the weights codec's gather); mean ±sample standard "
+         "deviation over the\nseeds; vs base: relative to the baseline's perplexity of the same "
+         "seed.\n"
          "ms/step: the training thread's step, the sum of the medians over the steps of its "
          "parts (data, compute,\nwait, optim); vs fp32 and vs base: their ms/step over this "
          "one's. sent/step: bytes rank 0 sent per step.\npeak RSS: the largest of any rank's "
