@@ -24,7 +24,7 @@ void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q,
     return;
   }
   const auto scale = static_cast<float>(levels / norm);
-  if (std::isfinite(scale) && scale >= FLT_MIN) {
+  if (encode_levels_uses_kernel(scale)) {
     kernels::linear_encode_i8(in.data(), q, in.size(), scale, levels, rng.key_low(),
                               rng.key_high(), first);
     return;
@@ -41,24 +41,26 @@ void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q,
   }
 }
 
+bool encode_levels_uses_kernel(float scale) { return std::isfinite(scale) && scale >= FLT_MIN; }
+
+bool decode_levels_uses_kernel(double step) { return std::isfinite(static_cast<float>(step)); }
+
 float saturate_to_fp32(double x) {
   return static_cast<float>(std::clamp(x, -static_cast<double>(FLT_MAX),
                                        static_cast<double>(FLT_MAX)));
 }
 
 void decode_levels(const std::int8_t* q, float* out, std::size_t n, double step) {
-  const auto step_f = static_cast<float>(step);
-  if (std::isfinite(step_f)) {
-    kernels::linear_decode_i8(q, out, n, step_f);
+  if (decode_levels_uses_kernel(step)) {
+    kernels::linear_decode_i8(q, out, n, static_cast<float>(step));
     return;
   }
   for (std::size_t i = 0; i < n; ++i) out[i] = saturate_to_fp32(q[i] * step);
 }
 
 void decode_levels_i4(const std::uint8_t* packed, float* out, std::size_t n, double step) {
-  const auto step_f = static_cast<float>(step);
-  if (std::isfinite(step_f)) {
-    kernels::linear_decode_i4(packed, out, n, step_f);
+  if (decode_levels_uses_kernel(step)) {
+    kernels::linear_decode_i4(packed, out, n, static_cast<float>(step));
     return;
   }
   std::int8_t q[kPackBlock];

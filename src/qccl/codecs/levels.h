@@ -21,6 +21,11 @@ namespace qccl {
 // A zero norm gives zero levels.
 void encode_levels(std::span<const float> in, std::size_t first, std::int8_t* q, double norm,
                    int levels, const CounterRng& rng);
+// Whether encode_levels takes the fp32 kernel for the scale levels/norm
+// (rounded to fp32), and decode_levels for `step`: the paths an encoding's
+// element form (collectives/element_form.h) describes.
+bool encode_levels_uses_kernel(float scale);
+bool decode_levels_uses_kernel(double step);
 
 // x rounded to fp32, or beyond fp32's range the largest finite fp32 of its
 // sign. A decoded value beyond the range is a random rounding up of a value

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "qccl/codecs/element_form_reference.h"
+#include "qccl/codecs/levels.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -21,11 +22,7 @@ std::size_t StagedReduction::encode(std::span<const float> in, std::size_t first
 
 void StagedReduction::decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) {
   const std::size_t bytes = form_payload_bytes(form_, out.size());
-  if (in.size() != form_.header_bytes + bytes) {
-    throw CommError(name() + ": a chunk of " + std::to_string(out.size()) + " elements must be " +
-                    std::to_string(form_.header_bytes + bytes) + " bytes, got " +
-                    std::to_string(in.size()) + " (corrupt or truncated message?)");
-  }
+  require_chunk_bytes(name(), in.size(), form_.header_bytes + bytes, out.size());
   if (form_.header_bytes > 0) {
     std::uint32_t averaged;
     std::memcpy(&averaged, in.data(), sizeof averaged);

@@ -1,7 +1,6 @@
 #include "qccl/codecs/quantizers/linear_dither.h"
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -26,10 +25,10 @@ int linear_levels_per_rank(int bits, int ranks) {
 
 namespace {
 
-// Whether encode_levels and decode_levels take their fp32 kernels (levels.cc)
-// for this scale and decoding step: the element form describes those.
+// Whether encode_levels and decode_levels take their fp32 kernels for this
+// scale and decoding step: the paths the element form describes.
 bool fast_path(float scale, double step) {
-  return std::isfinite(scale) && scale >= FLT_MIN && std::isfinite(static_cast<float>(step));
+  return encode_levels_uses_kernel(scale) && decode_levels_uses_kernel(step);
 }
 
 // Linear dithering L_s (Global-QSGD §4.2, Definition 1, Eq. 2) as a
