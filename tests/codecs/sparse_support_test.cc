@@ -5,7 +5,9 @@
 // are refused.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <set>
+#include <string>
 
 #include "../support/patterns.h"
 #include "../support/counting_transport.h"
@@ -153,6 +155,56 @@ TEST(SparseSupport, RanksWithAndWithoutASupportAgree) {
       }
       EXPECT_EQ(input.data, dense);
       expect_identical_across_ranks(comm, input.data);
+    });
+  }
+}
+
+// zero_stays_zero is a promise the data-parallel engine builds on: it
+// hands an embedding's means on as the rows some rank touched. Every codec
+// (with its defaults) that makes it keeps rows no rank touched exactly +0
+// over three steps; ranks {1,2,3,4,7}. Codecs whose state adds to the input
+// (residuals, shifts, factors) must not make it.
+TEST(SparseSupport, CodecsKeepingZerosLeaveUntouchedRowsZero) {
+  std::vector<std::string> keeping;
+  for (const auto& [name, description] : codec_catalog()) {
+    std::unique_ptr<Codec> codec;
+    try {
+      codec = make_codec(name);
+    } catch (const InvalidArgument&) {
+      continue;  // a wrapper: its inner spec is required
+    }
+    if (codec->traits().zero_stays_zero) keeping.push_back(name);
+  }
+  for (const char* spec : {"global-qsgd:dither=exp", "global-qsgd:bits=4,sparse=auto", "fp16",
+                           "global-qsgd:norm=2,sparse=auto"}) {
+    keeping.push_back(spec);
+  }
+  EXPECT_GE(keeping.size(), 7u);
+  for (const char* spec : {"ef(global-qsgd)", "topk:ratio=0.1", "powersgd", "intsgd"}) {
+    EXPECT_FALSE(make_codec(spec)->traits().zero_stays_zero) << spec;
+  }
+  for (const int ranks : {1, 2, 3, 4, 7}) {
+    run_world(ranks, [&](Communicator& comm) {
+      for (const auto& spec : keeping) {
+        auto codec = make_codec(spec, {.seed = 9, .bucket = 1});
+        for (std::uint64_t step = 0; step < 3; ++step) {
+          auto input = sparse_rows(comm.rank(), 97, step);
+          // The union over ranks of the rows touched, from every rank's input.
+          std::vector<char> touched(97, 0);
+          for (int r = 0; r < comm.size(); ++r) {
+            const auto other = sparse_rows(r, 97, step);
+            for (const Range& range : other.support) {
+              for (std::size_t i = range.first; i < range.end(); ++i) touched[i / kRow] = 1;
+            }
+          }
+          codec->allreduce_mean_sparse(comm, input.data, input.support);
+          for (std::size_t i = 0; i < input.data.size(); ++i) {
+            if (touched[i / kRow]) continue;
+            ASSERT_EQ(std::bit_cast<std::uint32_t>(input.data[i]), 0u)
+                << spec << ", " << comm.size() << " ranks, step " << step << ", element " << i;
+          }
+        }
+      }
     });
   }
 }

@@ -144,6 +144,12 @@ struct CodecTraits {
   // from this rank's input or layout), and its data path is the default one.
   // The algorithm then builds it for the H host means (ranks = H).
   bool host_means = false;
+  // An element that is zero on every rank is zero in the result: zero
+  // encodes to zero and the codec adds nothing of its own to its input (no
+  // error-feedback residuals, shifts or low-rank factors). The
+  // data-parallel engine then knows that the means of embedding rows no
+  // rank touched are zero, and hands them on as rows.
+  bool zero_stays_zero = false;
 };
 
 // What a bound is asked for: `count` elements per rank on `ranks` ranks,

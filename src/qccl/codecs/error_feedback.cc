@@ -27,6 +27,7 @@ class ErrorFeedbackCodec final : public Codec {
     traits.operations.allgather = false;
     // Its residual is this rank's x − Q(x); host means have no such x.
     traits.host_means = false;
+    traits.zero_stays_zero = false;  // the residual is added to the input
     return traits;
   }
   // The result differs from the mean of this step's inputs by the residuals

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/broadcast.h"
@@ -98,6 +99,13 @@ void DataParallelEngine::build_buckets(std::uint64_t codec_step) {
   }
   supports_.assign(plan_.bucket_count(), std::nullopt);
   pending_.assign(plan_.bucket_count(), 0);
+  zero_stays_zero_ = codecs_.front()->traits().zero_stays_zero;
+  std::vector<std::size_t> rows, row_elements;
+  for (const auto& [name, p] : parameters_) {
+    rows.push_back(p.dim() == 0 ? 1 : static_cast<std::size_t>(p.size(0)));
+    row_elements.push_back(static_cast<std::size_t>(p.numel()) / std::max<std::size_t>(rows.back(), 1));
+  }
+  rows_.reset(std::move(rows), std::move(row_elements));  // fresh buckets: all zero
 }
 
 void DataParallelEngine::replan(std::shared_ptr<const BucketPolicy> policy) {
@@ -166,6 +174,7 @@ void DataParallelEngine::begin_step() {
   for (auto& [name, p] : parameters_) p.mutable_grad() = torch::Tensor();
   std::fill(seen_.begin(), seen_.end(), 0);
   std::fill(sparse_.begin(), sparse_.end(), 0);
+  rows_.begin_step();
   finite_ = true;
   std::fill(ready_seconds_.begin(), ready_seconds_.end(), std::nan(""));
   for (std::size_t b = 0; b < buckets_.size(); ++b) pending_[b] = plan_.buckets[b].size();
@@ -201,6 +210,7 @@ void DataParallelEngine::on_gradient(std::size_t tensor, const torch::Tensor& gr
   if (g.is_sparse()) {
     place_sparse_gradient(tensor, g);
   } else {
+    rows_.set_dense(tensor);
     finite_ = copy_and_check_finite(buckets_[place.bucket].data() + place.offset,
                                     g.data_ptr<float>(), static_cast<std::size_t>(g.numel())) &&
               finite_;
@@ -208,21 +218,29 @@ void DataParallelEngine::on_gradient(std::size_t tensor, const torch::Tensor& gr
   if (--pending_[place.bucket] == 0) bucket_ready(place.bucket);
 }
 
-// Coalesced rows (sorted, each once): the region is cleared — at memory
-// speed; it held last step's means — and each row copied to its place.
+// Coalesced rows (sorted, each once): the region is cleared — only the
+// rows the last step left non-zero, when they are known — and each row
+// copied to its place.
 void DataParallelEngine::place_sparse_gradient(std::size_t tensor, const torch::Tensor& grad) {
   const auto& p = parameters_[tensor].second;
   const auto place = plan_.places[tensor];
+  if (p.size(0) > std::numeric_limits<std::uint32_t>::max()) {
+    throw InvalidArgument("data-parallel engine: '" + parameters_[tensor].first + "' has " +
+                          std::to_string(p.size(0)) + " rows; sparse gradients take at most 2^32 - 1 "
+                          "(split the table, or make its gradient dense)");
+  }
   const auto row = static_cast<std::size_t>(p.numel() / std::max<std::int64_t>(p.size(0), 1));
-  std::fill_n(buckets_[place.bucket].data() + place.offset, static_cast<std::size_t>(p.numel()),
-              0.0f);
+  rows_.clear_region(tensor, std::span(buckets_[place.bucket].data() + place.offset,
+                                       static_cast<std::size_t>(p.numel())));
   const auto indices = grad._indices();
   const auto values = grad._values().contiguous();
   const std::int64_t* rows = indices.data_ptr<std::int64_t>();
   const float* from = values.data_ptr<float>();
   auto& ranges = tensor_rows_[tensor];
   ranges.clear();
+  std::vector<std::uint32_t> row_list(static_cast<std::size_t>(indices.size(1)));
   for (std::int64_t k = 0; k < indices.size(1); ++k) {
+    row_list[static_cast<std::size_t>(k)] = static_cast<std::uint32_t>(rows[k]);
     const std::size_t first = place.offset + static_cast<std::size_t>(rows[k]) * row;
     finite_ = copy_and_check_finite(buckets_[place.bucket].data() + first,
                                     from + static_cast<std::size_t>(k) * row, row) &&
@@ -234,6 +252,7 @@ void DataParallelEngine::place_sparse_gradient(std::size_t tensor, const torch::
     }
   }
   sparse_[tensor] = 1;
+  rows_.set_rows(tensor, std::move(row_list));
 }
 
 // The support, when some tensor of the bucket came sparse: its rows'
@@ -282,7 +301,7 @@ void DataParallelEngine::close_step() {
     seen_[t] = 2;  // unused: zero, outside any support
     const auto place = plan_.places[t];
     const auto count = static_cast<std::size_t>(parameters_[t].second.numel());
-    std::fill_n(buckets_[place.bucket].data() + place.offset, count, 0.0f);
+    rows_.clear_region(t, std::span(buckets_[place.bucket].data() + place.offset, count));
     if (--pending_[place.bucket] == 0) bucket_ready(place.bucket);
   }
   in_step_ = false;
@@ -307,7 +326,7 @@ ReduceTimes DataParallelEngine::finish_step(const PartReady& on_part) {
   const std::uint64_t step = step_++;
   double in_parts = 0;
   try {
-    const auto nonfinite = nonfinite_ranks();
+    const auto nonfinite = check_gradients_and_exchange_rows();
     if (!nonfinite.empty()) {
       reducer_.finish(time_left(deadline));
       throw NonFiniteError("NaN or Inf in the gradients of rank(s) " + nonfinite);
@@ -338,15 +357,29 @@ ReduceTimes DataParallelEngine::finish_step(const PartReady& on_part) {
   if (!on_part) {
     for (std::size_t b = 0; b < buckets_.size(); ++b) write_means(b);
   }
+  times.sparse_rows = rows_.rows_in_step();
+  rows_.step_completed();
   return times;
 }
 
-std::string DataParallelEngine::nonfinite_ranks() {
+// The check carries each rank's finiteness and the size of its rows'
+// message; the rows then move on the same call, so a model without sparse
+// gradients pays nothing for them and one with them a single round.
+std::string DataParallelEngine::check_gradients_and_exchange_rows() {
   CallStatistics statistics;
   statistics.finite = finite_;
+  statistics.per_rank[0] = static_cast<double>(rows_.message_bytes());
   CollectiveCall call(comm_, Fingerprint("data-parallel gradient check"),
                       comm_.timeout(options_.collective.timeout), &statistics);
-  call.move([](int) {});
+  if (call.statistics().nonfinite_ranks.empty()) {
+    std::vector<std::size_t> sizes;
+    for (const auto& values : call.statistics().per_rank) {
+      sizes.push_back(static_cast<std::size_t>(values[0]));
+    }
+    call.move([&](int tag) { rows_.exchange(comm_, tag, sizes, options_.collective); });
+  } else {
+    call.move([](int) {});
+  }
   std::string ranks;
   for (const int r : call.statistics().nonfinite_ranks) {
     ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
@@ -368,12 +401,18 @@ double DataParallelEngine::hand_out_buckets(const PartReady& on_part, Clock::tim
 
 // The means go into the .grad that backward left (this rank's own
 // gradient, dense and owned by the parameter), without allocating; a
-// parameter whose gradient came sparse gets a dense view of its bucket
-// region (dense optimizers update it as any other), and one without a
-// gradient (unused this step) a fresh tensor.
+// parameter whose gradient came sparse gets its rows (sparse_means) or a
+// dense view of its bucket region (dense optimizers update it as any
+// other), and one without a gradient (unused this step) a fresh tensor.
 void DataParallelEngine::write_means(std::size_t bucket) {
   torch::NoGradGuard no_grad;
   for (const std::size_t t : plan_.buckets[bucket]) {
+    rows_.means_written(t, zero_stays_zero_);
+    const auto* rows = rows_.rows_of_step(t);
+    if (rows && zero_stays_zero_ && options_.sparse_means) {
+      write_rows(t, *rows);
+      continue;
+    }
     auto& p = parameters_[t].second;
     const auto place = plan_.places[t];
     const auto mean = torch::from_blob(buckets_[place.bucket].data() + place.offset, p.sizes());
@@ -386,6 +425,30 @@ void DataParallelEngine::write_means(std::size_t bucket) {
       grad = mean.clone();
     }
   }
+}
+
+// The rows' means copied out of the bucket (every other row of the mean
+// is zero: no rank touched it and the codec keeps zeros) into a coalesced
+// sparse tensor, allocated per step: the optimizer may keep it.
+void DataParallelEngine::write_rows(std::size_t t, const std::vector<std::uint32_t>& rows) {
+  auto& p = parameters_[t].second;
+  const auto place = plan_.places[t];
+  const auto n = static_cast<std::int64_t>(rows.size());
+  const auto width = static_cast<std::size_t>(p.numel() / std::max<std::int64_t>(p.size(0), 1));
+  auto indices = torch::empty({1, n}, torch::kInt64);
+  auto value_sizes = p.sizes().vec();
+  value_sizes[0] = n;
+  auto values = torch::empty(value_sizes, torch::kFloat);
+  std::int64_t* index = indices.data_ptr<std::int64_t>();
+  float* to = values.data_ptr<float>();
+  const float* region = buckets_[place.bucket].data() + place.offset;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    index[k] = rows[k];
+    std::memcpy(to + k * width, region + rows[k] * width, sizeof(float) * width);
+  }
+  auto grad = torch::_sparse_coo_tensor_unsafe(indices, values, p.sizes());
+  grad._coalesced_(true);
+  p.mutable_grad() = grad;
 }
 
 // Parameters in bucket layout before the optimizer step; afterwards the

@@ -37,6 +37,7 @@
 #include "qccl/common/duration.h"
 #include "qccl/common/export.h"
 #include "qccl/engines/engine.h"
+#include "qccl/engines/row_gradients.h"
 #include "qccl/scheduling/bucket_plan.h"
 #include "qccl/scheduling/bucket_reducer.h"
 
@@ -49,6 +50,15 @@ struct EngineOptions {
   CollectiveOptions collective;               // algorithm, timeout of each bucket
   std::shared_ptr<const BucketPolicy> policy;  // null: SizeCappedPolicy defaults
   Timeout timeout = std::chrono::seconds(300);  // bound on waiting for a step's buckets
+  // The means of a parameter whose gradient came as rows (an embedding with
+  // sparse gradients) go into .grad as rows too: a sparse tensor of the
+  // rows any rank touched (PyTorch's sparse allreduce gives the same
+  // indices), for row-wise optimizers (optimizers.h: lazy Adam, row-wise
+  // Adagrad). It takes a codec that keeps zeros (CodecTraits::
+  // zero_stays_zero: fp32, fp16, Global-QSGD, QSGD, natural compression);
+  // with another the means may be non-zero in any row and .grad is dense.
+  // Off: .grad is a dense view of the means, for dense optimizers.
+  bool sparse_means = false;
 };
 
 // The communication side of one step, in seconds.
@@ -59,6 +69,7 @@ struct ReduceTimes {
   double decode = 0;
   std::uint64_t communication_faults = 0;  // minor page faults, communication thread
   std::vector<ClockSpan> exchanges;        // when each bucket was in its collective
+  std::size_t sparse_rows = 0;             // rows of tensors handed on as rows, all ranks'
 };
 
 using NamedTensor = std::pair<std::string, torch::Tensor>;
@@ -137,6 +148,9 @@ class DataParallelEngine final : public Engine,
   std::vector<std::size_t> tensor_elements() const override;
 
   const BucketPlan& plan() const override { return plan_; }
+  // The rows of the last step's sparse gradients (what was cleared, which
+  // rows every rank touched).
+  const RowGradients& row_gradients() const { return rows_; }
   const BucketPolicy& policy() const override { return *options_.policy; }
   Codec& codec(std::size_t bucket) { return *codecs_[bucket]; }
   // A description of bucket b for messages: "bucket 2 (fc1.weight .. conv1.bias)".
@@ -158,8 +172,12 @@ class DataParallelEngine final : public Engine,
   // their buckets ready.
   void close_step();
   // The ranks whose gradients of this step hold NaN or Inf, as "1, 3"; ""
-  // when there are none (one small exchange on the caller's communicator).
-  std::string nonfinite_ranks();
+  // when there are none (one small exchange on the caller's communicator),
+  // when the rows of sparse gradients are exchanged too.
+  std::string check_gradients_and_exchange_rows();
+  // The means of parameter t, which backward gave as rows on some rank and
+  // dense on none, into its .grad as those rows.
+  void write_rows(std::size_t t, const std::vector<std::uint32_t>& rows);
   // Waits for each bucket in turn, writes its means into .grad and hands
   // its tensors to `on_part`; returns the seconds spent in `on_part`.
   double hand_out_buckets(const PartReady& on_part, Clock::time_point deadline);
@@ -178,10 +196,13 @@ class DataParallelEngine final : public Engine,
   std::vector<std::vector<torch::Tensor>> bucket_tensors_;  // each bucket's parameters
   // Sparse gradients of this step: per tensor whether its gradient came
   // sparse and its rows' ranges in bucket layout; per bucket the support
-  // handed to the codec (none when every gradient in it was dense).
+  // handed to the codec (none when every gradient in it was dense); the
+  // rows over every rank and what is known to be zero in the buckets.
   std::vector<char> sparse_;
   std::vector<std::vector<Range>> tensor_rows_;
   std::vector<std::optional<std::vector<Range>>> supports_;
+  RowGradients rows_;
+  bool zero_stays_zero_ = false;  // the codec's trait
   // Parameters before the optimizer step, then the update (bucket layout).
   std::vector<std::vector<float>> snapshot_;
   std::vector<unsigned> hook_ids_;

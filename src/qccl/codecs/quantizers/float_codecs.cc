@@ -20,7 +20,7 @@ class Fp32Codec final : public Codec {
   using Codec::Codec;
   std::string spec() const override { return "fp32"; }
   CodecTraits traits() const override {
-    return {.unbiased = true, .native_equivalent = true, .host_means = true};
+    return {.unbiased = true, .native_equivalent = true, .host_means = true, .zero_stays_zero = true};
   }
   // n-1 additions of values <= n·norm, then a division: n·2^-23·norm.
   CodecBounds bounds(const BoundsQuery& q) const override {
@@ -90,7 +90,10 @@ class Fp16Codec final : public Codec {
   std::string spec() const override { return "fp16"; }
   // Round to nearest: biased.
   CodecTraits traits() const override {
-    return {.unbiased = false, .native_equivalent = true, .host_means = true};
+    return {.unbiased = false,
+            .native_equivalent = true,
+            .host_means = true,
+            .zero_stays_zero = true};
   }
   // n encodings and n-1 sums, each rounding by at most 2^-11 of a magnitude
   // <= norm (plus fp16's subnormal spacing 2^-24 each).

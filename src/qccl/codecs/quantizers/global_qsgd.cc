@@ -38,7 +38,8 @@ class GlobalQsgdCodec final : public Codec {
     return {.unbiased = true,
             .norm_kind = config_.norm,
             .granularity = config_.bits == 4 ? std::size_t{2} : std::size_t{1},
-            .host_means = true};
+            .host_means = true,
+            .zero_stays_zero = true};  // zeros always code to 0
   }
   // Payload only; averaging chunks add a 4-byte header per pipelined chunk.
   CodecBounds bounds(const BoundsQuery& q) const override {

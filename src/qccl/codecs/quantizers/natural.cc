@@ -116,7 +116,8 @@ class NaturalCodec final : public Codec {
     return {.unbiased = true,
             .aggregation = Aggregation::allgather_decode,
             .means_of_decoded_values = true,  // the decode-and-sum path forms the mean
-            .host_means = true};
+            .host_means = true,
+            .zero_stays_zero = true};
   }
   CodecBounds bounds(const BoundsQuery& q) const override {
     return {q.count, abs_error(q.inf_norm, q.ranks), variance(q.squared_norm, q.count, q.ranks)};

@@ -115,7 +115,8 @@ class QsgdCodec final : public Codec {
             .norm_kind = config_.norm,
             .granularity = config_.bucket,
             .means_of_decoded_values = true,
-            .host_means = true};
+            .host_means = true,
+            .zero_stays_zero = true};
   }
   // Each rank errs by less than one level of a bucket norm, itself at most
   // the global norm of the same kind; so does their mean.
