@@ -273,11 +273,13 @@ TEST(StepScratchTest, GrowsToTheLargestParameterOnlyOnce) {
   EXPECT_EQ(scratch.slot(small, 0).sizes(), small.sizes());
   const auto slot0 = scratch.slot(large, 0);
   const auto slot1 = scratch.slot(large, 1);
-  EXPECT_EQ(scratch.capacity(), 2 * 50);
+  const auto slot2 = scratch.slot(large, 2);
+  EXPECT_EQ(scratch.capacity(), 3 * 50);
   EXPECT_EQ(slot1.data_ptr<float>() - slot0.data_ptr<float>(), 50);  // disjoint slots
+  EXPECT_EQ(slot2.data_ptr<float>() - slot1.data_ptr<float>(), 50);
   const float* base = slot0.data_ptr<float>();
   EXPECT_EQ(scratch.slot(small, 1).data_ptr<float>(), base + 50);  // reused, not reallocated
-  EXPECT_EQ(scratch.capacity(), 2 * 50);
+  EXPECT_EQ(scratch.capacity(), 3 * 50);
 }
 
 TEST(MakeOptimizerTest, BuildsTheNamedInPlaceOptimizer) {
@@ -293,15 +295,17 @@ TEST(MakeOptimizerTest, BuildsTheNamedInPlaceOptimizer) {
   EXPECT_THROW(make_optimizer(config, params), InvalidArgument);
 }
 
-TEST(InPlaceAdamTest, RefusesSparseGradientsNamingTheCause) {
-  auto p = torch::zeros({10}, torch::requires_grad());
+// Rows are what a sparse gradient may be: one sparse dimension. Others (a
+// matrix sparse in both dimensions) are refused, naming the cause.
+TEST(InPlaceAdamTest, RefusesSparseGradientsThatAreNotRowsNamingTheCause) {
+  auto p = torch::zeros({4, 5}, torch::requires_grad());
   InPlaceAdam adam(std::vector<torch::Tensor>{p}, optim::AdamOptions(0.1));
-  p.mutable_grad() = torch::zeros({10}).to_sparse();
+  p.mutable_grad() = torch::eye(4, 5).to_sparse();
   try {
     adam.step();
-    FAIL() << "a sparse gradient was accepted";
+    FAIL() << "a gradient sparse in two dimensions was accepted";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("sparse gradient"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("2 sparse dimensions"), std::string::npos) << e.what();
   }
 }
 

@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <optional>
+#include <type_traits>
 #include <string>
 #include <utility>
 
 #include "qccl/common/errors.h"
 #include "qccl/engines/adam_kernel.h"
+#include "qccl/engines/row_updates.h"
 
 namespace qccl::engines {
 namespace {
@@ -25,14 +27,44 @@ torch::Tensor evaluate(const torch::optim::Optimizer::LossClosure& closure) {
   return closure();
 }
 
-const torch::Tensor& dense_gradient(const torch::Tensor& p, const char* optimizer) {
+// The rows of a sparse gradient: coalesced (duplicates summed), one sparse
+// dimension, fp32 CPU values.
+torch::Tensor coalesced_rows(const torch::Tensor& p, const char* optimizer) {
   const auto& grad = p.grad();
-  if (grad.is_sparse()) {
-    throw InvalidArgument(std::string(optimizer) + ": a sparse gradient (" +
-                          std::to_string(grad.numel()) + " elements); this optimizer updates "
-                          "dense gradients only: make the embedding dense (sparse=false)");
+  if (grad.sparse_dim() != 1 || grad.sizes() != p.sizes() || grad.scalar_type() != torch::kFloat ||
+      !grad.device().is_cpu()) {
+    throw InvalidArgument(std::string(optimizer) + ": a sparse gradient of " +
+                          std::to_string(grad.sparse_dim()) + " sparse dimensions for a parameter of " +
+                          std::to_string(p.dim()) + "; rows (one sparse dimension, fp32, the "
+                          "parameter's shape) are what it takes");
   }
-  return grad;
+  return grad.is_coalesced() ? grad : grad.coalesce();
+}
+
+// The gradient as a dense tensor: itself, or rows written into scratch
+// slot 2 (zero elsewhere): the same values a dense gradient would hold.
+torch::Tensor dense_gradient(const torch::Tensor& p, StepScratch& scratch, const char* optimizer) {
+  const auto& grad = p.grad();
+  if (!grad.is_sparse()) return grad;
+  const auto rows = coalesced_rows(p, optimizer);
+  auto dense = scratch.slot(p, 2);
+  dense.zero_();
+  dense.index_copy_(0, rows._indices()[0], rows._values());
+  return dense;
+}
+
+// The rows of p's gradient for the row kernels (`keep` holds the tensors).
+GradientRows gradient_rows(const torch::Tensor& p, const char* optimizer, torch::Tensor& keep) {
+  keep = coalesced_rows(p, optimizer);
+  const auto& indices = keep._indices();
+  const auto& values = keep._values();
+  if (!indices.is_contiguous() || !values.is_contiguous()) {
+    keep = torch::_sparse_coo_tensor_unsafe(indices.contiguous(), values.contiguous(), keep.sizes())
+               ._coalesced_(true);
+  }
+  return {keep._indices().data_ptr<std::int64_t>(), static_cast<std::size_t>(keep._nnz()),
+          static_cast<std::size_t>(p.dim() == 0 ? 1 : p.numel() / std::max<std::int64_t>(p.size(0), 1)),
+          keep._values().data_ptr<float>()};
 }
 
 // a + α·b written into `out` (a scratch slot), as a.add(b, α) computes it.
@@ -42,21 +74,44 @@ torch::Tensor add_into(torch::Tensor out, const torch::Tensor& a, const torch::T
   return out;
 }
 
+std::int64_t rows_of(const torch::Tensor& p) { return p.dim() == 0 ? 1 : p.size(0); }
+
+// Adam's state of p: its moments (libtorch's), or for row-wise Adagrad one
+// accumulator per row in exp_avg_sq (exp_avg empty), so that checkpoints
+// keep libtorch's format. A state of the other kind (a checkpoint of a run
+// with another row update) is refused rather than misread.
 template <class State, class Options>
-State& adam_state(StateMap& states, const torch::Tensor& p, const Options& options) {
+State& adam_state(StateMap& states, const torch::Tensor& p, const Options& options, RowUpdate rows,
+                  const char* optimizer) {
+  const bool adagrad = rows == RowUpdate::rowwise_adagrad;
   auto key = state_key(p);
   auto found = states.find(key);
   if (found == states.end()) {
     auto state = std::make_unique<State>();
     state->step(0);
-    state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-    state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
-    if (options.amsgrad()) {
-      state->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+    if (adagrad) {
+      state->exp_avg(torch::empty({0}, p.options()));
+      state->exp_avg_sq(torch::zeros({rows_of(p)}, p.options()));
+    } else {
+      state->exp_avg(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      state->exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      if (options.amsgrad()) {
+        state->max_exp_avg_sq(torch::zeros_like(p, torch::MemoryFormat::Preserve));
+      }
     }
     found = states.emplace(std::move(key), std::move(state)).first;
   }
-  return static_cast<State&>(*found->second);
+  auto& state = static_cast<State&>(*found->second);
+  const std::int64_t expected = adagrad ? rows_of(p) : p.numel();
+  if (state.exp_avg_sq().numel() != expected) {
+    throw InvalidArgument(std::string(optimizer) + ": the state of a parameter of " +
+                          std::to_string(p.numel()) + " elements holds " +
+                          std::to_string(state.exp_avg_sq().numel()) + " second moments, not " +
+                          std::to_string(expected) + " (" + name_of(rows) +
+                          "): it was written with another row update; resume with the settings "
+                          "the checkpoint was written with");
+  }
+  return state;
 }
 
 // 1 − β₁ᵗ and 1 − β₂ᵗ at the state's step, in double as libtorch has them.
@@ -178,6 +233,87 @@ void adam_update(torch::Tensor& p, const torch::Tensor& grad, State& state, cons
   adam_operations(p, gradient, state, options, scratch);
 }
 
+// Lazy Adam (row_updates.h) on the rows of p's gradient: the one-pass
+// kernel row by row, or else libtorch's operations on the rows gathered and
+// written back — Adam restricted to those rows either way.
+template <class State, class Options>
+void lazy_adam_update(torch::Tensor& p, State& state, const Options& options, double l2_decay,
+                      double decoupled_decay, StepScratch& scratch, const char* optimizer) {
+  state.step(state.step() + 1);
+  const double factor = decoupled_decay != 0 ? 1 - options.lr() * decoupled_decay : 1.0;
+  torch::Tensor held;
+  const GradientRows rows = gradient_rows(p, optimizer, held);
+  const auto rounding = one_pass_adam_rounding();
+  const bool amsgrad = options.amsgrad();
+  if (rounding && dense_float_like(p, p) && dense_float_like(state.exp_avg(), p) &&
+      dense_float_like(state.exp_avg_sq(), p) && (!amsgrad || dense_float_like(state.max_exp_avg_sq(), p))) {
+    lazy_adam_rows({p.data_ptr<float>(), nullptr, state.exp_avg().template data_ptr<float>(),
+                    state.exp_avg_sq().template data_ptr<float>(),
+                    amsgrad ? state.max_exp_avg_sq().template data_ptr<float>() : nullptr,
+                    static_cast<std::size_t>(p.numel())},
+                   rows, adam_coefficients(state, options, l2_decay, factor), *rounding);
+    return;
+  }
+  const auto index = held._indices()[0];
+  auto p_rows = p.index_select(0, index);
+  State rows_state;
+  rows_state.step(state.step());
+  rows_state.exp_avg(state.exp_avg().index_select(0, index));
+  rows_state.exp_avg_sq(state.exp_avg_sq().index_select(0, index));
+  if (amsgrad) rows_state.max_exp_avg_sq(state.max_exp_avg_sq().index_select(0, index));
+  if (decoupled_decay != 0) p_rows.mul_(factor);
+  torch::Tensor gradient = held._values();
+  if (l2_decay != 0) gradient = gradient.add(p_rows, l2_decay);
+  adam_operations(p_rows, gradient, rows_state, options, scratch);
+  p.index_copy_(0, index, p_rows);
+  state.exp_avg().index_copy_(0, index, rows_state.exp_avg());
+  state.exp_avg_sq().index_copy_(0, index, rows_state.exp_avg_sq());
+  if (amsgrad) state.max_exp_avg_sq().index_copy_(0, index, rows_state.max_exp_avg_sq());
+}
+
+// Row-wise Adagrad (row_updates.h) on the rows of p's gradient, or on every
+// row of a dense one; the accumulators live in the state's exp_avg_sq.
+template <class State, class Options>
+void rowwise_adagrad_update(torch::Tensor& p, State& state, const Options& options, double decay,
+                            const char* optimizer) {
+  if (decay != 0) {
+    throw InvalidArgument(std::string(optimizer) + ": row-wise Adagrad takes no weight decay (" +
+                          std::to_string(decay) + "); set the table group's weight_decay to 0");
+  }
+  if (!dense_float_like(p, p)) {
+    throw InvalidArgument(std::string(optimizer) + ": row-wise Adagrad updates contiguous fp32 CPU tensors");
+  }
+  state.step(state.step() + 1);
+  torch::Tensor held;
+  GradientRows rows;
+  if (p.grad().is_sparse()) {
+    rows = gradient_rows(p, optimizer, held);
+  } else {
+    held = p.grad().contiguous();
+    const auto n = static_cast<std::size_t>(rows_of(p));
+    rows = {nullptr, n, static_cast<std::size_t>(p.numel()) / std::max<std::size_t>(n, 1),
+            held.data_ptr<float>()};
+  }
+  rowwise_adagrad_rows(p.data_ptr<float>(), state.exp_avg_sq().template data_ptr<float>(), rows,
+                       static_cast<float>(options.lr()), static_cast<float>(options.eps()));
+}
+
+// Adam or AdamW on p by its group's row update: row-wise Adagrad on any
+// gradient, lazy Adam on rows, else Adam on the dense gradient.
+template <class State, class Options>
+void adam_family_update(torch::Tensor& p, State& state, const Options& options, double l2_decay,
+                        double decoupled_decay, RowUpdate rows, StepScratch& scratch,
+                        const char* optimizer) {
+  if (rows == RowUpdate::rowwise_adagrad) {
+    rowwise_adagrad_update(p, state, options, l2_decay + decoupled_decay, optimizer);
+  } else if (rows == RowUpdate::lazy_adam && p.grad().is_sparse()) {
+    lazy_adam_update(p, state, options, l2_decay, decoupled_decay, scratch, optimizer);
+  } else {
+    adam_update(p, dense_gradient(p, scratch, optimizer), state, options, l2_decay, decoupled_decay,
+                scratch);
+  }
+}
+
 // Values for the rounding probe: element i of a probe array.
 torch::Tensor probe_values(std::int64_t n, double frequency, double scale) {
   return torch::sin(torch::arange(n, torch::kDouble) * frequency).to(torch::kFloat) *
@@ -231,6 +367,19 @@ std::optional<AdamRounding> one_pass_adam_rounding() {
   return found;
 }
 
+const GroupRule& GroupRules::group_rule(std::size_t group) const {
+  static const GroupRule kDense;
+  return group < rules_.size() ? rules_[group] : kDense;
+}
+
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr) {
+  const auto* rules = dynamic_cast<const GroupRules*>(&optimizer);
+  auto& groups = optimizer.param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    groups[g].options().set_lr(lr * (rules ? rules->group_rule(g).lr_factor : 1.0));
+  }
+}
+
 torch::Tensor StepScratch::slot(const torch::Tensor& like, int slot) {
   const std::int64_t n = like.numel();
   if (n > per_slot_ || !buffer_.defined() || buffer_.scalar_type() != like.scalar_type() ||
@@ -244,9 +393,9 @@ torch::Tensor StepScratch::slot(const torch::Tensor& like, int slot) {
 // libtorch's SGD: d = g + λp; b ← μb + (1−τ)d (b = d at the first step);
 // d = d + μb with Nesterov, else b; p ← p − lr·d.
 template <>
-void InPlaceSGD::update(torch::Tensor& p, const torch::optim::OptimizerOptions& given) {
+void InPlaceSGD::update(torch::Tensor& p, const torch::optim::OptimizerOptions& given, RowUpdate) {
   const auto& options = static_cast<const torch::optim::SGDOptions&>(given);
-  torch::Tensor d_p = dense_gradient(p, "SGD");
+  torch::Tensor d_p = dense_gradient(p, scratch_, "SGD");
   if (options.weight_decay() != 0) {
     d_p = add_into(scratch_.slot(p, 0), d_p, p, options.weight_decay());
   }
@@ -271,21 +420,19 @@ void InPlaceSGD::update(torch::Tensor& p, const torch::optim::OptimizerOptions& 
 
 // Adam with L2 weight decay: the decay goes into the gradient (slot 1).
 template <>
-void InPlaceAdam::update(torch::Tensor& p, const torch::optim::OptimizerOptions& given) {
+void InPlaceAdam::update(torch::Tensor& p, const torch::optim::OptimizerOptions& given, RowUpdate rows) {
   const auto& options = static_cast<const torch::optim::AdamOptions&>(given);
-  const torch::Tensor& gradient = dense_gradient(p, "Adam");
-  auto& state = adam_state<torch::optim::AdamParamState>(state_, p, options);
-  adam_update(p, gradient, state, options, options.weight_decay(), 0.0, scratch_);
+  auto& state = adam_state<torch::optim::AdamParamState>(state_, p, options, rows, "Adam");
+  adam_family_update(p, state, options, options.weight_decay(), 0.0, rows, scratch_, "Adam");
 }
 
 // AdamW (Loshchilov & Hutter): the decay shrinks the parameter first,
 // p ← p·(1 − lr·λ), decoupled from the gradient.
 template <>
-void InPlaceAdamW::update(torch::Tensor& p, const torch::optim::OptimizerOptions& given) {
+void InPlaceAdamW::update(torch::Tensor& p, const torch::optim::OptimizerOptions& given, RowUpdate rows) {
   const auto& options = static_cast<const torch::optim::AdamWOptions&>(given);
-  const torch::Tensor& gradient = dense_gradient(p, "AdamW");
-  auto& state = adam_state<torch::optim::AdamWParamState>(state_, p, options);
-  adam_update(p, gradient, state, options, 0.0, options.weight_decay(), scratch_);
+  auto& state = adam_state<torch::optim::AdamWParamState>(state_, p, options, rows, "AdamW");
+  adam_family_update(p, state, options, 0.0, options.weight_decay(), rows, scratch_, "AdamW");
 }
 
 // libtorch's loop: the closure with gradients on, then every parameter of
@@ -294,16 +441,47 @@ template <class Libtorch>
 torch::Tensor InPlace<Libtorch>::step(torch::optim::Optimizer::LossClosure closure) {
   torch::NoGradGuard no_grad;
   auto loss = evaluate(closure);
-  for (auto& group : this->param_groups_) {
+  for (std::size_t g = 0; g < this->param_groups_.size(); ++g) {
+    auto& group = this->param_groups_[g];
     for (auto& p : group.params()) {
-      if (p.grad().defined()) update(p, group.options());
+      if (p.grad().defined()) update(p, group.options(), group_rule(g).rows);
     }
   }
   return loss;
 }
 
 template <class Libtorch>
-torch::optim::OptimizerParamGroup& InPlace<Libtorch>::group_of(const torch::Tensor& p) {
+void InPlace<Libtorch>::set_group_rule(std::size_t group, GroupRule rule) {
+  const auto groups = this->param_groups_.size();
+  if (group >= groups) {
+    throw InvalidArgument("optimizer: group " + std::to_string(group) + " of " +
+                          std::to_string(groups) + "; add the group before setting its rule");
+  }
+  if (!(rule.lr_factor > 0) || !std::isfinite(rule.lr_factor)) {
+    throw InvalidArgument("optimizer: a learning-rate factor of " + std::to_string(rule.lr_factor) +
+                          "; it must be positive and finite");
+  }
+  if constexpr (std::is_same_v<Libtorch, torch::optim::SGD>) {
+    if (rule.rows != RowUpdate::dense) {
+      throw InvalidArgument("SGD: the row update " + name_of(rule.rows) +
+                            " is Adam's and AdamW's; SGD takes rows as the dense gradient");
+    }
+  } else {
+    const auto& options = this->param_groups_[group].options();
+    using Options = std::conditional_t<std::is_same_v<Libtorch, torch::optim::Adam>,
+                                       torch::optim::AdamOptions, torch::optim::AdamWOptions>;
+    const double decay = static_cast<const Options&>(options).weight_decay();
+    if (rule.rows == RowUpdate::rowwise_adagrad && decay != 0) {
+      throw InvalidArgument("optimizer: row-wise Adagrad takes no weight decay; group " +
+                            std::to_string(group) + " has weight_decay " + std::to_string(decay));
+    }
+  }
+  if (rules_.size() < groups) rules_.resize(groups);
+  rules_[group] = rule;
+}
+
+template <class Libtorch>
+std::size_t InPlace<Libtorch>::group_of(const torch::Tensor& p) {
   std::size_t parameters = 0;
   for (const auto& group : this->param_groups_) parameters += group.params().size();
   if (parameters != indexed_parameters_) {
@@ -321,7 +499,7 @@ torch::optim::OptimizerParamGroup& InPlace<Libtorch>::group_of(const torch::Tens
                           " elements that is not one of its parameters; pass the tensors the "
                           "optimizer was built with");
   }
-  return this->param_groups_[found->second];
+  return found->second;
 }
 
 // The same updates as step(), for some parameters, in the order given.
@@ -329,9 +507,9 @@ template <class Libtorch>
 void InPlace<Libtorch>::step_parameters(std::span<const torch::Tensor> parameters) {
   torch::NoGradGuard no_grad;
   for (const auto& given : parameters) {
-    auto& group = group_of(given);
+    const std::size_t g = group_of(given);
     torch::Tensor p = given;  // shares the parameter's storage and .grad
-    if (p.grad().defined()) update(p, group.options());
+    if (p.grad().defined()) update(p, this->param_groups_[g].options(), group_rule(g).rows);
   }
 }
 

@@ -13,6 +13,12 @@
 //
 // The state types and keys are libtorch's own (AdamParamState, ...), so a
 // checkpoint written by either class loads into the other.
+//
+// Adam and AdamW also take an embedding table's gradient as rows (a sparse
+// tensor: the data-parallel engine's sparse_means), per parameter group:
+// as the dense gradient it stands for (the default, the same bits as
+// before), or with a row-wise update (row_updates.h) that touches only
+// those rows.
 #pragma once
 
 #include <torch/torch.h>
@@ -20,10 +26,12 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "qccl/common/export.h"
+#include "qccl/engines/row_update.h"
 
 QCCL_API_BEGIN
 namespace qccl::engines {
@@ -39,10 +47,36 @@ class StepScratch {
   std::int64_t capacity() const { return buffer_.defined() ? buffer_.numel() : 0; }
 
  private:
-  static constexpr int kSlots = 2;
+  static constexpr int kSlots = 3;  // 2: a gradient given as rows, made dense
   torch::Tensor buffer_;
   std::int64_t per_slot_ = 0;
 };
+
+// A parameter group's rule: how it takes rows, and its learning rate as a
+// multiple of the run's (a row-wise Adagrad table usually wants a larger
+// one than the Adam of the dense layers).
+struct GroupRule {
+  RowUpdate rows = RowUpdate::dense;
+  double lr_factor = 1.0;
+};
+
+// Per-group rules of an optimizer (group index as in param_groups()).
+class GroupRules {
+ public:
+  virtual ~GroupRules() = default;
+  // InvalidArgument for a rule the optimizer cannot follow.
+  virtual void set_group_rule(std::size_t group, GroupRule rule) = 0;
+  // Dense, factor 1, until set.
+  const GroupRule& group_rule(std::size_t group) const;
+
+ protected:
+  std::vector<GroupRule> rules_;
+};
+
+// Sets every group's learning rate to `lr` times its rule's factor (1 for
+// an optimizer without rules): what the learning-rate schedule does each
+// step.
+void set_learning_rate(torch::optim::Optimizer& optimizer, double lr);
 
 // An optimizer that can update some of its parameters at a time. Each
 // parameter's update reads only its own gradient, state and options, so
@@ -60,17 +94,20 @@ class PartwiseOptimizer {
 // libtorch's optimizer `Libtorch` (SGD, Adam or AdamW: its options, state
 // and checkpoints) with its step computed in place, as above.
 template <class Libtorch>
-class InPlace final : public Libtorch, public PartwiseOptimizer {
+class InPlace final : public Libtorch, public PartwiseOptimizer, public GroupRules {
  public:
   using Libtorch::Libtorch;
   torch::Tensor step(torch::optim::Optimizer::LossClosure closure = nullptr) override;
   void step_parameters(std::span<const torch::Tensor> parameters) override;
+  // Row-wise updates are Adam's and AdamW's (SGD refuses them); row-wise
+  // Adagrad takes no weight decay.
+  void set_group_rule(std::size_t group, GroupRule rule) override;
 
  private:
-  // One parameter's update from its (defined) gradient.
-  void update(torch::Tensor& p, const torch::optim::OptimizerOptions& options);
-  // The group holding `p` (the index is rebuilt when groups change).
-  torch::optim::OptimizerParamGroup& group_of(const torch::Tensor& p);
+  // One parameter's update from its (defined) gradient, dense or rows.
+  void update(torch::Tensor& p, const torch::optim::OptimizerOptions& options, RowUpdate rows);
+  // The index of the group holding `p` (rebuilt when groups change).
+  std::size_t group_of(const torch::Tensor& p);
 
   StepScratch scratch_;
   std::unordered_map<const void*, std::size_t> group_index_;
@@ -82,11 +119,11 @@ using InPlaceAdam = InPlace<torch::optim::Adam>;
 using InPlaceAdamW = InPlace<torch::optim::AdamW>;
 // Each optimizer's own update (optimizers.cc).
 template <>
-void InPlaceSGD::update(torch::Tensor& p, const torch::optim::OptimizerOptions& options);
+void InPlaceSGD::update(torch::Tensor& p, const torch::optim::OptimizerOptions& options, RowUpdate rows);
 template <>
-void InPlaceAdam::update(torch::Tensor& p, const torch::optim::OptimizerOptions& options);
+void InPlaceAdam::update(torch::Tensor& p, const torch::optim::OptimizerOptions& options, RowUpdate rows);
 template <>
-void InPlaceAdamW::update(torch::Tensor& p, const torch::optim::OptimizerOptions& options);
+void InPlaceAdamW::update(torch::Tensor& p, const torch::optim::OptimizerOptions& options, RowUpdate rows);
 extern template class InPlace<torch::optim::SGD>;
 extern template class InPlace<torch::optim::Adam>;
 extern template class InPlace<torch::optim::AdamW>;

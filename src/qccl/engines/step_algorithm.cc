@@ -50,7 +50,7 @@ void oracle_then_update(StepContext& context, StepOutcome& outcome,
 }
 
 void set_step_size(StepContext& context) {
-  for (auto& group : context.optimizer.param_groups()) group.options().set_lr(context.lr);
+  set_learning_rate(context.optimizer, context.lr);
 }
 
 }  // namespace

@@ -84,6 +84,12 @@ void add_optimizer_options(CLI::App& sub, TrainCommand& command) {
   sub.add_option("--beta1", c.beta1, "Adam beta1 (default 0.9)");
   sub.add_option("--beta2", c.beta2, "Adam beta2 (default 0.999)");
   sub.add_option("--eps", c.eps, "Adam epsilon (default 1e-8)");
+  sub.add_option("--embedding-optimizer", c.embedding_optimizer,
+                 "embedding tables with sparse gradients: dense (default: as --optimizer, every "
+                 "row), lazy-adam (only the rows a step touched; PyTorch's SparseAdam) or "
+                 "rowwise-adagrad (one accumulator per row); adam/adamw only");
+  sub.add_option("--embedding-lr", c.embedding_lr,
+                 "learning rate of the embedding tables (default: --lr), scheduled like it");
   sub.add_option("--epochs", c.epochs, "epochs (default 1)");
   sub.add_option("--batch", c.batch, "samples per rank per step (default 64)");
   sub.add_option("--max-steps-per-epoch", c.max_steps_per_epoch,

@@ -42,6 +42,7 @@ std::string optimizer_settings(const TrainConfig& c) {
   text << c.optimizer << " lr=" << c.lr << " weight-decay=" << c.weight_decay;
   if (c.optimizer == "sgd") text << " momentum=" << c.momentum;
   else text << " betas=" << c.beta1 << "," << c.beta2 << " eps=" << c.eps;
+  text << embedding_optimizer_text(c);
   return text.str();
 }
 

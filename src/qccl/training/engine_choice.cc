@@ -30,6 +30,8 @@ std::unique_ptr<Engine> data_parallel(Communicator& comm, const TrainConfig& con
   options.collective.between_hosts = config.between_hosts;
   options.policy = initial_bucket_policy(config);
   options.timeout = comm.options().timeout;
+  // Row-wise table updates take the means as rows.
+  options.sparse_means = config.embedding_optimizer != "dense";
   return std::make_unique<DataParallelEngine>(comm, std::move(named), options);
 }
 

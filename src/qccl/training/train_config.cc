@@ -8,6 +8,7 @@
 #include "qccl/common/errors.h"
 #include "qccl/common/name_list.h"
 #include "qccl/engines/lr_schedule.h"
+#include "qccl/engines/row_update.h"
 #include "qccl/scheduling/bucket_plan.h"
 
 namespace qccl::engines {
@@ -55,6 +56,14 @@ std::string exchange_settings(const TrainConfig& c) {
   const std::string& gradients = c.codec.text();
   if (c.engine != "sharded") return gradients;
   return "sharded, weights " + c.weights_codec.text() + ", gradients " + gradients;
+}
+
+std::string embedding_optimizer_text(const TrainConfig& c) {
+  if (c.embedding_optimizer == "dense" && c.embedding_lr == 0) return "";
+  std::ostringstream text;
+  text << " embeddings=" << c.embedding_optimizer;
+  if (c.embedding_lr > 0) text << " lr=" << c.embedding_lr;
+  return text.str();
 }
 
 void validate(const TrainConfig& c) {
@@ -105,6 +114,17 @@ void validate(const TrainConfig& c) {
   require(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "Adam's betas must be in [0, 1)");
   require(c.eps > 0 && c.eps <= kFloatMax,
           "--eps must be a positive number of at most 3.4e38, not " + format_value(c.eps));
+  const RowUpdate rows = row_update_from_name(c.embedding_optimizer);  // throws for unknown names
+  require(rows == RowUpdate::dense || c.optimizer == "adam" || c.optimizer == "adamw",
+          "--embedding-optimizer " + c.embedding_optimizer + " needs --optimizer adam or adamw (it "
+          "updates the tables' rows; the other layers keep the optimizer), not " + c.optimizer);
+  require(rows == RowUpdate::dense || c.engine == "data-parallel",
+          "--embedding-optimizer " + c.embedding_optimizer + " needs the data-parallel engine (the "
+          "sharded engine hands its optimizer dense shards)");
+  require(rows != RowUpdate::rowwise_adagrad || c.weight_decay == 0,
+          "--embedding-optimizer rowwise-adagrad takes no weight decay; set --weight-decay 0");
+  require(std::isfinite(c.embedding_lr) && c.embedding_lr >= 0 && c.embedding_lr <= kFloatMax,
+          "--embedding-lr must be a number in [0, 3.4e38] (0: --lr), not " + format_value(c.embedding_lr));
   require(c.epochs >= 1, "--epochs must be at least 1");
   require(c.batch >= 1 && c.batch <= 65536, "--batch must be in 1..65536 (samples per rank)");
   require(c.bucket_cap_bytes >= 4 && c.first_bucket_bytes >= 4, "bucket caps must be at least 4 bytes");

@@ -38,6 +38,12 @@ struct TrainConfig : ModelConfig {
   double momentum = 0.9;                  // sgd
   double weight_decay = 0.0;              // sgd, adam: L2 term; adamw: decoupled
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
+  // How embedding tables with sparse gradients are updated (optimizers.h
+  // RowUpdate): dense (as the optimizer above, every row), lazy-adam or
+  // rowwise-adagrad (adam/adamw and the data-parallel engine only), at
+  // embedding_lr (0: lr; scheduled like it).
+  std::string embedding_optimizer = "dense";
+  double embedding_lr = 0.0;
   int epochs = 1;
   std::size_t batch = 64;                 // samples per rank per step
   std::size_t max_steps_per_epoch = 0;    // 0: the whole training set each epoch
@@ -188,6 +194,10 @@ std::string bucket_settings(const TrainConfig& config);
 // the gradients' canonical codec spec (data parallel), or "sharded, weights
 // SPEC, gradients SPEC".
 std::string exchange_settings(const TrainConfig& config);
+// The embedding tables' optimizer in words, appended to the optimizer's:
+// "" when it is the default (so older checkpoints still match), else
+// " embeddings=lazy-adam lr=0.01".
+std::string embedding_optimizer_text(const TrainConfig& config);
 
 // Checks the settings on this rank alone (names, ranges, model/data pairs,
 // codec spec); throws InvalidArgument naming the setting and what is valid.

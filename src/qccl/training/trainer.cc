@@ -76,6 +76,7 @@ std::string optimizer_text(const TrainConfig& c) {
        << " wd=" << c.weight_decay;
   if (c.optimizer == "sgd") text << " momentum=" << c.momentum;
   else text << " betas=" << c.beta1 << "," << c.beta2 << " eps=" << c.eps;
+  text << embedding_optimizer_text(c);
   return text.str();
 }
 
@@ -247,7 +248,8 @@ TrainingRun::TrainingRun(Communicator& comm, const TrainConfig& config)
   }
 
   engine_ = make_engine(comm_, config, *task_);
-  optimizer_ = make_optimizer(config, engine_->optimizer_parameters());
+  optimizer_ = make_optimizer(config, engine_->optimizer_parameters(),
+                              sparse_embedding_tables(task_->model()));
   engine_->broadcast_from_root();
   if (config.resume) {
     {
