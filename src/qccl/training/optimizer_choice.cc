@@ -63,11 +63,13 @@ std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& c,
 
 std::vector<torch::Tensor> sparse_embedding_tables(torch::nn::Module& model) {
   std::vector<torch::Tensor> tables;
-  for (const auto& module : model.modules()) {
-    if (const auto* embedding = module->as<torch::nn::Embedding>()) {
+  const auto add = [&tables](torch::nn::Module& module) {
+    if (const auto* embedding = module.as<torch::nn::Embedding>()) {
       if (embedding->options.sparse()) tables.push_back(embedding->weight);
     }
-  }
+  };
+  add(model);  // itself without a shared_ptr (a task's model may live in place)
+  for (const auto& module : model.modules(/*include_self=*/false)) add(*module);
   return tables;
 }
 
