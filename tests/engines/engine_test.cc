@@ -122,6 +122,31 @@ TEST(Resume, DgcMomentumAndAccumulation) { expect_resume_is_exact("dgc:warmup=4"
 TEST(Resume, SignumMomentumWithAdam) { expect_resume_is_exact("signum", "adam", 4); }
 TEST(Resume, TopkResidualsAcrossAnEpoch) { expect_resume_is_exact("topk", "sgd", 7); }
 
+// Embedding tables updated row-wise (their moments or row accumulators in
+// libtorch's checkpoint format, the engine handing the means on as rows).
+void expect_row_update_resumes_exactly(const std::string& embedding_optimizer) {
+  TrainConfig config;
+  config.model = "recommender";
+  config.codec = CodecSpec::parse("global-qsgd:bits=8,sparse=auto");
+  config.values_per_field = 200;
+  config.click_samples = 4000;
+  config.optimizer = "adam";
+  config.lr = 0.003;
+  config.embedding_optimizer = embedding_optimizer;
+  config.embedding_lr = embedding_optimizer == "rowwise-adagrad" ? 0.05 : 0.0;
+  config.batch = 32;
+  config.epochs = 2;
+  config.max_steps_per_epoch = 5;
+  config.progress = false;
+  config.return_parameters = true;
+  const auto whole = train_on(2, config);
+  const auto resumed = interrupted_and_resumed(2, config, 3);
+  EXPECT_TRUE(bitwise_equal(whole[0].final_parameters, resumed[0].final_parameters)) << embedding_optimizer;
+  EXPECT_TRUE(bitwise_equal(whole[0].final_parameters, whole[1].final_parameters));
+}
+TEST(Resume, LazyAdamTables) { expect_row_update_resumes_exactly("lazy-adam"); }
+TEST(Resume, RowwiseAdagradTables) { expect_row_update_resumes_exactly("rowwise-adagrad"); }
+
 TEST(Resume, RefusesAnotherRankCountAndMissingCheckpoint) {
   auto config = short_run("fp32");
   const auto dir = scratch_dir("resume-ranks");
@@ -395,10 +420,16 @@ TEST(Learning, OneEpochCnnWithExpDitherReaches80Percent) {
 // recommender with small tables (8 fields × 100 values) beats the base
 // rate of its test clicks (always predicting the majority label) by 5
 // points in 2 epochs.
-TEST(Learning, RecommenderLearnsTheGeneratedClicks) {
+class RecommenderLearning : public ::testing::TestWithParam<const char*> {};
+
+// Whatever updates the tables (Adam on every row, lazy Adam, row-wise
+// Adagrad at its own rate), the model beats the majority class by 5 points.
+TEST_P(RecommenderLearning, LearnsTheGeneratedClicks) {
   TrainConfig config;
   config.model = "recommender";
-  config.codec = CodecSpec::parse("global-qsgd:bits=8");
+  config.codec = CodecSpec::parse("global-qsgd:bits=8,sparse=auto");
+  config.embedding_optimizer = GetParam();
+  if (config.embedding_optimizer == "rowwise-adagrad") config.embedding_lr = 0.1;
   config.values_per_field = 100;
   config.click_samples = 20000;
   config.optimizer = "adam";
@@ -420,6 +451,13 @@ TEST(Learning, RecommenderLearnsTheGeneratedClicks) {
   EXPECT_GE(runs[0].final_metric, majority + 0.05) << "majority rate " << majority;
   EXPECT_TRUE(bitwise_equal(runs[0].final_parameters, runs[1].final_parameters));
 }
+INSTANTIATE_TEST_SUITE_P(EmbeddingOptimizers, RecommenderLearning,
+                         ::testing::Values("dense", "lazy-adam", "rowwise-adagrad"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::erase(name, '-');
+                           return name;
+                         });
 
 // The character models: one that predicts uniformly has perplexity equal
 // to the vocabulary (over 100 byte values in the fortunes); a few dozen

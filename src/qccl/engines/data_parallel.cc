@@ -520,6 +520,7 @@ void DataParallelEngine::compute_gradients_in_parts(const std::function<torch::T
     result.communicate += times.communicate;
     result.decode += times.decode;
     result.communication_faults += times.communication_faults;
+    result.sparse_rows += times.sparse_rows;
     for (const ClockSpan& span : times.exchanges) {
       result.exchanges.push_back(seconds_from(origin, span));
     }

@@ -40,6 +40,9 @@ struct OracleResult {
   // Minor page faults the exchange's communication thread took (the
   // training thread's are counted around the whole step by its caller).
   std::uint64_t communication_faults = 0;
+  // Rows of embedding tables whose gradients came sparse, over every rank
+  // (the data-parallel engine; 0 for dense models).
+  std::uint64_t sparse_rows = 0;
   // The step's timeline, for finding what a step waits on: when each part
   // of the exchange ran on the communication thread (the data-parallel
   // engine's buckets, in bucket order) and when each part handed out by

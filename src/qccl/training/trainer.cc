@@ -464,6 +464,7 @@ void TrainingRun::log_step(std::int64_t epoch, double loss, double lr, double se
             {"communication_page_faults", split.communication_faults},
             {"payload_bytes", summary_.payload_bytes_per_step},
             {"sent_bytes", sent},       {"skipped", skipped}};
+  if (timeline.sparse_rows > 0) line["sparse_rows"] = timeline.sparse_rows;
   const ExchangeCounters* counters = engine_->exchange_counters();
   if (const auto stats = counters ? counters->exchange_stats() : CodecStepStats{}; stats.integer) {
     line["largest_integer_sent"] = stats.largest_sent;  // IntSGD's counters
