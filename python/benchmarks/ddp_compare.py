@@ -67,7 +67,8 @@ def measure(args, model, rate, system, method, name):
     if system == "qccl train":
         command = ddp_runs.qccl_train_command(args, model, method, base + ".json", base + ".jsonl")
         ddp_runs.run_on_cluster(ROOT, args.hosts, rate, command, base + ".log", args.timeout)
-        return ddp_runs.qccl_train_row(base + ".json", base + ".jsonl", model, args.warmup_steps)
+        return ddp_runs.qccl_train_row(base + ".json", base + ".jsonl", model, args.warmup_steps,
+                                       args.qccl_embedding_optimizer)
     store = tempfile.mkdtemp(prefix="ddp-compare-")
     try:
         command = ddp_runs.ddp_command(ROOT, args, model, method, base + ".json",

@@ -38,13 +38,21 @@ def settings_text(model):
     return text + f", batch {s['batch']}/rank"
 
 
+# Hooks that give the recommender's tables sparse gradients: DDP without a
+# hook then allreduces them as rows over gloo.
+SPARSE_HOOKS = ("sparse", "sparse-adam")
+EMBEDDING_OPTIMIZERS = ("dense", "lazy-adam", "rowwise-adagrad")
+
+
 def parse_hook(spec):
-    """('none'|'fp16'|'sparse'|'powersgd'|'qccl'|'qccl-pg', parameter) of a
-    --hooks entry: powersgd's parameter is its rank (a whole number >= 1),
-    qccl's and qccl-pg's (the process-group mode) the codec spec.
-    sparse is DDP without a hook on the recommender with sparse embedding
-    gradients (gloo's sparse allreduce), densified for Adam."""
-    if spec in ("none", "fp16", "sparse"):
+    """('none'|'fp16'|'sparse'|'sparse-adam'|'powersgd'|'qccl'|'qccl-pg',
+    parameter) of a --hooks entry: powersgd's parameter is its rank (a whole
+    number >= 1), qccl's and qccl-pg's (the process-group mode) the codec
+    spec. sparse is DDP without a hook on the recommender with sparse
+    embedding gradients (gloo's sparse allreduce), densified for Adam;
+    sparse-adam the same with torch.optim.SparseAdam for the tables (only
+    the rows a step touched move) and Adam for the rest."""
+    if spec in ("none", "fp16") + SPARSE_HOOKS:
         return spec, None
     name, colon, parameter = spec.partition(":")
     if name == "powersgd":
@@ -56,14 +64,14 @@ def parse_hook(spec):
             raise UsageError(f"hook '{spec}': {name} needs a codec spec, e.g. "
                              f"{name}:global-qsgd:bits=8")
         return name, parameter
-    raise UsageError(f"unknown hook '{spec}': use none, fp16, sparse, powersgd:RANK, qccl:CODEC "
-                     "or qccl-pg:CODEC")
+    raise UsageError(f"unknown hook '{spec}': use none, fp16, sparse, sparse-adam, powersgd:RANK, "
+                     "qccl:CODEC or qccl-pg:CODEC")
 
 
 def hook_applies(model, spec):
-    """Whether DDP runs `model` with hook `spec`: sparse needs embedding
-    tables, which only the recommender has."""
-    return parse_hook(spec)[0] != "sparse" or model == "recommender"
+    """Whether DDP runs `model` with hook `spec`: sparse and sparse-adam
+    need embedding tables, which only the recommender has."""
+    return parse_hook(spec)[0] not in SPARSE_HOOKS or model == "recommender"
 
 
 def _parser():
@@ -73,14 +81,22 @@ def _parser():
     p.add_argument("--models", default="cnn recommender", help="cnn and/or recommender")
     p.add_argument("--rates", default="100mbit 1gbit", help="link rates of scripts/cluster")
     p.add_argument("--hooks", default=DEFAULT_HOOKS,
-                   help="none, fp16, sparse (recommender), powersgd:RANK, qccl:CODEC (qccl's "
-                        "ring, MPI), qccl-pg:CODEC (qccl's codec, DDP's gloo group) "
-                        "(default: %(default)s)")
+                   help="none, fp16, sparse and sparse-adam (recommender), powersgd:RANK, "
+                        "qccl:CODEC (qccl's ring, MPI), qccl-pg:CODEC (qccl's codec, DDP's gloo "
+                        "group) (default: %(default)s)")
     p.add_argument("--train-codecs", default=None,
                    help="codecs of the `qccl train` runs (default: fp32 and the qccl: hooks' codecs)")
     p.add_argument("--hosts", default="4", help="emulated hosts, one rank each (2..64)")
     p.add_argument("--cnn-epochs", default="1", help="epochs of the CNN")
     p.add_argument("--recommender-steps", default="30", help="steps of the recommender")
+    p.add_argument("--recommender-fields", default=str(FIELDS),
+                   help="the recommender's fields, one table each (default %(default)s; "
+                        "26: Criteo's shape)")
+    p.add_argument("--recommender-values", default=str(VALUES_PER_FIELD),
+                   help="rows of each table (default %(default)s)")
+    p.add_argument("--qccl-embedding-optimizer", default="dense",
+                   help="`qccl train --embedding-optimizer` of the recommender's qccl runs: "
+                        "dense (default), lazy-adam or rowwise-adagrad")
     p.add_argument("--repeats", default="1",
                    help="rounds of every run, interleaved; the table shows each run's median "
                         "ms/step (default 1)")
@@ -121,6 +137,11 @@ def parse_arguments(argv, root):
     a.hosts = whole_number(a.hosts, "--hosts", 2, 64)
     a.cnn_epochs = whole_number(a.cnn_epochs, "--cnn-epochs", 1)
     a.recommender_steps = whole_number(a.recommender_steps, "--recommender-steps", 1)
+    a.recommender_fields = whole_number(a.recommender_fields, "--recommender-fields", 1, 64)
+    a.recommender_values = whole_number(a.recommender_values, "--recommender-values", 2, 1 << 26)
+    if a.qccl_embedding_optimizer not in EMBEDDING_OPTIMIZERS:
+        raise UsageError(f"--qccl-embedding-optimizer '{a.qccl_embedding_optimizer}': use "
+                         + ", ".join(EMBEDDING_OPTIMIZERS))
     a.warmup_steps = whole_number(a.warmup_steps, "--warmup-steps", 0)
     a.repeats = whole_number(a.repeats, "--repeats", 1, 20)
     a.timeout = whole_number(a.timeout, "--timeout", 10)

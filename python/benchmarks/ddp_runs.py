@@ -37,7 +37,9 @@ def ddp_command(root, args, model, hook, result_path, store_path):
     if model == "cnn":
         command += ["--epochs", str(args.cnn_epochs)]
     else:
-        command += ["--epochs", "1", "--max-steps", str(args.recommender_steps)]
+        command += ["--epochs", "1", "--max-steps", str(args.recommender_steps),
+                    "--fields", str(args.recommender_fields),
+                    "--values-per-field", str(args.recommender_values)]
     if args.data_dir:
         command += ["--data-dir", args.data_dir]
     return command
@@ -55,7 +57,11 @@ def qccl_train_command(args, model, codec, summary_path, log_path):
     if model == "cnn":
         command += ["--epochs", str(args.cnn_epochs)]
     else:
-        command += ["--epochs", "1", "--max-steps-per-epoch", str(args.recommender_steps)]
+        command += ["--epochs", "1", "--max-steps-per-epoch", str(args.recommender_steps),
+                    "--fields", str(args.recommender_fields),
+                    "--values-per-field", str(args.recommender_values)]
+        if args.qccl_embedding_optimizer != "dense":
+            command += ["--embedding-optimizer", args.qccl_embedding_optimizer]
     if args.data_dir and model == "cnn":
         command += ["--data-dir", args.data_dir]
     return command
@@ -70,7 +76,7 @@ def read_ddp_row(result_path):
     return row
 
 
-def qccl_train_row(summary_path, log_path, model, warmup_steps):
+def qccl_train_row(summary_path, log_path, model, warmup_steps, embedding_optimizer="dense"):
     """A row from `qccl train`'s summary and its JSON-lines log: ms/step is
     the median wall time of the steps after the warm-up, as for DDP."""
     if not os.path.exists(summary_path) or not os.path.exists(log_path):
@@ -81,7 +87,10 @@ def qccl_train_row(summary_path, log_path, model, warmup_steps):
         lines = [json.loads(line) for line in f if line.strip()]
     seconds = [line["seconds"] for line in lines if line.get("event") == "step"]
     timed = seconds[warmup_steps:]
-    return {"system": "qccl train", "model": model, "method": summary["codec"],
+    method = summary["codec"]
+    if model == "recommender" and embedding_optimizer != "dense":
+        method += " + " + embedding_optimizer  # the tables' optimizer
+    return {"system": "qccl train", "model": model, "method": method,
             "ranks": summary["ranks"], "steps": summary["steps"], "warmup_steps": warmup_steps,
             "ms_per_step": 1000 * statistics.median(timed) if timed else None,
             "accuracy": summary["accuracy"], "test_loss": summary["test_loss"],

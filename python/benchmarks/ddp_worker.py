@@ -30,12 +30,15 @@ def parse_arguments(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", choices=ddp_options.MODELS, required=True)
     p.add_argument("--hook", required=True,
-                   help="none, fp16, sparse (recommender), powersgd:RANK, qccl:CODEC or "
-                        "qccl-pg:CODEC")
+                   help="none, fp16, sparse or sparse-adam (recommender), powersgd:RANK, "
+                        "qccl:CODEC or qccl-pg:CODEC")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max-steps", type=int, default=0, help="steps per epoch at most; 0: all")
     p.add_argument("--warmup-steps", type=int, default=5)
     p.add_argument("--seed", type=int, default=ddp_options.SEED)
+    p.add_argument("--fields", type=int, default=ddp_options.FIELDS, help="the recommender's fields")
+    p.add_argument("--values-per-field", type=int, default=ddp_options.VALUES_PER_FIELD,
+                   help="rows of each of the recommender's tables")
     p.add_argument("--init-file", required=True, help="a file all ranks see (torch's FileStore)")
     p.add_argument("--output", required=True, help="rank 0's JSON")
     p.add_argument("--ifname", default=None, help="the network interface gloo uses (eth0)")
@@ -47,7 +50,8 @@ def parse_arguments(argv):
 class Task:
     """A model with its data: train batches by index, test sums by shard."""
 
-    def __init__(self, model, data_dir, sparse_tables=False):
+    def __init__(self, model, data_dir, sparse_tables=False, fields=ddp_options.FIELDS,
+                 values_per_field=ddp_options.VALUES_PER_FIELD):
         if sparse_tables and model != "recommender":
             raise ValueError(f"sparse embedding gradients: the {model} has no embedding tables")
         if model == "cnn":
@@ -57,8 +61,8 @@ class Task:
             self.train_size, self.test_size = len(self.train_set), len(self.test_set)
         else:
             o = ddp_options
-            self.net = Recommender(o.FIELDS, o.VALUES_PER_FIELD, sparse=sparse_tables)
-            self.clicks = ddp_data.click_data(o.FIELDS, o.VALUES_PER_FIELD, o.CLICK_SAMPLES,
+            self.net = Recommender(fields, values_per_field, sparse=sparse_tables)
+            self.clicks = ddp_data.click_data(fields, values_per_field, o.CLICK_SAMPLES,
                                               o.CLICK_TEST_SAMPLES, ddp_options.SEED)
             self.train_size, self.test_size = o.CLICK_SAMPLES, o.CLICK_TEST_SAMPLES
         self.model = model
@@ -73,11 +77,21 @@ class Task:
         return torch.from_numpy(np.asarray(x, np.int64)), torch.from_numpy(np.asarray(y, np.float32))
 
 
-def make_optimizer(model, parameters):
+def make_optimizers(model, net, hook_kind):
+    """The run's optimizers: the model's one over every parameter, or for
+    sparse-adam torch.optim.SparseAdam over the embedding tables (lazy Adam:
+    only the rows a step touched move, their moments alone change) and Adam
+    over the rest, both at the model's rate with PyTorch's default betas and
+    eps — `qccl train --embedding-optimizer lazy-adam`'s semantics."""
     s = ddp_options.model_settings(model)
     if s["optimizer"] == "sgd":
-        return torch.optim.SGD(parameters, lr=s["lr"], momentum=s["momentum"])
-    return torch.optim.Adam(parameters, lr=s["lr"])
+        return [torch.optim.SGD(net.parameters(), lr=s["lr"], momentum=s["momentum"])]
+    if hook_kind != "sparse-adam":
+        return [torch.optim.Adam(net.parameters(), lr=s["lr"])]
+    tables = [table.weight for table in net.tables]
+    table_ids = {id(t) for t in tables}
+    rest = [p for p in net.parameters() if id(p) not in table_ids]
+    return [torch.optim.Adam(rest, lr=s["lr"]), torch.optim.SparseAdam(tables, lr=s["lr"])]
 
 
 def densify_sparse_gradients(net):
@@ -117,11 +131,13 @@ def evaluate(task, ddp_model, rank, size):
 def train(args, rank, size):
     """Rank 0's measurements of the whole run."""
     torch.manual_seed(args.seed)
-    sparse = ddp_options.parse_hook(args.hook)[0] == "sparse"
-    task = Task(args.model, args.data_dir, sparse_tables=sparse)
+    hook_kind = ddp_options.parse_hook(args.hook)[0]
+    sparse = hook_kind in ddp_options.SPARSE_HOOKS
+    task = Task(args.model, args.data_dir, sparse_tables=sparse, fields=args.fields,
+                values_per_field=args.values_per_field)
     ddp_model = DistributedDataParallel(task.net)
-    optimizer = make_optimizer(args.model, ddp_model.parameters())
-    hook = RegisteredHook(ddp_model, args.hook, None, args.warmup_steps, args.seed, optimizer)
+    optimizers = make_optimizers(args.model, task.net, hook_kind)
+    hook = RegisteredHook(ddp_model, args.hook, None, args.warmup_steps, args.seed, optimizers[0])
     batch = ddp_options.model_settings(args.model)["batch"]
     steps_per_epoch = task.train_size // (batch * size)
     if args.max_steps > 0:
@@ -139,11 +155,13 @@ def train(args, rank, size):
             x, y = task.batch(order[first:first + batch], test=False)
             # Sparse gradients must arrive fresh each step (DDP refuses one
             # accumulated into a dense tensor), hence set_to_none.
-            optimizer.zero_grad(set_to_none=sparse)
+            for optimizer in optimizers:
+                optimizer.zero_grad(set_to_none=sparse)
             task.net.loss(ddp_model(x), y).backward()
-            if sparse:
+            if hook_kind == "sparse":
                 densify_sparse_gradients(task.net)
-            optimizer.step()
+            for optimizer in optimizers:
+                optimizer.step()
             step_seconds.append(time.perf_counter() - start)
             if timed and tx_before is not None:
                 timed_tx += wire_tx_bytes(args.ifname) - tx_before

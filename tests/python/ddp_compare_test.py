@@ -46,6 +46,7 @@ class Options(unittest.TestCase):
         self.assertEqual(parse_hook("none"), ("none", None))
         self.assertEqual(parse_hook("fp16"), ("fp16", None))
         self.assertEqual(parse_hook("sparse"), ("sparse", None))
+        self.assertEqual(parse_hook("sparse-adam"), ("sparse-adam", None))
         self.assertEqual(parse_hook("powersgd:2"), ("powersgd", 2))
         self.assertEqual(parse_hook("qccl:global-qsgd:bits=8"), ("qccl", "global-qsgd:bits=8"))
         self.assertEqual(parse_hook("qccl-pg:intsgd"), ("qccl-pg", "intsgd"))
@@ -67,6 +68,11 @@ class Options(unittest.TestCase):
                             (["--recommender-steps", "5", "--warmup-steps", "5"], "no timed step"),
                             (["--hooks", "none powersgd"], "powersgd"),
                             (["--repeats", "0"], "--repeats"),
+                            (["--recommender-fields", "0"], "--recommender-fields"),
+                            (["--recommender-fields", "65"], "--recommender-fields"),
+                            (["--recommender-values", "1"], "--recommender-values"),
+                            (["--qccl-embedding-optimizer", "sparse-adam"],
+                             "--qccl-embedding-optimizer 'sparse-adam'"),
                             (["--unknown"], "unrecognized")):
             with self.assertRaises(UsageError) as caught:
                 parse_arguments(argv, ROOT)
@@ -86,12 +92,31 @@ class Options(unittest.TestCase):
                                 (1, "qccl train", "fp16"), (2, "PyTorch DDP", "none"),
                                 (2, "qccl train", "fp32"), (2, "qccl train", "fp16")])
 
-    def test_the_sparse_hook_runs_on_the_recommender_only(self):
+    def test_the_sparse_hooks_run_on_the_recommender_only(self):
         a = parse_arguments(["--models", "cnn recommender", "--rates", "1gbit",
-                             "--hooks", "none sparse", "--no-qccl-train"], ROOT)
+                             "--hooks", "none sparse sparse-adam", "--no-qccl-train"], ROOT)
         runs = [(model, method) for _, model, _, _, method in ddp_compare.planned_runs(a)]
         self.assertEqual(runs, [("cnn", "none"), ("recommender", "none"),
-                                ("recommender", "sparse")])
+                                ("recommender", "sparse"), ("recommender", "sparse-adam")])
+
+    def test_sparse_adam_updates_only_the_touched_rows_of_the_tables(self):
+        torch.manual_seed(4)
+        net = ddp_models.Recommender(3, 50, sparse=True)
+        optimizers = ddp_worker.make_optimizers("recommender", net, "sparse-adam")
+        self.assertEqual([type(o).__name__ for o in optimizers], ["Adam", "SparseAdam"])
+        self.assertEqual(sum(len(g["params"]) for o in optimizers for g in o.param_groups),
+                         len(list(net.parameters())))
+        before = [p.detach().clone() for p in net.parameters()]
+        features = torch.randint(0, 25, (8, 3))  # rows 25..49 untouched
+        net.loss(net(features), torch.rand(8).round()).backward()
+        for optimizer in optimizers:
+            optimizer.step()
+        table = net.tables[0].weight.detach()
+        touched = sorted(set(features[:, 0].tolist()))
+        self.assertTrue(torch.equal(table[25:], before[0][25:]))
+        self.assertFalse(torch.equal(table[touched], before[0][touched]))
+        self.assertEqual([type(o).__name__ for o in
+                          ddp_worker.make_optimizers("recommender", net, "sparse")], ["Adam"])
 
     def test_the_sparse_recommender_gives_the_dense_ones_gradients_as_rows(self):
         torch.manual_seed(3)
@@ -136,6 +161,22 @@ class Commands(unittest.TestCase):
         self.assertEqual(ddp_options.model_settings("cnn")["momentum"], 0.9)
         self.assertEqual(value("--max-steps-per-epoch"), "30")
         self.assertEqual(ddp[ddp.index("--max-steps") + 1], "30")
+        self.assertNotIn("--embedding-optimizer", qccl)
+
+    def test_the_recommenders_shape_and_tables_optimizer_reach_both_systems(self):
+        a = parse_arguments(["--recommender-fields", "26", "--recommender-values", "5000",
+                             "--qccl-embedding-optimizer", "lazy-adam", "--qccl", "/q"], ROOT)
+        qccl = ddp_runs.qccl_train_command(a, "recommender", "fp32", "s.json", "l.jsonl")
+        ddp = ddp_runs.ddp_command(ROOT, a, "recommender", "sparse-adam", "r.json", "store")
+        for command, fields, values in ((qccl, "--fields", "--values-per-field"),
+                                        (ddp, "--fields", "--values-per-field")):
+            self.assertEqual(command[command.index(fields) + 1], "26")
+            self.assertEqual(command[command.index(values) + 1], "5000")
+        self.assertEqual(qccl[qccl.index("--embedding-optimizer") + 1], "lazy-adam")
+        worker = ddp_worker.parse_arguments(ddp[ddp.index("--model"):])
+        self.assertEqual((worker.fields, worker.values_per_field), (26, 5000))
+        cnn = ddp_runs.qccl_train_command(a, "cnn", "fp32", "s.json", "l.jsonl")
+        self.assertNotIn("--embedding-optimizer", cnn)
 
     def test_qccl_train_ms_per_step_is_the_median_after_the_warm_up(self):
         with tempfile.TemporaryDirectory() as directory:
@@ -148,9 +189,11 @@ class Commands(unittest.TestCase):
                     f.write(json.dumps({"event": "step", "seconds": seconds}) + "\n")
                 f.write(json.dumps({"event": "epoch", "seconds": 50.0}) + "\n")
             r = ddp_runs.qccl_train_row(summary, log, "recommender", 2)
+            lazy = ddp_runs.qccl_train_row(summary, log, "recommender", 2, "lazy-adam")
         self.assertAlmostEqual(r["ms_per_step"], 250.0)
         self.assertEqual((r["system"], r["method"], r["accuracy"]), ("qccl train", "fp32", 0.6))
         self.assertEqual(r["data_bytes_per_step"], 1000.0)
+        self.assertEqual(lazy["method"], "fp32 + lazy-adam")  # the tables' optimizer shows
 
 
 class Report(unittest.TestCase):
