@@ -43,6 +43,7 @@ add_library(qccl_core_objects OBJECT
   qccl/collectives/hierarchical.cc
   qccl/collectives/offset_encoding.cc
   qccl/codecs/codec.cc
+  qccl/codecs/sparse_messages.cc
   qccl/codecs/hierarchical_step.cc
   qccl/codecs/group_data_path.cc
   qccl/codecs/tensor_layout.cc

@@ -13,6 +13,7 @@
 #include "qccl/codecs/levels.h"
 #include "qccl/codecs/quantizers/linear_dither.h"
 #include "qccl/codecs/merge_by_index.h"
+#include "qccl/codecs/sparse_messages.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/direct_gather.h"
 #include "qccl/common/errors.h"
@@ -168,10 +169,12 @@ class GlobalQsgdCodec final : public Codec {
 
   // Sparse aggregation (Algorithm 1, lines 6-8). Each rank quantizes exactly
   // as the dense path would (same generator, same codes: zeros always code
-  // to 0) and lists its non-zero codes. If the non-zeros, 5 bytes each
-  // (uint32 index + code), total less than twice one dense encoding (the
-  // ring's per-rank traffic against the allgather's), they are allgathered
-  // and every rank adds them up in rank order: linear codes as exact integer
+  // to 0) and lists its non-zero codes. If the ranks' messages — the
+  // non-zeros, 5 bytes each (uint32 index + code), or, given a support, its
+  // runs with every code when that is smaller (sparse_messages.h: an
+  // embedding row of 16 in 24 bytes) — total less than twice one dense
+  // encoding (the ring's per-rank traffic against the allgather's), they
+  // are allgathered and every rank adds them up in rank order: linear codes as exact integer
   // sums (the dense result, bit for bit), exponential codes exactly in
   // double (no C_nat rounding). Returns false, having moved no data, when
   // dense is smaller; the dense allreduce then encodes again. At 4 bits the
@@ -180,7 +183,7 @@ class GlobalQsgdCodec final : public Codec {
   //
   // Every rank takes the same branch, from numbers every rank has: the
   // bounds on the non-zeros that the step's exchange carried
-  // (prepare's shared value), or else a round of the exact counts. Given a support
+  // (prepare's shared value), or else a round of the messages' sizes. Given a support
   // (allreduce_mean_sparse) and no `own` to fill, the time follows the
   // non-zeros: only the support is encoded and cleared, and the gathered
   // entries are summed by merging the ranks' lists, written at their
@@ -193,7 +196,7 @@ class GlobalQsgdCodec final : public Codec {
     list_own_codes(operation, encoding, options, on_support(operation));
     const auto bounds = one_round_bounds(comm, setup, d);
     const auto counts = bounds.empty() ? gather_after_counts(comm, tag, d, options)
-                                       : gather_within_bounds(comm, tag, bounds, options);
+                                       : gather_within_bounds(comm, tag, bounds, d, options);
     if (counts.empty()) return false;
 
     PhaseScope timed(options.phases, &PhaseTimes::decode);
@@ -237,64 +240,55 @@ class GlobalQsgdCodec final : public Codec {
     for (const double bound : setup.shared_values) {
       if (!(bound >= 0) || bound > static_cast<double>(d)) return {};
       bounds.push_back(static_cast<std::size_t>(bound));
-      total += bounds.back();
+      total += sparse_message_capacity(bounds.back());
     }
-    if (total * kEntryBytes >= 2 * payload_bytes(d)) return {};
+    if (total >= 2 * payload_bytes(d)) return {};
     return bounds;
   }
-  // This rank's entries as it sends them (b.mine): its indices, then their
-  // codes.
-  void pack_own_entries() const {
+  // This rank's message (b.mine, sparse_messages.h): its non-zero entries,
+  // or its support's runs with every code when that is smaller.
+  void pack_own_message() const {
     SparseBuffers& b = sparse_buffers_;
-    const std::size_t nnz = b.index.size();
-    b.mine.resize(nnz * kEntryBytes);
-    std::memcpy(b.mine.data(), b.index.data(), nnz * 4);
-    std::memcpy(b.mine.data() + nnz * 4, b.own_codes.data(), nnz);
+    pack_sparse_message(b.index, b.own_codes, b.runs, b.run_codes, b.mine);
   }
-  // One round: every rank's entries into b.all, within the bounds' room,
-  // each message's size giving its count; then packed in rank order.
-  // Returns the counts.
+  // One round: every rank's message into b.all, within the bounds' room,
+  // each message's size read from it; then packed in rank order and
+  // expanded into entries. Returns the counts of entries.
   std::vector<std::size_t> gather_within_bounds(Communicator& comm, int tag,
-                                                std::span<const std::size_t> bounds,
+                                                std::span<const std::size_t> bounds, std::size_t d,
                                                 const CollectiveOptions& options) const {
     SparseBuffers& b = sparse_buffers_;
-    pack_own_entries();
+    pack_own_message();
     std::vector<std::size_t> room(bounds.size());
     std::size_t total = 0;
-    for (std::size_t r = 0; r < bounds.size(); ++r) total += room[r] = bounds[r] * kEntryBytes;
+    for (std::size_t r = 0; r < bounds.size(); ++r) {
+      total += room[r] = sparse_message_capacity(bounds[r]);
+    }
     b.all.resize(total);
     const auto received = allgatherv_bytes_within(comm, tag, b.mine, room, b.all,
                                                   comm.timeout(options.timeout), spec());
-    std::vector<std::size_t> counts(bounds.size());
     std::size_t from = 0, to = 0;
     for (std::size_t r = 0; r < bounds.size(); ++r) {
-      if (received[r] % kEntryBytes != 0) {
-        throw CommError(spec() + ": sparse entries from rank " + std::to_string(r) + " are " +
-                        std::to_string(received[r]) + " bytes, not whole entries of " +
-                        std::to_string(kEntryBytes) + " (corrupt message?)");
-      }
-      counts[r] = received[r] / kEntryBytes;
       std::memmove(b.all.data() + to, b.all.data() + from, received[r]);
       from += room[r];
       to += received[r];
     }
-    return counts;
+    return expand_sparse_messages(std::span(b.all).first(to), received, d, spec(), b.entries);
   }
-  // A round of every rank's count, then, if the entries are smaller than
-  // dense, the entries into b.all; returns the counts (empty: dense).
+  // A round of every rank's message size, then, if the messages are
+  // smaller than dense, the messages into b.all, expanded into entries;
+  // returns the counts of entries (empty: dense).
   std::vector<std::size_t> gather_after_counts(Communicator& comm, int tag, std::size_t d,
                                                const CollectiveOptions& options) const {
     SparseBuffers& b = sparse_buffers_;
-    auto counts = allgather_counts_body(comm, tag, b.index.size(), comm.timeout(options.timeout));
+    pack_own_message();
+    const auto sizes = allgather_counts_body(comm, tag, b.mine.size(), comm.timeout(options.timeout));
     std::size_t total = 0;
-    for (std::size_t c : counts) total += c;
-    if (total * kEntryBytes >= 2 * payload_bytes(d)) return {};
-    pack_own_entries();
-    std::vector<std::size_t> byte_counts(counts.size());
-    for (std::size_t r = 0; r < counts.size(); ++r) byte_counts[r] = counts[r] * kEntryBytes;
-    b.all.resize(total * kEntryBytes);
-    allgatherv_bytes_body(comm, tag, b.mine, byte_counts, b.all, options);
-    return counts;
+    for (std::size_t size : sizes) total += size;
+    if (total >= 2 * payload_bytes(d)) return {};
+    b.all.resize(total);
+    allgatherv_bytes_body(comm, tag, b.mine, sizes, b.all, options);
+    return expand_sparse_messages(b.all, sizes, d, spec(), b.entries);
   }
 
   // This rank's non-zero codes and their indices (b.own_codes, b.index), in
@@ -305,6 +299,8 @@ class GlobalQsgdCodec final : public Codec {
     SparseBuffers& b = sparse_buffers_;
     b.index.clear();
     b.own_codes.clear();
+    b.runs.clear();
+    b.run_codes.clear();
     PhaseScope timed(options.phases, &PhaseTimes::encode);
     const auto add_nonzero = [&b](std::span<const std::byte> codes, std::size_t first) {
       for (std::size_t k = 0; k < codes.size(); ++k) {
@@ -319,6 +315,8 @@ class GlobalQsgdCodec final : public Codec {
         if (r.count == 0) continue;
         encoding.encode(operation.input.subspan(r.first, r.count), r.first, b.codes);
         add_nonzero(b.codes, r.first);
+        b.runs.push_back(r);  // the runs form of the message (sparse_messages.h)
+        b.run_codes.insert(b.run_codes.end(), b.codes.begin(), b.codes.end());
       }
       return;
     }
@@ -349,7 +347,7 @@ class GlobalQsgdCodec final : public Codec {
       const auto step_f = static_cast<float>(step);
       std::int32_t sum = 0;
       merge_by_index(
-          sparse_buffers_.all, counts, output.size(), spec(),
+          sparse_buffers_.entries, counts, output.size(), spec(),
           [&](std::size_t r, std::uint8_t code) {
             const auto level = static_cast<std::int8_t>(code);
             if (std::abs(level) > levels) throw bad_code(r);
@@ -368,7 +366,7 @@ class GlobalQsgdCodec final : public Codec {
     const double scale = setup.norm / setup.ranks;
     double sum = 0.0;
     merge_by_index(
-        sparse_buffers_.all, counts, output.size(), spec(),
+        sparse_buffers_.entries, counts, output.size(), spec(),
         [&](std::size_t r, std::uint8_t code) {
           const int e = exp_dither::exponent(code);
           if (e < c || e > exp_dither::kMaxExponent) throw bad_code(r);
@@ -380,14 +378,14 @@ class GlobalQsgdCodec final : public Codec {
         });
   }
 
-  static constexpr std::size_t kEntryBytes = 5;
 
   GlobalQsgdConfig config_;
   // The sparse path's codes, non-zero positions, and outgoing and gathered
   // entries: allocated by the first steps, reused by the next.
   struct SparseBuffers {
-    std::vector<std::byte> codes, own_codes, mine, all;
+    std::vector<std::byte> codes, own_codes, mine, all, run_codes, entries;
     std::vector<std::uint32_t> index;
+    std::vector<Range> runs;
   };
   mutable SparseBuffers sparse_buffers_;
 };
