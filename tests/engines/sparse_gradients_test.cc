@@ -273,5 +273,49 @@ TEST(SparseMeans, AFailedStepIsFollowedByAWholeClear) {
   });
 }
 
+// A dense model with a layer one rank leaves unused: that rank's region
+// holds the last step's means, which no exchange of rows tells it are
+// non-zero elsewhere, so it is cleared whole each step. The means equal
+// those of a run where the rank uses the layer with a zero gradient.
+TEST(SparseMeans, ALayerUnusedOnOneRankOfADenseModelContributesZero) {
+  for (const int ranks : {2, 3, 4}) {
+    test::run_world(ranks, [](Communicator& comm) {
+      const auto make = [] {
+        std::vector<nn::Linear> layers{nn::Linear(3, 2), nn::Linear(3, 2)};
+        torch::NoGradGuard no_grad;
+        for (std::size_t k = 0; k < layers.size(); ++k) {
+          layers[k]->weight.copy_(torch::sin(torch::arange(6, torch::kFloat) + static_cast<float>(k)).reshape({2, 3}));
+          layers[k]->bias.fill_(0.1f);
+        }
+        return layers;
+      };
+      auto unused = make(), zero = make();
+      const auto parameters = [](std::vector<nn::Linear>& layers) {
+        return std::vector<NamedTensor>{{"a.weight", layers[0]->weight}, {"a.bias", layers[0]->bias},
+                                        {"b.weight", layers[1]->weight}, {"b.bias", layers[1]->bias}};
+      };
+      EngineOptions options;
+      options.codec = CodecSpec::parse("fp32");
+      DataParallelEngine unused_engine(comm, parameters(unused), options);
+      DataParallelEngine zero_engine(comm, parameters(zero), options);
+      for (int step = 0; step < 3; ++step) {
+        const auto x = torch::full({1, 3}, 0.5f + static_cast<float>(step + comm.rank()));
+        const bool skip = comm.rank() == 0;
+        OracleResult a, b;
+        unused_engine.compute_gradients([&] {
+          auto loss = unused[0](x).sum();
+          return skip ? loss : loss + unused[1](x).pow(2).sum();
+        }, a);
+        zero_engine.compute_gradients([&] {
+          const auto second = zero[1](x).pow(2).sum();
+          return zero[0](x).sum() + (skip ? second * 0.0f : second);
+        }, b);
+        EXPECT_TRUE(torch::equal(unused[1]->weight.grad(), zero[1]->weight.grad()))
+            << comm.size() << " ranks, step " << step;
+      }
+    });
+  }
+}
+
 }  // namespace
 }  // namespace qccl::engines

@@ -97,8 +97,10 @@ std::vector<std::uint8_t> RowGradients::message() const {
 
 void RowGradients::exchange(Communicator& comm, int tag, std::span<const std::size_t> sizes,
                             const CollectiveOptions& options) {
-  exchanged_ = true;
+  // Nobody has rows: nothing moves, and nothing is learnt of the other
+  // ranks' forms (a tensor unused here may be dense elsewhere).
   if (std::all_of(sizes.begin(), sizes.end(), [](std::size_t s) { return s == 0; })) return;
+  exchanged_ = true;
   // A rank without rows still tells its forms (a dense gradient of a table
   // another rank sends as rows makes the table dense for everybody).
   std::vector<std::size_t> counts(sizes.begin(), sizes.end());

@@ -60,7 +60,8 @@ class RowGradients {
   // Every rank's forms and rows into this step's view, inside a checked
   // call on `tag`: `sizes` are every rank's message_bytes(), gathered by the
   // call's check. One direct round (up to 16 ranks, else the ring) when
-  // some size is not 0; otherwise (nobody has rows) nothing moves.
+  // some size is not 0; otherwise (nobody has rows) nothing moves and the
+  // step's forms stay unknown.
   void exchange(Communicator& comm, int tag, std::span<const std::size_t> sizes,
                 const CollectiveOptions& options);
   // The step's rows of t over every rank (sorted, distinct) when t is handed

@@ -267,28 +267,47 @@ class GlobalQsgdCodec final : public Codec {
     b.all.resize(total);
     const auto received = allgatherv_bytes_within(comm, tag, b.mine, room, b.all,
                                                   comm.timeout(options.timeout), spec());
+    return expand_packed(received, room, d);
+  }
+  // A round of every rank's count of non-zeros, then, if their entries
+  // are smaller than dense, every rank's message into b.all, expanded into
+  // entries; returns the counts of entries (empty: dense). The decision
+  // weighs the entries whatever form a message takes, as the bounds do, so
+  // a call with a support and one without take the same path (the sums of
+  // exponential codes differ between the two). Up to kDirectGatherRanks
+  // the messages go in one round within their entries' room (the runs form
+  // is never larger); beyond, on the ring, as entries of known size.
+  std::vector<std::size_t> gather_after_counts(Communicator& comm, int tag, std::size_t d,
+                                               const CollectiveOptions& options) const {
+    SparseBuffers& b = sparse_buffers_;
+    const auto counts = allgather_counts_body(comm, tag, b.index.size(), comm.timeout(options.timeout));
+    std::vector<std::size_t> room(counts.size());
+    std::size_t total = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) total += room[r] = sparse_message_capacity(counts[r]);
+    if (total >= 2 * payload_bytes(d)) return {};
+    b.all.resize(total);
+    if (comm.size() <= kDirectGatherRanks) {
+      pack_own_message();
+      const auto received = allgatherv_bytes_within(comm, tag, b.mine, room, b.all,
+                                                    comm.timeout(options.timeout), spec());
+      return expand_packed(received, room, d);
+    }
+    pack_sparse_message(b.index, b.own_codes, {}, {}, b.mine);  // entries: their size is known
+    allgatherv_bytes_body(comm, tag, b.mine, room, b.all, options);
+    return expand_sparse_messages(b.all, room, d, spec(), b.entries);
+  }
+  // The messages received within `room` each, moved together in rank
+  // order and expanded into entries; returns the counts of entries.
+  std::vector<std::size_t> expand_packed(std::span<const std::size_t> received,
+                                         std::span<const std::size_t> room, std::size_t d) const {
+    SparseBuffers& b = sparse_buffers_;
     std::size_t from = 0, to = 0;
-    for (std::size_t r = 0; r < bounds.size(); ++r) {
+    for (std::size_t r = 0; r < received.size(); ++r) {
       std::memmove(b.all.data() + to, b.all.data() + from, received[r]);
       from += room[r];
       to += received[r];
     }
     return expand_sparse_messages(std::span(b.all).first(to), received, d, spec(), b.entries);
-  }
-  // A round of every rank's message size, then, if the messages are
-  // smaller than dense, the messages into b.all, expanded into entries;
-  // returns the counts of entries (empty: dense).
-  std::vector<std::size_t> gather_after_counts(Communicator& comm, int tag, std::size_t d,
-                                               const CollectiveOptions& options) const {
-    SparseBuffers& b = sparse_buffers_;
-    pack_own_message();
-    const auto sizes = allgather_counts_body(comm, tag, b.mine.size(), comm.timeout(options.timeout));
-    std::size_t total = 0;
-    for (std::size_t size : sizes) total += size;
-    if (total >= 2 * payload_bytes(d)) return {};
-    b.all.resize(total);
-    allgatherv_bytes_body(comm, tag, b.mine, sizes, b.all, options);
-    return expand_sparse_messages(b.all, sizes, d, spec(), b.entries);
   }
 
   // This rank's non-zero codes and their indices (b.own_codes, b.index), in
