@@ -279,6 +279,15 @@ TEST(GroupRules, RefuseWhatCannotWork) {
   EXPECT_THROW(decayed.set_group_rule(1, {RowUpdate::lazy_adam, 1.0}), InvalidArgument);  // no group 1
   EXPECT_THROW(decayed.set_group_rule(0, {RowUpdate::lazy_adam, 0.0}), InvalidArgument);
   EXPECT_THROW(row_update_from_name("sparse-adam"), InvalidArgument);
+  // A row beyond the table (a tensor built without torch's checks) is
+  // refused before any memory is touched.
+  auto q = table();
+  InPlaceAdam lazy(std::vector<torch::Tensor>{q}, optim::AdamOptions(0.1));
+  lazy.set_group_rule(0, {RowUpdate::lazy_adam, 1.0});
+  q.mutable_grad() = torch::_sparse_coo_tensor_unsafe(torch::tensor({{kRows}}),
+                                                      torch::ones({1, kWidth}), {kRows, kWidth})
+                         ._coalesced_(true);
+  EXPECT_THROW(lazy.step(), InvalidArgument);
   EXPECT_EQ(row_update_from_name("rowwise-adagrad"), RowUpdate::rowwise_adagrad);
 }
 

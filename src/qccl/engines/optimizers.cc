@@ -62,8 +62,16 @@ GradientRows gradient_rows(const torch::Tensor& p, const char* optimizer, torch:
     keep = torch::_sparse_coo_tensor_unsafe(indices.contiguous(), values.contiguous(), keep.sizes())
                ._coalesced_(true);
   }
-  return {keep._indices().data_ptr<std::int64_t>(), static_cast<std::size_t>(keep._nnz()),
-          static_cast<std::size_t>(p.dim() == 0 ? 1 : p.numel() / std::max<std::int64_t>(p.size(0), 1)),
+  const std::int64_t* rows = keep._indices().data_ptr<std::int64_t>();
+  const std::int64_t table_rows = p.dim() == 0 ? 1 : p.size(0);
+  for (std::int64_t k = 0; k < keep._nnz(); ++k) {
+    if (rows[k] < 0 || rows[k] >= table_rows) {  // the row kernels index memory with them
+      throw InvalidArgument(std::string(optimizer) + ": a gradient row " + std::to_string(rows[k]) +
+                            " of a parameter of " + std::to_string(table_rows) + " rows");
+    }
+  }
+  return {rows, static_cast<std::size_t>(keep._nnz()),
+          static_cast<std::size_t>(p.dim() == 0 ? 1 : p.numel() / std::max<std::int64_t>(table_rows, 1)),
           keep._values().data_ptr<float>()};
 }
 
