@@ -27,6 +27,8 @@ torch::Tensor evaluate(const torch::optim::Optimizer::LossClosure& closure) {
   return closure();
 }
 
+std::int64_t rows_of(const torch::Tensor& p) { return p.dim() == 0 ? 1 : p.size(0); }
+
 // The rows of a sparse gradient: coalesced (duplicates summed), one sparse
 // dimension, fp32 CPU values.
 torch::Tensor coalesced_rows(const torch::Tensor& p, const char* optimizer) {
@@ -63,7 +65,7 @@ GradientRows gradient_rows(const torch::Tensor& p, const char* optimizer, torch:
                ._coalesced_(true);
   }
   const std::int64_t* rows = keep._indices().data_ptr<std::int64_t>();
-  const std::int64_t table_rows = p.dim() == 0 ? 1 : p.size(0);
+  const std::int64_t table_rows = rows_of(p);
   for (std::int64_t k = 0; k < keep._nnz(); ++k) {
     if (rows[k] < 0 || rows[k] >= table_rows) {  // the row kernels index memory with them
       throw InvalidArgument(std::string(optimizer) + ": a gradient row " + std::to_string(rows[k]) +
@@ -71,7 +73,7 @@ GradientRows gradient_rows(const torch::Tensor& p, const char* optimizer, torch:
     }
   }
   return {rows, static_cast<std::size_t>(keep._nnz()),
-          static_cast<std::size_t>(p.dim() == 0 ? 1 : p.numel() / std::max<std::int64_t>(table_rows, 1)),
+          static_cast<std::size_t>(p.numel() / std::max<std::int64_t>(table_rows, 1)),
           keep._values().data_ptr<float>()};
 }
 
@@ -81,8 +83,6 @@ torch::Tensor add_into(torch::Tensor out, const torch::Tensor& a, const torch::T
   torch::add_out(out, a, b, alpha);
   return out;
 }
-
-std::int64_t rows_of(const torch::Tensor& p) { return p.dim() == 0 ? 1 : p.size(0); }
 
 // Adam's state of p: its moments (libtorch's), or for row-wise Adagrad one
 // accumulator per row in exp_avg_sq (exp_avg empty), so that checkpoints

@@ -329,13 +329,16 @@ class GlobalQsgdCodec final : public Codec {
       }
     };
     if (on_support) {
+      // Encoded straight into the runs form of the message
+      // (sparse_messages.h); the non-zeros listed from there.
       for (const Range& r : operation.support) {
-        b.codes.resize(r.count);
         if (r.count == 0) continue;
-        encoding.encode(operation.input.subspan(r.first, r.count), r.first, b.codes);
-        add_nonzero(b.codes, r.first);
-        b.runs.push_back(r);  // the runs form of the message (sparse_messages.h)
-        b.run_codes.insert(b.run_codes.end(), b.codes.begin(), b.codes.end());
+        const std::size_t at = b.run_codes.size();
+        b.run_codes.resize(at + r.count);
+        const auto codes = std::span(b.run_codes).subspan(at, r.count);
+        encoding.encode(operation.input.subspan(r.first, r.count), r.first, codes);
+        add_nonzero(codes, r.first);
+        b.runs.push_back(r);
       }
       return;
     }
