@@ -1,12 +1,16 @@
 // Rand-k: its spec and the refused combination; the same k_t positions of
-// every tensor on every rank with only values on the wire (the encoding's
-// size, and the bytes the ring sends); the scaled variant unbiased at 5σ,
+// every tensor (select=tensor) or k of the whole group (select=group, the
+// default; each tensor's share hypergeometric at 5σ) on every rank with
+// only values on the wire (the encoding's size, and the bytes the ring
+// sends); the scaled variant unbiased at 5σ,
 // its mean squared error equal to (d/k − 1)·||x̄||² (positions shared by the
 // ranks, so no 1/n) and within variance_bound; corrupt chunks refused.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "../support/collective_checks.h"
@@ -26,10 +30,13 @@ std::vector<float> dense_input(int rank, std::size_t d) {
 }
 
 TEST(RandkCodecTest, SpecIsCanonicalAndRefusesScaledErrorFeedback) {
-  EXPECT_EQ(make_codec("randk")->spec(), "randk:ratio=0.01,scale=none,ef=on");
-  EXPECT_EQ(make_codec("randk:scale=unbiased")->spec(), "randk:ratio=0.01,scale=unbiased,ef=off");
-  EXPECT_EQ(make_codec("randk:ef=off,ratio=0.5")->spec(), "randk:ratio=0.5,scale=none,ef=off");
-  for (const char* spec : {"randk", "randk:scale=unbiased,ratio=0.1", "randk:ef=off"}) {
+  EXPECT_EQ(make_codec("randk")->spec(), "randk:ratio=0.01,select=group,scale=none,ef=on");
+  EXPECT_EQ(make_codec("randk:scale=unbiased")->spec(),
+            "randk:ratio=0.01,select=group,scale=unbiased,ef=off");
+  EXPECT_EQ(make_codec("randk:ef=off,ratio=0.5,select=tensor")->spec(),
+            "randk:ratio=0.5,select=tensor,scale=none,ef=off");
+  for (const char* spec : {"randk", "randk:scale=unbiased,ratio=0.1", "randk:ef=off",
+                           "randk:select=tensor"}) {
     const auto codec = make_codec(spec);
     EXPECT_EQ(make_codec(codec->spec())->spec(), codec->spec());
   }
@@ -41,6 +48,7 @@ TEST(RandkCodecTest, SpecIsCanonicalAndRefusesScaledErrorFeedback) {
   }
   EXPECT_THROW(make_codec("randk:ratio=0"), InvalidArgument);
   EXPECT_THROW(make_codec("randk:scale=half"), InvalidArgument);
+  EXPECT_THROW(make_codec("randk:select=layer"), InvalidArgument);
 }
 
 TEST(RandkCodecTest, DeclaresBiasAggregationWireSizeAndBounds) {
@@ -64,50 +72,120 @@ TEST(RandkCodecTest, DeclaresBiasAggregationWireSizeAndBounds) {
   EXPECT_FALSE(plain->variance_bound(8.0, 1000, 4, Algorithm::ring));
 }
 
-// Every rank keeps the same k_t positions of every tensor — no rank sent
-// them — and changes them every step; the ring moves values only: every
-// segment's 4·(kept) bytes travel n − 1 hops in each of its two phases.
-TEST(RandkCodecTest, EveryRankKeepsTheSamePositionsAndSendsOnlyValues) {
+// Every rank's kept positions, the bytes they sent and each tensor's share,
+// for `steps` allreduces of `spec` over `layout` on `n` ranks.
+struct RandkSteps {
+  std::vector<std::vector<std::size_t>> per_tensor;  // [step][tensor] kept
+  std::vector<double> sent;                          // [step] bytes, all ranks
+};
+
+// Runs them, checking on the way what holds for both scopes: a kept value
+// is the rank's own (scale=none), the positions are the same on every rank
+// and change with the step.
+RandkSteps run_randk_steps(const std::string& spec, const TensorLayout& layout, int n,
+                           int steps) {
+  const std::size_t d = layout.total();
+  RandkSteps result;
+  run_world(n, [&](Communicator& comm) {
+    auto codec = make_codec(spec, {.seed = 8, .bucket = 1});
+    codec->set_layout(layout);
+    CollectiveOptions options;
+    options.chunk_bytes = 512;
+    std::vector<float> previous_mask;
+    for (int step = 0; step < steps; ++step) {
+      const auto input = dense_input(comm.rank() + step, d);
+      auto data = input;
+      std::vector<float> own(d);
+      const auto before = comm.data_bytes_sent();
+      codec->allreduce_mean(comm, data, options, own);
+      std::vector<double> sent{static_cast<double>(comm.data_bytes_sent() - before)};
+      allreduce_values<double>(comm.transport(), sent, ReduceOp::sum, comm.options().timeout);
+      std::vector<float> mask(d);
+      std::vector<std::size_t> per_tensor;
+      for (const TensorSlice& t : layout.tensors(d)) {
+        std::size_t in_tensor = 0;
+        for (std::size_t i = t.offset; i < t.offset + t.elements; ++i) {
+          mask[i] = own[i] != 0.0f ? 1.0f : 0.0f;
+          in_tensor += own[i] != 0.0f ? 1 : 0;
+          if (own[i] != 0.0f) {
+            EXPECT_EQ(own[i], input[i]);  // scale=none: the value itself
+          }
+        }
+        per_tensor.push_back(in_tensor);
+      }
+      expect_identical_across_ranks(comm, mask);
+      EXPECT_NE(mask, previous_mask) << "the positions did not change with the step";
+      previous_mask = mask;
+      if (comm.rank() == 0) {
+        result.per_tensor.push_back(per_tensor);
+        result.sent.push_back(sent[0]);
+      }
+    }
+  });
+  return result;
+}
+
+// select=tensor: every tensor keeps its own k_t; the ring moves values
+// only: every segment's 4·(kept) bytes travel n − 1 hops in each of its two
+// phases.
+TEST(RandkCodecTest, TensorScopeKeepsEachTensorsShareAndSendsOnlyValues) {
   const std::vector<std::size_t> sizes{100, 1000, 7, 0, 1};
   const auto layout = TensorLayout::of_sizes(sizes);
-  const std::size_t d = layout.total();
   constexpr double kRatio = 0.05;
   std::size_t kept = 0;
   for (std::size_t size : sizes) kept += sparse_count(kRatio, size);
   for (int n : {2, 3, 5}) {
-    run_world(n, [&](Communicator& comm) {
-      auto codec = make_codec("randk:ratio=0.05,scale=none,ef=off", {.seed = 8, .bucket = 1});
-      codec->set_layout(layout);
-      CollectiveOptions options;
-      options.chunk_bytes = 512;
-      std::vector<float> previous_mask;
-      for (int step = 0; step < 3; ++step) {
-        const auto input = dense_input(comm.rank() + step, d);
-        auto data = input;
-        std::vector<float> own(d);
-        const auto before = comm.data_bytes_sent();
-        codec->allreduce_mean(comm, data, options, own);
-        std::vector<double> sent{static_cast<double>(comm.data_bytes_sent() - before)};
-        allreduce_values<double>(comm.transport(), sent, ReduceOp::sum, comm.options().timeout);
-        EXPECT_EQ(sent[0], 2.0 * (n - 1) * 4.0 * static_cast<double>(kept));
-        std::vector<float> mask(d);
-        for (const TensorSlice& t : layout.tensors(d)) {
-          std::size_t in_tensor = 0;
-          for (std::size_t i = t.offset; i < t.offset + t.elements; ++i) {
-            mask[i] = own[i] != 0.0f ? 1.0f : 0.0f;
-            in_tensor += own[i] != 0.0f ? 1 : 0;
-            if (own[i] != 0.0f) {
-              EXPECT_EQ(own[i], input[i]);  // scale=none: the value itself
-            }
-          }
-          EXPECT_EQ(in_tensor, sparse_count(kRatio, t.elements)) << t.name;
-        }
-        expect_identical_across_ranks(comm, mask);
-        EXPECT_NE(mask, previous_mask) << "the positions did not change with the step";
-        previous_mask = mask;
+    const RandkSteps steps = run_randk_steps("randk:ratio=0.05,select=tensor,scale=none,ef=off",
+                                             layout, n, 3);
+    for (std::size_t s = 0; s < steps.sent.size(); ++s) {
+      EXPECT_EQ(steps.sent[s], 2.0 * (n - 1) * 4.0 * static_cast<double>(kept));
+      for (std::size_t t = 0; t < sizes.size(); ++t) {
+        EXPECT_EQ(steps.per_tensor[s][t], sparse_count(kRatio, sizes[t])) << "tensor " << t;
       }
-    });
+    }
   }
+}
+
+// select=group (the default, MergeComp §4.1): k = ⌈ratio·d⌉ positions of
+// the whole group, so 4·k bytes a segment-hop (one fewer element here than
+// the tensors' ceilings add up to), drawn uniformly across the tensors.
+TEST(RandkCodecTest, GroupScopeKeepsKOfTheWholeGroupAndSendsOnlyValues) {
+  const std::vector<std::size_t> sizes{100, 1000, 7, 0, 1};
+  const auto layout = TensorLayout::of_sizes(sizes);
+  const std::size_t kept = sparse_count(0.05, layout.total());
+  ASSERT_EQ(kept, 56u);
+  for (int n : {1, 2, 3, 4, 7}) {
+    const RandkSteps steps = run_randk_steps("randk:ratio=0.05,scale=none,ef=off", layout, n, 3);
+    for (std::size_t s = 0; s < steps.sent.size(); ++s) {
+      EXPECT_EQ(steps.sent[s], 2.0 * (n - 1) * 4.0 * static_cast<double>(kept));
+      std::size_t total = 0;
+      for (std::size_t k : steps.per_tensor[s]) total += k;
+      EXPECT_EQ(total, kept);
+    }
+  }
+}
+
+// Under select=group a tensor of K of the group's N elements receives a
+// hypergeometric share of the k draws: mean k·K/N, variance
+// k·(K/N)·(1 − K/N)·(N − k)/(N − 1). Over 300 steps (independent draws: the
+// step keys the generator) the first tensor's total is within 5σ of 300
+// times the mean, and its share varies (per tensor it would be constant).
+TEST(RandkCodecTest, GroupScopeSharesAreHypergeometric) {
+  const std::vector<std::size_t> sizes{100, 900};
+  const auto layout = TensorLayout::of_sizes(sizes);
+  constexpr int kSteps = 300;
+  const RandkSteps steps = run_randk_steps("randk:ratio=0.1,scale=none,ef=off", layout, 2, kSteps);
+  const double k = 100, share = 100.0 / 1000.0, big_n = 1000;
+  const double mean = k * share, variance = k * share * (1 - share) * (big_n - k) / (big_n - 1);
+  double total = 0;
+  std::size_t least = 100, most = 0;
+  for (const auto& per_tensor : steps.per_tensor) {
+    total += static_cast<double>(per_tensor[0]);
+    least = std::min(least, per_tensor[0]);
+    most = std::max(most, per_tensor[0]);
+  }
+  EXPECT_NEAR(total, kSteps * mean, 5 * std::sqrt(kSteps * variance));
+  EXPECT_LT(least, most) << "the first tensor kept the same count every step";
 }
 
 // Ranks at different steps would draw different positions: the call check

@@ -17,13 +17,14 @@ namespace {
 
 struct RandkConfig {
   double ratio = 0.01;
+  SelectionScope scope = SelectionScope::group;  // select=group|tensor
   bool unbiased = false;       // scale=unbiased: values times d_t/k_t
   bool error_feedback = true;  // ef=on
 };
 
 std::string randk_spec(const RandkConfig& config) {
-  return "randk:ratio=" + format_number(config.ratio) +
-         ",scale=" + (config.unbiased ? "unbiased" : "none") +
+  return "randk:ratio=" + format_number(config.ratio) + ",select=" +
+         std::string(selection_scope_name(config.scope)) + ",scale=" + (config.unbiased ? "unbiased" : "none") +
          ",ef=" + (config.error_feedback ? "on" : "off");
 }
 
@@ -105,13 +106,15 @@ class RandkReduction final : public Reduction {
   SumScaling scaling_;
 };
 
-// Rand-k without memory. Each step draws, for every tensor of the data
-// (selection_tensors), k_t = max(1, ⌈ratio·d_t⌉) distinct positions
-// uniformly (select_uniform, Floyd's algorithm) from the counter-based
-// generator keyed by (seed, step, bucket, shard, tensor) — never by the rank
-// — so every rank draws the same positions and none are sent. The shard is
-// 0 for the means; an allgather draws in each rank's shard with that shard's
-// index, which every rank knows.
+// Rand-k without memory. Each step draws, in every slice of the data
+// (selection_slices: with select=group, the default, the whole merged group
+// as one tensor, as MergeComp §4.1 Algorithm 1 compresses a group; with
+// select=tensor each tensor of the layout), k_t = max(1, ⌈ratio·d_t⌉)
+// distinct positions uniformly (select_uniform, Floyd's algorithm) from the
+// counter-based generator keyed by (seed, step, bucket, shard, slice) —
+// never by the rank — so every rank draws the same positions and none are
+// sent. The shard is 0 for the means; an allgather draws in each rank's
+// shard with that shard's index, which every rank knows.
 //
 // scale=none sends C(x) = x on the positions (E[C(x)] = (k/d)·x, biased:
 // meant for error feedback, Stich et al. 2018's memory SGD with rand-k);
@@ -126,11 +129,12 @@ class RandkCodec final : public Codec {
   // The kept values are summed in transit, but only qccl's collectives
   // know which positions a chunk holds: no native equivalent.
   CodecTraits traits() const override { return {.unbiased = config_.unbiased}; }
-  // Exactly 4·Σ_t k_t bytes for `count` elements (the layout's tensors, or
-  // one when it does not cover `count`), however the vector is chunked.
+  // Exactly 4·Σ_t k_t bytes for `count` elements (over the selection's
+  // slices: one for select=group, or when the layout does not cover
+  // `count`), however the vector is chunked.
   CodecBounds bounds(const BoundsQuery& q) const override {
     std::size_t kept = 0;
-    for (const TensorSlice& t : selection_tensors(layout(), q.count)) {
+    for (const TensorSlice& t : slices(q.count)) {
       kept += sparse_count(config_.ratio, t.elements);
     }
     return {sizeof(float) * kept, abs_error(q.inf_norm, q.ranks),
@@ -147,7 +151,7 @@ class RandkCodec final : public Codec {
     return norm * (std::max(1.0, s - 1.0) + s * ranks * std::ldexp(1.0, -23));
   }
 
-  // The unbiased variant, positions shared by the ranks. For one tensor of d
+  // The unbiased variant, positions shared by the ranks. For one slice of d
   // elements, each kept with probability p = k/d and scaled by 1/p,
   // E||C(y) − y||² = Σ_j y_j² ((1/p − 1)²·p + (1 − p)) = (d/k − 1)·||y||².
   // The ranks use the same positions, so their errors are not independent:
@@ -159,7 +163,7 @@ class RandkCodec final : public Codec {
   std::optional<double> variance(double squared_norm, std::size_t d, int ranks) const {
     if (!config_.unbiased) return std::nullopt;
     double largest = 1.0;
-    for (const TensorSlice& t : selection_tensors(layout(), d)) {
+    for (const TensorSlice& t : slices(d)) {
       if (t.elements == 0) continue;
       largest = std::max(largest, static_cast<double>(t.elements) /
                                       static_cast<double>(sparse_count(config_.ratio, t.elements)));
@@ -212,7 +216,7 @@ class RandkCodec final : public Codec {
     }
     double largest = 1.0;
     for (std::size_t length : lengths) {
-      for (const TensorSlice& t : selection_tensors(layout(), length)) {
+      for (const TensorSlice& t : slices(length)) {
         if (t.elements == 0) continue;
         const double factor = static_cast<double>(t.elements) /
                               static_cast<double>(sparse_count(config_.ratio, t.elements));
@@ -233,11 +237,16 @@ class RandkCodec final : public Codec {
   }
 
  private:
+  // Where the positions are drawn, for data of `length` elements.
+  std::vector<TensorSlice> slices(std::size_t length) const {
+    return selection_slices(layout(), length, config_.scope);
+  }
+
   // Appends shard `shard`'s positions (at `where` in the element space) and,
   // when scaling, their factors.
   void select(const StepSetup& setup, std::size_t shard, Range where,
               std::vector<std::size_t>& selected, std::vector<float>& factors) const {
-    const auto tensors = selection_tensors(layout(), where.count);
+    const auto tensors = slices(where.count);
     for (std::size_t l = 0; l < tensors.size(); ++l) {
       const TensorSlice& t = tensors[l];
       const std::size_t k = sparse_count(config_.ratio, t.elements);
@@ -269,6 +278,7 @@ std::unique_ptr<Codec> make_randk_codec(const SpecSyntax& spec, CodecSettings se
   CodecParams params(spec);
   RandkConfig config;
   config.ratio = read_sparse_ratio(params, "randk");
+  config.scope = read_selection_scope(params);
   config.unbiased = params.choice("scale", {"none", "unbiased"}, "none") == "unbiased";
   config.error_feedback =
       params.choice("ef", {"on", "off"}, config.unbiased ? "off" : "on") == "on";
