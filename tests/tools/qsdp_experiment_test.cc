@@ -230,6 +230,13 @@ TEST(QsdpExperiment, WritesConsistentRowsAndIsReproducible) {
     EXPECT_GT(row["step_ms"].get<double>(), 0.0);
     EXPECT_GT(row["sent_bytes_per_step"].get<double>(), 0.0);
     EXPECT_GT(row["peak_rss_mib"].get<double>(), 1.0);
+    // Uniform initial weights spread over √12 ≈ 3.46 of their σ; 4 steps
+    // barely move them.
+    const double median = row["weights_range_over_sd"]["median"].get<double>();
+    const double widest = row["weights_range_over_sd"]["widest"].get<double>();
+    EXPECT_GT(median, 3.0) << row;
+    EXPECT_LT(median, 6.0) << row;
+    EXPECT_GE(widest, median) << row;
     EXPECT_NEAR(row["step_ms"].get<double>(),
                 row["split_ms"]["data"].get<double>() + row["split_ms"]["compute"].get<double>() +
                     row["split_ms"]["waiting"].get<double>() +
@@ -279,6 +286,33 @@ TEST(QsdpExperiment, WritesConsistentRowsAndIsReproducible) {
     EXPECT_EQ(again["variants"][i]["computed_perplexities"], rows[i]["computed_perplexities"]) << i;
     EXPECT_EQ(again["variants"][i]["sent_bytes_per_step"], rows[i]["sent_bytes_per_step"]) << i;
   }
+  fs::remove_all(root);
+}
+
+// 2 of every 32 or more rows of a block's weights made 16 times larger: the
+// matrix's range grows 16-fold and its σ about √(1 + f·255) with f <= 1/16
+// the outliers' share (at most 4.1-fold), so range/σ widens at least 3.9×;
+// 2.5× leaves room for the 4 training steps.
+TEST(QsdpExperiment, OutlierRowsWidenTheWeightsRange) {
+  const fs::path root =
+      fs::temp_directory_path() / ("qccl-qsdp-outliers-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  auto plain_config = tiny((root / "plain").string());
+  plain_config.variants = {"fp32"};
+  plain_config.seeds = {1};
+  auto outlier_config = plain_config;
+  outlier_config.output = (root / "outliers").string();
+  engines::set_gpt_outliers(outlier_config.train, "2:16");
+  const auto plain = run(plain_config), outliers = run(outlier_config);
+  EXPECT_EQ(outliers["gpt_outlier_rows"], 2);
+  const auto widest = [](const nlohmann::json& json) {
+    return json["variants"][0]["weights_range_over_sd"]["widest"].get<double>();
+  };
+  const auto median = [](const nlohmann::json& json) {
+    return json["variants"][0]["weights_range_over_sd"]["median"].get<double>();
+  };
+  EXPECT_GT(median(outliers), 2.5 * median(plain));
+  EXPECT_GT(widest(outliers), 2.5 * widest(plain));
   fs::remove_all(root);
 }
 

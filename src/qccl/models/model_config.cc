@@ -1,5 +1,9 @@
 #include "qccl/models/model_config.h"
 
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
 #include "qccl/common/errors.h"
 #include "qccl/common/name_list.h"
 
@@ -35,11 +39,47 @@ void validate(const ModelConfig& c) {
   require(c.sequence_length >= 2 && c.sequence_length <= 4096, "--sequence-length must be in 2..4096");
   require(c.hidden >= 1 && c.hidden <= 8192, "--hidden must be in 1..8192");
   require(c.layers >= 1 && c.layers <= 64, "--layers must be in 1..64");
+  require(c.gpt_outlier_rows == 0 || c.model == "gpt",
+          "--gpt-outliers applies to --model gpt only");
+  require(c.gpt_outlier_rows <= c.hidden,
+          "--gpt-outliers: at most --hidden rows of each weight (every block's layers have at "
+          "least that many)");
+  require(std::isfinite(c.gpt_outlier_scale) && c.gpt_outlier_scale > 0,
+          "--gpt-outliers: the scale must be a positive finite number");
   require(c.fields >= 1 && c.fields <= 64, "--fields must be in 1..64");
   require(c.values_per_field >= 2 && c.values_per_field <= (std::size_t{1} << 26),
           "--values-per-field must be in 2..2^26");
   require(c.click_samples >= 10 && c.click_samples < (std::size_t{1} << 31),
           "--click-samples must be in 10..2^31");
+}
+
+void set_gpt_outliers(ModelConfig& config, const std::string& text) {
+  const auto colon = text.find(':');
+  std::size_t rows = 0, used = 0;
+  double scale = 0;
+  bool read = colon != std::string::npos && colon > 0;
+  try {
+    if (read) {
+      const std::string rows_text = text.substr(0, colon), scale_text = text.substr(colon + 1);
+      read = rows_text.find_first_not_of("0123456789") == std::string::npos;
+      rows = read ? std::stoull(rows_text) : 0;
+      scale = std::stod(scale_text, &used);
+      read = read && used == scale_text.size();
+    }
+  } catch (const std::logic_error&) {
+    read = false;
+  }
+  require(read, "--gpt-outliers takes ROWS:SCALE, e.g. 2:16 (2 rows of every block's weights "
+                "times 16), not '" + text + "'");
+  config.gpt_outlier_rows = rows;
+  config.gpt_outlier_scale = scale;
+}
+
+std::string gpt_outliers_text(const ModelConfig& config) {
+  if (config.gpt_outlier_rows == 0) return "";
+  std::ostringstream text;
+  text << ", outlier rows " << config.gpt_outlier_rows << " x" << config.gpt_outlier_scale;
+  return text.str();
 }
 
 namespace {

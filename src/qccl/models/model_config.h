@@ -21,6 +21,12 @@ struct ModelConfig {
   std::size_t sequence_length = 64;       // char-lstm, gpt
   std::size_t hidden = 256;               // char-lstm, gpt (its width)
   std::size_t layers = 4;                 // gpt
+  // gpt: outlier rows at initialisation, to study quantization without
+  // buckets (QSDP §6). `gpt_outlier_rows` rows of every block's linear
+  // weight, evenly spaced, are multiplied by `gpt_outlier_scale`; 0 rows:
+  // none (the default).
+  std::size_t gpt_outlier_rows = 0;
+  double gpt_outlier_scale = 1.0;
   std::size_t fields = 8, values_per_field = 100000;  // recommender
   // recommender: embedding tables with sparse gradients (the rows a batch
   // touched), which the engine reduces in proportion to those rows.
@@ -33,6 +39,12 @@ std::vector<std::string> model_names();
 // (char-lstm), clicks (recommender).
 std::string dataset_for_model(const std::string& model);
 std::vector<std::string> dataset_names();
+// Reads "ROWS:SCALE" (`--gpt-outliers 2:16`) into gpt_outlier_rows and
+// gpt_outlier_scale; throws InvalidArgument for any other form.
+void set_gpt_outliers(ModelConfig& config, const std::string& text);
+// The outlier rows in words, "" without them: ", outlier rows 2 x16".
+std::string gpt_outliers_text(const ModelConfig& config);
+
 // Throws InvalidArgument naming the setting: an unknown model or dataset, a
 // dataset the model does not learn from, a size out of range.
 void validate(const ModelConfig& config);

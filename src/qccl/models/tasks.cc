@@ -262,7 +262,10 @@ struct GptNet : nn::Module {
   nn::ModuleList blocks{nullptr};
   nn::LayerNorm norm{nullptr};
   BlockRunner* runner = nullptr;
-  GptNet(std::int64_t vocabulary, const ModelConfig& config) {
+  std::size_t outlier_rows = 0;
+  double outlier_scale = 1.0;
+  GptNet(std::int64_t vocabulary, const ModelConfig& config)
+      : outlier_rows(config.gpt_outlier_rows), outlier_scale(config.gpt_outlier_scale) {
     const auto width = static_cast<std::int64_t>(config.hidden);
     tokens = register_module("tokens", nn::Embedding(vocabulary, width));
     positions = register_module("positions",
@@ -274,7 +277,12 @@ struct GptNet : nn::Module {
     norm = register_module("norm", nn::LayerNorm(nn::LayerNormOptions({width})));
   }
   // Embeddings U(±0.02·√3) (GPT-2's N(0, 0.02²) in spread), linear layers
-  // PyTorch's default, LayerNorms the identity.
+  // PyTorch's default, LayerNorms the identity. With outlier rows
+  // (ModelConfig::gpt_outlier_rows = R), rows ⌊j·out/R⌋, j < R, of every
+  // block's linear weight are then multiplied by the scale: a few units
+  // whose weights span a range many times the rest's, as trained LLMs grow
+  // (Dettmers et al., LLM.int8(), arXiv:2208.07339), and which a range per
+  // bucket confines where one range per layer does not (QSDP §6).
   void initialize(std::uint64_t seed) {
     initialize_module_impl(*tokens, seed, 0.02 * std::sqrt(3.0));
     initialize_module_impl(*positions, seed + 1, 0.02 * std::sqrt(3.0));
@@ -285,6 +293,16 @@ struct GptNet : nn::Module {
       }
     }
     torch::NoGradGuard no_grad;
+    for (std::size_t l = 0; l < blocks->size() && outlier_rows > 0; ++l) {
+      auto& block = *blocks[l]->as<GptBlockImpl>();
+      for (auto* linear : {&block.qkv, &block.proj, &block.up, &block.down}) {
+        auto& weight = (*linear)->weight;
+        const auto rows = static_cast<std::size_t>(weight.size(0));
+        for (std::size_t j = 0; j < outlier_rows; ++j) {
+          weight[static_cast<std::int64_t>(j * rows / outlier_rows)].mul_(outlier_scale);
+        }
+      }
+    }
     for (auto& item : named_parameters()) {
       if (item.key().find("norm") == std::string::npos) continue;
       item.value().fill_(item.key().ends_with("weight") ? 1.0 : 0.0);

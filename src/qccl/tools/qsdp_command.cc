@@ -40,6 +40,10 @@ CLI::App* add_qsdp_experiment(CLI::App& experiment, QsdpCommand& command) {
                   "1900 and 3800 scaled (default: steps/12)");
   sub->add_option("--hidden", t.hidden, "gpt width (default 128)");
   sub->add_option("--layers", t.layers, "gpt transformer blocks (default 2)");
+  sub->add_option_function<std::string>(
+      "--gpt-outliers", [&t](const std::string& text) { engines::set_gpt_outliers(t, text); },
+      "ROWS:SCALE: that many rows of every block's linear weights made SCALE times larger at "
+      "initialisation, in every variant (default none)");
   sub->add_option("--sequence-length", t.sequence_length, "characters per sample (default 64)");
   sub->add_option("--batch", t.batch, "samples per rank per step (default 16)");
   sub->add_option("--optimizer", t.optimizer, "adamw (default), adam or sgd");

@@ -63,6 +63,10 @@ void add_model_options(CLI::App& sub, TrainCommand& command) {
   sub.add_option("--sequence-length", c.sequence_length, "char-lstm, gpt: characters per sample (64)");
   sub.add_option("--hidden", c.hidden, "char-lstm: LSTM width; gpt: model width (256)");
   sub.add_option("--layers", c.layers, "gpt: transformer blocks (4)");
+  sub.add_option_function<std::string>(
+      "--gpt-outliers", [&c](const std::string& text) { set_gpt_outliers(c, text); },
+      "gpt: ROWS:SCALE, that many rows of every block's linear weights made SCALE times larger "
+      "at initialisation (default none)");
   sub.add_option("--fields", c.fields, "recommender: categorical fields (8)");
   sub.add_option("--values-per-field", c.values_per_field,
                  "recommender: rows of each embedding table (100000)");

@@ -29,7 +29,7 @@ std::string model_text(const TrainConfig& c) {
     text << " (hidden " << c.hidden << ", sequence length " << c.sequence_length << ")";
   } else if (c.model == "gpt") {
     text << " (width " << c.hidden << ", " << c.layers << " layers, sequence length "
-         << c.sequence_length << ")";
+         << c.sequence_length << gpt_outliers_text(c) << ")";
   } else if (c.model == "recommender") {
     text << " (" << c.fields << " fields of " << c.values_per_field << " values, "
          << c.click_samples << " click samples)";

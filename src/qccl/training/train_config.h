@@ -83,6 +83,9 @@ struct TrainConfig : ModelConfig {
   int threads = 1;                        // libtorch intra-op threads per rank
   // Keep the final parameters in the summary (tests compare runs).
   bool return_parameters = false;
+  // Measure how wide each weight matrix's values spread at the end:
+  // TrainSummary::weight_ranges.
+  bool report_weight_ranges = false;
   // After the last epoch, evaluate also the weights the oracles compute
   // with where the engine has others than its parameters (sharded with a
   // quantizing weights codec: QSDP's Q^w(W)): final_computed_metric.
@@ -112,6 +115,17 @@ struct StepSplit {
 struct SteadyFaults {
   std::size_t steps = 0;
   double mean = 0, max = 0;
+};
+
+// One weight matrix's spread at the end of a run: (max − min)/σ over its
+// values (σ the population standard deviation). Uniform values give √12 ≈
+// 3.5, normal ones about 2·√(2·ln d); a few outliers make it far wider, and
+// a quantizer with one range for the matrix then has a step that large
+// against its typical value (QSDP §6's case for buckets).
+struct WeightRange {
+  std::string name;
+  std::size_t elements = 0;
+  double range_over_sd = 0;
 };
 
 struct EpochResult {
@@ -173,6 +187,7 @@ struct TrainSummary {
   std::uint64_t peak_rss_bytes = 0;
   std::vector<EpochResult> epochs;
   std::vector<float> final_parameters;  // with return_parameters
+  std::vector<WeightRange> weight_ranges;  // with report_weight_ranges: every 2-D parameter
 };
 
 std::vector<std::string> optimizer_names();

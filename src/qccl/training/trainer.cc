@@ -85,7 +85,7 @@ std::string optimizer_text(const TrainConfig& c) {
 // rank with a MismatchError naming the field and the ranks.
 void check_settings_agree(Communicator& comm, const TrainConfig& c, std::int64_t resume_step) {
   Fingerprint fingerprint("train settings");
-  fingerprint.add_text("model and data", c.model + " on " + c.data +
+  fingerprint.add_text("model and data", c.model + " on " + c.data + gpt_outliers_text(c) +
                                              (c.sparse_embeddings ? "" : ", --dense-embeddings"))
       .add_text("codec", exchange_settings(c))
       .add_text("optimizer", optimizer_text(c))
@@ -185,6 +185,8 @@ class TrainingRun {
   void skip(const NonFiniteError& error);
   // The layout's counts in the summary (at the start and after a re-plan).
   void describe_layout();
+  // Every 2-D parameter's spread, of the whole model (on every rank).
+  std::vector<WeightRange> weight_ranges();
   // MergeComp: measure, search, re-plan, and log the choice.
   void plan_buckets();
   // The model's parameters and the weights the last oracle computed with
@@ -481,6 +483,23 @@ void TrainingRun::log_step(std::int64_t epoch, double loss, double lr, double se
   log_->write(line);
 }
 
+// (max − min)/σ of every 2-D parameter, in double; the sharded engine
+// gathers its shards for it, so every rank takes part.
+std::vector<WeightRange> TrainingRun::weight_ranges() {
+  const WholeModel whole(*engine_);
+  torch::NoGradGuard no_grad;
+  std::vector<WeightRange> ranges;
+  for (const auto& item : task_->model().named_parameters()) {
+    const torch::Tensor& p = item.value();
+    if (p.dim() != 2 || p.numel() < 2) continue;
+    const auto values = p.detach().to(torch::kFloat64);
+    const double sd = values.std(/*unbiased=*/false).item<double>();
+    const double range = (values.max() - values.min()).item<double>();
+    ranges.push_back({item.key(), static_cast<std::size_t>(p.numel()), sd > 0 ? range / sd : 0.0});
+  }
+  return ranges;
+}
+
 void TrainingRun::end_epoch(std::int64_t epoch, Clock::time_point epoch_start) {
   progress_.end_line();
   double train_loss = 0;
@@ -541,6 +560,7 @@ TrainSummary TrainingRun::result() {
     summary.steps_per_second = static_cast<double>(summary.steps) / training_seconds_;
     summary.samples_per_second = summary.steps_per_second * static_cast<double>(global_batch_);
   }
+  if (config_.report_weight_ranges) summary.weight_ranges = weight_ranges();
   if (config_.return_parameters) {
     const WholeModel whole(*engine_);
     for (const auto& p : task_->model().parameters()) {

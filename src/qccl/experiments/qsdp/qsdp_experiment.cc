@@ -34,6 +34,7 @@ engines::TrainConfig train_config_for(const QsdpExperimentConfig& config,
   one.epochs = 1;
   one.max_steps_per_epoch = config.steps;
   one.evaluate_computed_weights = true;
+  one.report_weight_ranges = true;
   return one;
 }
 

@@ -19,7 +19,8 @@ const char* const kColumns =
     "variant,weights_codec,gradients_codec,steps,seeds,perplexity,perplexity_sd,"
     "relative_perplexity_percent,relative_sd,computed_perplexity,computed_perplexity_sd,"
     "computed_relative_percent,computed_relative_sd,step_ms,data_ms,compute_ms,waiting_ms,optimizer_ms,mean_step_ms,sent_bytes_per_step,"
-    "payload_bytes_per_step,speedup_vs_fp32,speedup_vs_baseline,peak_rss_mib,wall_s";
+    "payload_bytes_per_step,speedup_vs_fp32,speedup_vs_baseline,peak_rss_mib,wall_s,"
+    "weights_range_sd_median,weights_range_sd_widest";
 
 // Bytes rank 0 sent per step; NaN where the transport could not count them.
 double sent_bytes(const QsdpRow& row) {
@@ -69,7 +70,8 @@ std::string csv_text(const QsdpReport& report) {
         << field(mean_step_ms(r)) << "," << field(sent_bytes(r)) << ","
         << field(r.summary.payload_bytes_per_step) << "," << field(r.speedup_vs_fp32) << ","
         << field(r.speedup_vs_baseline) << "," << field(rss_mib(r)) << ","
-        << field(r.summary.wall_seconds) << "\n";
+        << field(r.summary.wall_seconds) << "," << field(block_weight_spread(r.summary).median)
+        << "," << field(block_weight_spread(r.summary).widest) << "\n";
   }
   return csv.str();
 }
@@ -101,7 +103,10 @@ nlohmann::json row_json(const QsdpRow& r) {
           {"speedup_vs_fp32", number_or_null(r.speedup_vs_fp32)},
           {"speedup_vs_baseline", number_or_null(r.speedup_vs_baseline)},
           {"peak_rss_mib", rss_mib(r)},
-          {"wall_seconds", r.summary.wall_seconds}};
+          {"wall_seconds", r.summary.wall_seconds},
+          {"weights_range_over_sd",
+           {{"median", number_or_null(block_weight_spread(r.summary).median)},
+            {"widest", number_or_null(block_weight_spread(r.summary).widest)}}}};
 }
 
 std::string json_text(const QsdpReport& report) {
@@ -114,6 +119,8 @@ std::string json_text(const QsdpReport& report) {
                          {"ranks", report.ranks},
                          {"hidden", c.hidden},
                          {"layers", c.layers},
+                         {"gpt_outlier_rows", c.gpt_outlier_rows},
+                         {"gpt_outlier_scale", c.gpt_outlier_scale},
                          {"sequence_length", c.sequence_length},
                          {"parameters", first.parameters},
                          {"batch_per_rank", c.batch},

@@ -37,7 +37,7 @@ void print_settings(std::ostream& out, const QsdpReport& report) {
   const auto& first = report.rows.empty() ? none : report.rows.front().summary;
   out << "qsdp: " << c.model << " on " << first.data << ", " << first.engine << " engine, "
       << report.ranks << " ranks, hidden " << c.hidden << ", layers " << c.layers << ", sequence "
-      << c.sequence_length << ", " << first.parameters << " parameters, batch " << c.batch
+      << c.sequence_length << engines::gpt_outliers_text(c) << ", " << first.parameters << " parameters, batch " << c.batch
       << " per rank, " << report.steps << " steps, " << c.optimizer << " lr " << c.lr << " betas ("
       << c.beta1 << ", " << c.beta2 << "), seeds";
   for (const auto seed : report.seeds) out << " " << seed;
@@ -72,6 +72,18 @@ void print_table(std::ostream& out, const QsdpReport& report) {
   }
 }
 
+// The blocks' weight matrices' (max − min)/σ at the end of each variant's
+// first seed: where one range per layer (no buckets) costs precision.
+void print_weight_spreads(std::ostream& out, const QsdpReport& report) {
+  out << "\nweights' range/sd at the end (the blocks' matrices, seed " << report.seeds.front()
+      << "): median, widest\n";
+  for (const auto& r : report.rows) {
+    const WeightSpread spread = block_weight_spread(r.summary);
+    out << "  " << r.variant.name << ": " << fixed(spread.median, 1) << ", "
+        << fixed(spread.widest, 1) << "\n";
+  }
+}
+
 void print_codecs(std::ostream& out, const QsdpReport& report) {
   out << "\ncodecs:\n";
   bool learned = false;
@@ -102,6 +114,7 @@ void print_qsdp_report(std::ostream& out, const QsdpReport& report) {
   print_settings(out, report);
   print_table(out, report);
   print_codecs(out, report);
+  print_weight_spreads(out, report);
   out << "perplexity: on the test text after the last step, of the fp32 master weights; Q^w: of "
          "the weights\nthe model computed with (the weights codec's gather); mean ±sample standard "
          "deviation over the\nseeds; vs base: relative to the baseline's perplexity of the same "

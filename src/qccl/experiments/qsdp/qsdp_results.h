@@ -2,6 +2,7 @@
 // around them, which qsdp_output.h writes and qsdp_report.h prints.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <span>
@@ -48,6 +49,26 @@ inline double spread_of(std::span<const double> values) {
     if (std::isfinite(v)) squares += (v - mean) * (v - mean), n += 1;
   }
   return n > 1 ? std::sqrt(squares / (n - 1)) : (n == 1 ? 0.0 : std::nan(""));
+}
+
+// How wide the blocks' weight matrices spread at the end of a run
+// ((max − min)/σ, TrainSummary::weight_ranges of the parameters named
+// "blocks.…"): the median over them and the widest. NaN where none was
+// measured.
+struct WeightSpread {
+  double median = std::nan("");
+  double widest = std::nan("");
+};
+inline WeightSpread block_weight_spread(const engines::TrainSummary& summary) {
+  std::vector<double> values;
+  for (const auto& range : summary.weight_ranges) {
+    if (range.name.starts_with("blocks.")) values.push_back(range.range_over_sd);
+  }
+  if (values.empty()) return {};
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  const double median = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  return {median, values.back()};
 }
 
 struct QsdpReport {
