@@ -117,15 +117,18 @@ struct SteadyFaults {
   double mean = 0, max = 0;
 };
 
-// One weight matrix's spread at the end of a run: (max − min)/σ over its
-// values (σ the population standard deviation). Uniform values give √12 ≈
-// 3.5, normal ones about 2·√(2·ln d); a few outliers make it far wider, and
-// a quantizer with one range for the matrix then has a step that large
-// against its typical value (QSDP §6's case for buckets).
+// One weight matrix's spread at the end of a run: its range (max − min)
+// over the spread of its bulk, σ_bulk = 1.4826·median|w − median(w)| (the
+// median absolute deviation, which is σ for normal values and which a few
+// outliers do not inflate as they do the standard deviation). Normal values
+// give about 2·√(2·ln d), uniform ones 2.7; a few outlier rows make it as
+// many times wider as they are larger, and a quantizer with one range for
+// the matrix has a step of range/(2^bits − 1), that many times coarser
+// against the bulk (QSDP §6's case for buckets).
 struct WeightRange {
   std::string name;
   std::size_t elements = 0;
-  double range_over_sd = 0;
+  double range_over_bulk_sd = 0;
 };
 
 struct EpochResult {

@@ -483,8 +483,8 @@ void TrainingRun::log_step(std::int64_t epoch, double loss, double lr, double se
   log_->write(line);
 }
 
-// (max − min)/σ of every 2-D parameter, in double; the sharded engine
-// gathers its shards for it, so every rank takes part.
+// (max − min)/σ_bulk of every 2-D parameter (WeightRange), in double; the
+// sharded engine gathers its shards for it, so every rank takes part.
 std::vector<WeightRange> TrainingRun::weight_ranges() {
   const WholeModel whole(*engine_);
   torch::NoGradGuard no_grad;
@@ -492,10 +492,12 @@ std::vector<WeightRange> TrainingRun::weight_ranges() {
   for (const auto& item : task_->model().named_parameters()) {
     const torch::Tensor& p = item.value();
     if (p.dim() != 2 || p.numel() < 2) continue;
-    const auto values = p.detach().to(torch::kFloat64);
-    const double sd = values.std(/*unbiased=*/false).item<double>();
+    const auto values = p.detach().to(torch::kFloat64).flatten();
+    const auto deviations = (values - values.median()).abs();
+    const double bulk_sd = 1.4826 * deviations.median().item<double>();
     const double range = (values.max() - values.min()).item<double>();
-    ranges.push_back({item.key(), static_cast<std::size_t>(p.numel()), sd > 0 ? range / sd : 0.0});
+    ranges.push_back({item.key(), static_cast<std::size_t>(p.numel()),
+                      bulk_sd > 0 ? range / bulk_sd : 0.0});
   }
   return ranges;
 }

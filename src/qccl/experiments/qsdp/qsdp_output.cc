@@ -20,7 +20,7 @@ const char* const kColumns =
     "relative_perplexity_percent,relative_sd,computed_perplexity,computed_perplexity_sd,"
     "computed_relative_percent,computed_relative_sd,step_ms,data_ms,compute_ms,waiting_ms,optimizer_ms,mean_step_ms,sent_bytes_per_step,"
     "payload_bytes_per_step,speedup_vs_fp32,speedup_vs_baseline,peak_rss_mib,wall_s,"
-    "weights_range_sd_median,weights_range_sd_widest";
+    "weights_range_bulk_sd_median,weights_range_bulk_sd_widest";
 
 // Bytes rank 0 sent per step; NaN where the transport could not count them.
 double sent_bytes(const QsdpRow& row) {
@@ -104,7 +104,7 @@ nlohmann::json row_json(const QsdpRow& r) {
           {"speedup_vs_baseline", number_or_null(r.speedup_vs_baseline)},
           {"peak_rss_mib", rss_mib(r)},
           {"wall_seconds", r.summary.wall_seconds},
-          {"weights_range_over_sd",
+          {"weights_range_over_bulk_sd",
            {{"median", number_or_null(block_weight_spread(r.summary).median)},
             {"widest", number_or_null(block_weight_spread(r.summary).widest)}}}};
 }

@@ -72,10 +72,10 @@ void print_table(std::ostream& out, const QsdpReport& report) {
   }
 }
 
-// The blocks' weight matrices' (max − min)/σ at the end of each variant's
+// The blocks' weight matrices' (max − min)/σ_bulk at the end of each variant's
 // first seed: where one range per layer (no buckets) costs precision.
 void print_weight_spreads(std::ostream& out, const QsdpReport& report) {
-  out << "\nweights' range/sd at the end (the blocks' matrices, seed " << report.seeds.front()
+  out << "\nweights' range over their bulk's sd at the end (the blocks' matrices, seed " << report.seeds.front()
       << "): median, widest\n";
   for (const auto& r : report.rows) {
     const WeightSpread spread = block_weight_spread(r.summary);

@@ -52,7 +52,7 @@ inline double spread_of(std::span<const double> values) {
 }
 
 // How wide the blocks' weight matrices spread at the end of a run
-// ((max − min)/σ, TrainSummary::weight_ranges of the parameters named
+// ((max − min)/σ_bulk, TrainSummary::weight_ranges of the parameters named
 // "blocks.…"): the median over them and the widest. NaN where none was
 // measured.
 struct WeightSpread {
@@ -62,7 +62,7 @@ struct WeightSpread {
 inline WeightSpread block_weight_spread(const engines::TrainSummary& summary) {
   std::vector<double> values;
   for (const auto& range : summary.weight_ranges) {
-    if (range.name.starts_with("blocks.")) values.push_back(range.range_over_sd);
+    if (range.name.starts_with("blocks.")) values.push_back(range.range_over_bulk_sd);
   }
   if (values.empty()) return {};
   std::sort(values.begin(), values.end());
