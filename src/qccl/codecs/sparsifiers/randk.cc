@@ -24,7 +24,8 @@ struct RandkConfig {
 
 std::string randk_spec(const RandkConfig& config) {
   return "randk:ratio=" + format_number(config.ratio) + ",select=" +
-         std::string(selection_scope_name(config.scope)) + ",scale=" + (config.unbiased ? "unbiased" : "none") +
+         std::string(selection_scope_name(config.scope)) +
+         ",scale=" + (config.unbiased ? "unbiased" : "none") +
          ",ef=" + (config.error_feedback ? "on" : "off");
 }
 

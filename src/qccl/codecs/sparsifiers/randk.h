@@ -16,9 +16,10 @@ namespace qccl {
 // "randk:ratio=0.01,select=group,scale=none,ef=on": ratio in (0, 1] is the
 // fraction kept; select=group draws k = max(1, ⌈ratio·d⌉) positions in the
 // whole vector (a merged group as one tensor, MergeComp §4.1), select=tensor
-// k_t in each tensor of the codec's layout; scale=none sends the values as they are, scale=unbiased multiplies them by
-// d_t/k_t; ef=on|off wraps the codec in error feedback (default on, except
-// with scale=unbiased, which refuses it).
+// k_t in each tensor of the codec's layout; scale=none sends the values as
+// they are, scale=unbiased multiplies them by d_t/k_t; ef=on|off wraps the
+// codec in error feedback (default on, except with scale=unbiased, which
+// refuses it).
 std::unique_ptr<Codec> make_randk_codec(const SpecSyntax& spec, CodecSettings settings);
 
 }  // namespace qccl

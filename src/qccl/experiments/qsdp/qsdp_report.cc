@@ -37,7 +37,8 @@ void print_settings(std::ostream& out, const QsdpReport& report) {
   const auto& first = report.rows.empty() ? none : report.rows.front().summary;
   out << "qsdp: " << c.model << " on " << first.data << ", " << first.engine << " engine, "
       << report.ranks << " ranks, hidden " << c.hidden << ", layers " << c.layers << ", sequence "
-      << c.sequence_length << engines::gpt_outliers_text(c) << ", " << first.parameters << " parameters, batch " << c.batch
+      << c.sequence_length << engines::gpt_outliers_text(c) << ", " << first.parameters
+      << " parameters, batch " << c.batch
       << " per rank, " << report.steps << " steps, " << c.optimizer << " lr " << c.lr << " betas ("
       << c.beta1 << ", " << c.beta2 << "), seeds";
   for (const auto seed : report.seeds) out << " " << seed;
@@ -72,11 +73,12 @@ void print_table(std::ostream& out, const QsdpReport& report) {
   }
 }
 
-// The blocks' weight matrices' (max − min)/σ_bulk at the end of each variant's
-// first seed: where one range per layer (no buckets) costs precision.
+// The blocks' weight matrices' (max − min)/σ_bulk at the end of each
+// variant's first seed: where one range per layer (no buckets) costs
+// precision.
 void print_weight_spreads(std::ostream& out, const QsdpReport& report) {
-  out << "\nweights' range over their bulk's sd at the end (the blocks' matrices, seed " << report.seeds.front()
-      << "): median, widest\n";
+  out << "\nweights' range over their bulk's sd at the end (the blocks' matrices, seed "
+      << report.seeds.front() << "): median, widest\n";
   for (const auto& r : report.rows) {
     const WeightSpread spread = block_weight_spread(r.summary);
     out << "  " << r.variant.name << ": " << fixed(spread.median, 1) << ", "
