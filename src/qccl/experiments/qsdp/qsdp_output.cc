@@ -59,6 +59,7 @@ std::string csv_text(const QsdpReport& report) {
   csv << kColumns << "\n";
   for (const auto& r : report.rows) {
     const auto& s = r.summary.split;
+    const WeightSpread spread = block_weight_spread(r.summary);
     csv << r.variant.name << ",\"" << r.variant.weights_codec << "\",\""
         << r.variant.gradients_codec << "\"," << r.summary.steps << "," << r.perplexities.size()
         << "," << field(mean_of(r.perplexities)) << "," << field(spread_of(r.perplexities)) << ","
@@ -70,14 +71,15 @@ std::string csv_text(const QsdpReport& report) {
         << field(mean_step_ms(r)) << "," << field(sent_bytes(r)) << ","
         << field(r.summary.payload_bytes_per_step) << "," << field(r.speedup_vs_fp32) << ","
         << field(r.speedup_vs_baseline) << "," << field(rss_mib(r)) << ","
-        << field(r.summary.wall_seconds) << "," << field(block_weight_spread(r.summary).median)
-        << "," << field(block_weight_spread(r.summary).widest) << "\n";
+        << field(r.summary.wall_seconds) << "," << field(spread.median) << ","
+        << field(spread.widest) << "\n";
   }
   return csv.str();
 }
 
 nlohmann::json row_json(const QsdpRow& r) {
   const auto& s = r.summary.split;
+  const WeightSpread spread = block_weight_spread(r.summary);
   return {{"variant", r.variant.name},
           {"weights_codec", r.variant.weights_codec},
           {"gradients_codec", r.variant.gradients_codec},
@@ -105,8 +107,7 @@ nlohmann::json row_json(const QsdpRow& r) {
           {"peak_rss_mib", rss_mib(r)},
           {"wall_seconds", r.summary.wall_seconds},
           {"weights_range_over_bulk_sd",
-           {{"median", number_or_null(block_weight_spread(r.summary).median)},
-            {"widest", number_or_null(block_weight_spread(r.summary).widest)}}}};
+           {{"median", number_or_null(spread.median)}, {"widest", number_or_null(spread.widest)}}}};
 }
 
 std::string json_text(const QsdpReport& report) {

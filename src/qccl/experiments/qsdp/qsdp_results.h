@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "qccl/common/statistics.h"
 #include "qccl/experiments/qsdp/qsdp_variants.h"
 #include "qccl/training/train_config.h"
 
@@ -65,10 +66,7 @@ inline WeightSpread block_weight_spread(const engines::TrainSummary& summary) {
     if (range.name.starts_with("blocks.")) values.push_back(range.range_over_bulk_sd);
   }
   if (values.empty()) return {};
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  const double median = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-  return {median, values.back()};
+  return {qccl::median(values), *std::max_element(values.begin(), values.end())};
 }
 
 struct QsdpReport {
