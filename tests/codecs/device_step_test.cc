@@ -4,15 +4,19 @@
 // runs on devices, ranks {1, 2, 3, 4, 7}, both algorithms and awkward
 // lengths. A GPU's vector must equal the host one (qccl-device-check), so
 // this is the device step's data path checked without a GPU. Also: ranks
-// mixing device and host data in one collective, and the refusals.
+// mixing device and host data in one collective, the step over a process
+// group's collectives, and the refusals.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cctype>
+#include <functional>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "../support/collective_checks.h"
+#include "../support/group_transport.h"
 #include "../support/patterns.h"
 #include "../support/world.h"
 #include "qccl/codecs/codec.h"
@@ -111,6 +115,89 @@ TEST(DeviceStepMixedTest, DeviceAndHostRanksShareOneCollective) {
     for (int r = 0; r < 4; ++r) {
       ASSERT_EQ(test::bytes_hash(mixed[r]), test::bytes_hash(reference[r])) << spec << " rank " << r;
     }
+  }
+}
+
+// Over a process group (the PyTorch hook's process-group mode): the device
+// step moves its codes by the group's integer or fp16 SUM allreduce, and
+// equals the host step over the same group bit for bit, two steps, ranks
+// {1, 2, 3, 4, 7}. Global-QSGD's summed levels are exact integers, so it
+// also equals the ring on qccl's own transport.
+void run_group_world(int ranks, const std::function<void(Communicator&, test::GroupLikeTransport&)>& body) {
+  run_in_process(ranks, [&](Transport& transport) {
+    test::GroupLikeTransport group(transport);
+    Communicator comm(group, {test::kTestTimeout, true});
+    body(comm, group);
+  });
+}
+
+TEST(DeviceStepGroupTest, EqualsTheHostStepOverTheGroup) {
+  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=8,norm=2", "fp16"}) {
+    for (int ranks : {1, 2, 3, 4, 7}) {
+      for (std::size_t length : {std::size_t{1}, std::size_t{1001}, std::size_t{70001}}) {
+        run_group_world(ranks, [&](Communicator& comm, test::GroupLikeTransport& group) {
+          auto on_device = make_codec(spec, CodecSettings{.seed = 5, .bucket = 2});
+          auto on_host = make_codec(spec, CodecSettings{.seed = 5, .bucket = 2});
+          auto device_values = input_of(comm.rank(), length);
+          auto host_values = device_values;
+          HostMemoryVector vector(device_values);
+          for (int step = 0; step < 2; ++step) {
+            on_device->allreduce_mean(comm, vector);
+            on_host->allreduce_mean(comm, std::span<float>(host_values));
+            ASSERT_EQ(test::bytes_hash(device_values), test::bytes_hash(host_values))
+                << spec << " ranks " << ranks << " length " << length << " step " << step;
+            test::expect_identical_across_ranks(comm, device_values);
+          }
+          const bool summed_levels = std::string(spec).starts_with("global-qsgd");
+          EXPECT_EQ(group.sums(), summed_levels ? 4 : 0) << spec;  // one per step and side
+        });
+      }
+    }
+  }
+}
+
+TEST(DeviceStepGroupTest, SummedLevelsEqualTheRingOnQcclsTransport) {
+  for (int ranks : {2, 3, 7}) {
+    std::vector<std::vector<float>> over_group(ranks), over_ring(ranks);
+    for (bool group : {true, false}) {
+      auto body = [&](Communicator& comm) {
+        auto codec = make_codec("global-qsgd:bits=8", CodecSettings{.seed = 3});
+        auto values = input_of(comm.rank(), 5003);
+        HostMemoryVector vector(values);
+        codec->allreduce_mean(comm, vector);
+        (group ? over_group : over_ring)[static_cast<std::size_t>(comm.rank())] = values;
+      };
+      if (group) {
+        run_group_world(ranks, [&](Communicator& comm, test::GroupLikeTransport&) { body(comm); });
+      } else {
+        test::run_world(ranks, body);
+      }
+    }
+    for (int r = 0; r < ranks; ++r) {
+      ASSERT_EQ(test::bytes_hash(over_group[r]), test::bytes_hash(over_ring[r])) << ranks << " ranks";
+    }
+  }
+}
+
+// Encodings combined hop by hop need qccl's own ring: refused on every
+// rank over a group, naming the MPI mode, before anything moves.
+TEST(DeviceStepGroupTest, HopByHopEncodingsAreRefusedOverAGroup) {
+  for (const char* spec : {"global-qsgd:bits=4", "global-qsgd:dither=exp"}) {
+    std::atomic<int> refused{0};
+    run_group_world(3, [&](Communicator& comm, test::GroupLikeTransport& group) {
+      std::vector<float> values = input_of(comm.rank(), 64);
+      HostMemoryVector vector(values);
+      auto codec = make_codec(spec);
+      try {
+        codec->allreduce_mean(comm, vector);
+      } catch (const InvalidArgument& e) {
+        EXPECT_NE(std::string(e.what()).find("MPI mode"), std::string::npos) << e.what();
+        ++refused;
+      }
+      EXPECT_EQ(group.sums(), 0);
+      EXPECT_EQ(values, input_of(comm.rank(), 64)) << "the input was changed";
+    });
+    EXPECT_EQ(refused.load(), 3) << spec;
   }
 }
 

@@ -284,8 +284,13 @@ class Codec {
   // or halving-doubling collective. For codecs whose step's encoding
   // follows from the global norm alone and combines in transit (Global-QSGD
   // and fp16; Global-QSGD's dense path, also for sparse=auto); others, and
-  // other algorithms, are refused with InvalidArgument. Advances the step.
+  // other algorithms, are refused with InvalidArgument. Over a caller's
+  // process group (group_data_path.h) the codes move by the group's own
+  // allreduce (Global-QSGD's linear levels, fp16). Advances the step.
   void allreduce_mean(Communicator& comm, DeviceVector& data, const CollectiveOptions& options = {});
+  // Empty when this codec's steps can run on device data with `algorithm`
+  // (any, over a process group), else why not and what to do instead.
+  std::string device_step_refusal(Algorithm algorithm, bool on_group) const;
   // allreduce_mean of data that is exactly zero outside `support` (sorted,
   // disjoint element ranges: say the rows of an embedding table that this
   // rank's batch touched; the caller vouches for the zeros). The result is

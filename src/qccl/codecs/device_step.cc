@@ -10,7 +10,17 @@
 // The encoding must follow from the global norm alone (CodecTraits::
 // host_means: no input read when building it) and combine in transit, and
 // have an element form for this step (norms within fp32's range).
+//
+// Over a caller's process group (group_data_path.h) the codes move by the
+// group's whole-vector collectives instead of qccl's ring: Global-QSGD's
+// summed int8 levels by one integer SUM allreduce (§4.3: n·s fits the
+// wire), fp16 by the group's fp16 SUM allreduce, both of the codes the
+// device made. The bytes are those of the host step over the same group.
+// Encodings that combine hop by hop (exponential, 4-bit averaging) are
+// refused there as on host data.
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "qccl/codecs/codec.h"
@@ -25,29 +35,43 @@
 namespace qccl {
 namespace {
 
-void check_device_step(const Codec& codec, Communicator& comm, const CollectiveOptions& options) {
-  const CodecTraits traits = codec.traits();
-  if (!traits.host_means || traits.aggregation != Aggregation::compressed_domain) {
-    throw InvalidArgument(codec.spec() + " cannot run on device data: its step reads the input "
-                          "or gathers encodings; device steps run global-qsgd and fp16 (move the "
-                          "data to the host for this codec)");
+// The group's data movement of the codes (see above); `result` ends as
+// the sum's codes, which the device decodes into the mean.
+void move_codes_over_group(Communicator& comm, GroupCollectives& group, Encoding& encoding,
+                           std::span<const std::byte> codes, std::span<std::byte> result,
+                           Timeout timeout) {
+  std::copy(codes.begin(), codes.end(), result.begin());
+  if (const auto native = encoding.native_equivalent()) {
+    comm.transport().allreduce(result, native->type, native->op, timeout);
+    return;
   }
-  if (options.algorithm != Algorithm::ring && options.algorithm != Algorithm::halving_doubling) {
-    throw InvalidArgument(codec.spec() + ": device data runs the ring or halving-doubling "
-                          "algorithm, not " + std::string(to_string(options.algorithm)));
-  }
-  if (group_collectives(comm) != nullptr) {
-    throw InvalidArgument(codec.spec() + ": device data does not yet run over a process group; "
-                          "use qccl's own communicator (MPI or in-process ranks)");
-  }
+  const std::size_t width = dynamic_cast<SummedIntegers&>(encoding).integer_width();
+  group.sum_integers(result, width, timeout);
 }
 
 }  // namespace
 
+std::string Codec::device_step_refusal(Algorithm algorithm, bool on_group) const {
+  const CodecTraits traits = this->traits();
+  if (!traits.host_means || traits.aggregation != Aggregation::compressed_domain) {
+    return spec() + " cannot run on device data: its step reads the input or gathers encodings; "
+           "device steps run global-qsgd and fp16 (move the data to the host for this codec)";
+  }
+  if (!on_group && algorithm != Algorithm::ring && algorithm != Algorithm::halving_doubling) {
+    return spec() + ": device data runs the ring or halving-doubling algorithm, not " +
+           std::string(to_string(algorithm));
+  }
+  return {};
+}
+
 void Codec::allreduce_mean(Communicator& comm, DeviceVector& data, const CollectiveOptions& options) {
   check_supported(CodecOperation::allreduce_mean);
   validate_options(options, "allreduce mean");
-  check_device_step(*this, comm, options);
+  GroupCollectives* const group = group_collectives(comm);
+  if (const std::string refusal = device_step_refusal(options.algorithm, group != nullptr);
+      !refusal.empty()) {
+    throw InvalidArgument(refusal);
+  }
   StepSetup setup = step_setup(CodecOperation::allreduce_mean, options.algorithm, comm.size(), comm.rank());
   const Operation operation{CodecOperation::allreduce_mean, {}, {}, {}, {}, false, {}};
   const StepPreparation preparation = prepare(comm, setup, operation, options);
@@ -66,8 +90,21 @@ void Codec::allreduce_mean(Communicator& comm, DeviceVector& data, const Collect
                           std::to_string(setup.norm) + ", is within fp32's range); run it on "
                           "host data");
   }
+  if (group != nullptr) {  // the same on every rank, before anything is encoded
+    if (const std::string refusal = group_refusal(*encoding, false, spec()); !refusal.empty()) {
+      throw InvalidArgument(refusal);
+    }
+  }
   const std::span<const std::byte> codes = data.encode(*form);
   const std::span<std::byte> result = data.result_codes(codes.size());
+  if (group != nullptr) {
+    call.move([&](int) {
+      move_codes_over_group(comm, *group, *encoding, codes, result, comm.timeout(options.timeout));
+    });
+    data.decode_result(*form);
+    ++step_;
+    return;
+  }
   StagedReduction staged(in_transit(*encoding), *form, codes, result);
   // The collective's fp32 spans give it the element count; the staged
   // reduction neither reads nor writes them, so they are never touched.
