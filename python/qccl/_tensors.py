@@ -32,19 +32,26 @@ HOOK_DTYPES = ("float32", "bfloat16", "float16")
 
 
 def check_parameters(named):
-    """The DDP hook's parameters: CPU, and of a dtype it averages; refused
-    with the fix otherwise (before training, not at the first backward)."""
+    """The DDP hook's parameters: on the CPU or all on one CUDA device, and
+    of a dtype it averages; refused with the fix otherwise (before
+    training, not at the first backward). Returns their torch.device."""
     torch = _torch()
+    devices = set()
     for name, parameter in named:
-        if parameter.device.type != "cpu":
+        if parameter.device.type not in ("cpu", "cuda"):
             raise InvalidArgument(f"parameter '{name}' is on {parameter.device}; qccl's DDP hook "
-                                  "averages CPU gradients (train on the CPU, or use DDP's own "
-                                  "hooks on GPUs)")
+                                  "averages CPU and CUDA gradients")
+        devices.add(parameter.device)
         if parameter.dtype not in tuple(getattr(torch, t) for t in HOOK_DTYPES):
             raise InvalidArgument(
                 f"parameter '{name}' has dtype {parameter.dtype}; qccl's DDP hook averages "
                 f"{', '.join(HOOK_DTYPES)} gradients: convert the model before wrapping it in "
                 "DDP, e.g. model.float() (or model.to(torch.bfloat16))")
+    if len(devices) > 1:
+        raise InvalidArgument(f"the model's parameters are on {sorted(map(str, devices))}; "
+                              "qccl's DDP hook averages a model on one device per process "
+                              "(move it with model.to(device) before wrapping it in DDP)")
+    return devices.pop()
 
 
 def bucket_half_type(buffer):
@@ -52,9 +59,6 @@ def bucket_half_type(buffer):
     half-precision one (the hook averages those chunk by chunk in fp32 and
     writes the mean back in the bucket's dtype); other dtypes are refused."""
     torch = _torch()
-    if buffer.device.type != "cpu":
-        raise InvalidArgument(f"a gradient bucket is on {buffer.device}; qccl's DDP hook "
-                              "averages CPU gradients")
     name = str(buffer.dtype).replace("torch.", "")
     if name not in HOOK_DTYPES:
         raise InvalidArgument(f"a gradient bucket has dtype {buffer.dtype}; qccl's DDP hook "

@@ -64,7 +64,7 @@ class DDPHookState:
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not named:
             raise InvalidArgument("the model has no parameters that require gradients")
-        check_parameters(named)
+        device = check_parameters(named)
         self._number = {id(p): i for i, (_, p) in enumerate(named)}
         self._failures = []  # the buckets' failures in this backward pass
         self._pending = []  # this backward pass's futures
@@ -73,6 +73,12 @@ class DDPHookState:
                                     [n for n, _ in named], [list(p.shape) for _, p in named])
         if self._native.on_group and hasattr(context(), "add_hook"):
             context().add_hook(self)  # closed by qccl.shutdown()
+        # Where the buckets of a CPU model go: "host" (the host step), or
+        # "host-reference", the device step's host reference, which runs
+        # the GPU path on CPU tensors (tests; _set_host_buckets).
+        self._host_buckets = "host"
+        if device.type == "cuda":
+            self._native.check_bucket_memory("cuda")  # the codec has a device step, the build CUDA
         self._optimizer = optimizer  # the context closes the hook at shutdown
         if self._native.wants_step_feedback and optimizer is None:
             raise InvalidArgument(
@@ -134,6 +140,13 @@ class DDPHookState:
                                   f"rates {sorted(rates)}; the hook's codec needs one")
         return float(rates.pop())
 
+    def _set_host_buckets(self, memory):
+        """"host" or "host-reference": CPU buckets then take the device
+        step's path (fp32 widening, the codec's device step on its host
+        reference, the result written back), so it runs without a GPU."""
+        self._native.check_bucket_memory(memory)
+        self._host_buckets = memory
+
     def _reduce(self, bucket):
         import torch
         buffer = bucket.buffer()
@@ -143,7 +156,12 @@ class DDPHookState:
         except KeyError:
             raise InvalidArgument("a bucket holds a parameter the hook was not created for: "
                                   "pass the DDP model whose hook this is to qccl.ddp_hook") from None
-        future = torch.futures.Future()
+        half = bucket_half_type(buffer)
+        memory = "cuda" if buffer.device.type == "cuda" else self._host_buckets
+        # A CUDA bucket's future carries the device, so that DDP's wait on it
+        # orders its next work after the mean's (torch.futures.Future).
+        future = torch.futures.Future(devices=[buffer.device]) if memory == "cuda" \
+            else torch.futures.Future()
         in_backward = self._raise_after_backward(future)
         failures = self._failures  # not self: the stream's thread must not end the hook
 
@@ -154,27 +172,35 @@ class DDPHookState:
             failures.append(error)  # DDP gets the bucket as it is; backward() raises `error`
             future.set_result(buffer)
 
-        half = bucket_half_type(buffer)
-        # fp32 copies of half-precision parameters live until submit has read them.
-        current = self._feedback_values(parameters)
-        arguments = (bucket.index(), buffer.data_ptr(), buffer.numel(), numbers,
-                     [p.data_ptr() for p in current], self._step_size(), half, self.half_chunk)
+        if memory == "host":
+            # fp32 copies of half-precision parameters live until submit has read them.
+            current = self._feedback_values(parameters)
+            arguments = (bucket.index(), buffer.data_ptr(), buffer.numel(), numbers,
+                         [p.data_ptr() for p in current], self._step_size(), half,
+                         self.half_chunk)
+            options = {}
+
+            def finish():
+                future.set_result(buffer)  # the mean, written in the bucket's dtype
+        else:
+            arguments, options, finish = _device_bucket(bucket.index(), buffer, numbers, memory,
+                                                        future)
         if self._native.on_group:  # averaged before submit returns
             try:
-                self._native.submit(*arguments, None)
+                self._native.submit(*arguments, None, **options)
             except Error as error:
                 failed(error)
             else:
-                future.set_result(buffer)
+                finish()
             return future
 
         def done(error):
             if error is not None:
                 failed(error)
             else:
-                future.set_result(buffer)  # the mean, written in the bucket's dtype
+                finish()
 
-        self._native.submit(*arguments, done)
+        self._native.submit(*arguments, done, **options)
         return future
 
     def _feedback_values(self, parameters):
@@ -213,6 +239,31 @@ class DDPHookState:
             raise failure
 
 
+def _device_bucket(index, buffer, numbers, memory, future):
+    """The native submit's arguments for a bucket averaged by the codec's
+    device step, and what completes it. The step runs on the stream the
+    bucket's producer (backward) runs on, so it starts after the bucket's
+    gradients are written; a half-precision bucket is widened to fp32 there
+    first (one fp32 copy of the bucket, on its device) and its mean narrowed
+    back, rounded to nearest even as PyTorch casts. `finish` (on the thread
+    that completes the bucket) writes the mean back on that stream and
+    completes the future."""
+    import contextlib
+    import torch
+    stream = torch.cuda.current_stream(buffer.device) if memory == "cuda" else None
+    values = buffer if buffer.dtype == torch.float32 else buffer.float()
+    arguments = (index, values.data_ptr(), values.numel(), numbers, [], None, None, 0)
+    options = {"memory": memory, "stream": stream.cuda_stream if stream is not None else 0,
+               "device": buffer.device.index or 0}
+
+    def finish():
+        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+            if values is not buffer:
+                buffer.copy_(values)
+            future.set_result(buffer)
+    return arguments, options, finish
+
+
 def _hook(state, bucket):
     return state._reduce(bucket)  # pylint: disable=protected-access
 
@@ -235,12 +286,17 @@ def ddp_hook(model, codec="fp32", *, algorithm="ring", seed=0, timeout=None, opt
     dist.init_process_group("gloo", init_method=..., rank=qccl.rank(),
     world_size=qccl.size()): qccl's own ring exchanges the buckets.
 
-    Supported: CPU tensors; gradients in float32, bfloat16 and float16 (a
-    half-precision bucket is averaged chunk by chunk — whole parameters,
-    about state.half_chunk elements — in one float32 buffer of a chunk's
-    size and written back in its dtype; AMP with float32 gradients is
-    float32). float64 and GPU
-    parameters are refused here, naming the fix.
+    Supported: gradients in float32, bfloat16 and float16, on the CPU or on
+    one CUDA device per process. On the CPU a half-precision bucket is
+    averaged chunk by chunk — whole parameters, about state.half_chunk
+    elements — in one float32 buffer of a chunk's size and written back in
+    its dtype (AMP with float32 gradients is float32). On a GPU (a qccl
+    built with CUDA) the codec's device step averages the bucket where it
+    is, on the current CUDA stream, with only the encoded bytes crossing to
+    the host; a half-precision bucket is widened to one float32 copy on the
+    device. Codecs with a device step: global-qsgd and fp16 (others are
+    refused for a GPU model, naming them; docs/gpu.md). float64 parameters,
+    and parameters on several devices, are refused, naming the fix.
 
     model: the DistributedDataParallel model (or its module). codec: any
     spec `qccl train --codec` accepts; qccl.codecs() lists them with what

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "bucket_hook.h"
+#include "device_bucket.h"
 #include "compressor.h"
 #include "context.h"
 #include "module_parts.h"
@@ -86,6 +87,7 @@ void bind_context(py::module_& module) {
       });
 
   module.def("codec_catalog", &codec_catalog, "(name, description) of every codec");
+  module.attr("cuda_buckets") = cuda_buckets_supported();
   module.def(
       "parameter_chunks",
       [](const std::vector<std::size_t>& elements, std::size_t chunk_elements) {
@@ -132,17 +134,27 @@ void bind_bucket_hook(py::module_& module) {
            [](BucketHook& hook, std::size_t index, std::uintptr_t gradients, std::size_t count,
               std::vector<std::size_t> parameters, std::vector<std::uintptr_t> values,
               std::optional<double> step_size, std::optional<std::string> half,
-              std::size_t half_chunk, py::object done) {
+              std::size_t half_chunk, py::object done, const std::string& memory,
+              std::uintptr_t stream, int device) {
              BucketCall call{index,     gradients, count, std::move(parameters), std::move(values),
                              step_size, std::nullopt, half_chunk};
              if (half) call.half = parse_half_type(*half);
+             call.memory = parse_bucket_memory(memory);
+             call.stream = stream;
+             call.device = device;
              PythonObject callback(std::move(done));
              py::gil_scoped_release no_gil;
              hook.submit(std::move(call), std::move(callback));
            },
            py::arg("index"), py::arg("gradients"), py::arg("count"), py::arg("parameters"),
            py::arg("values"), py::arg("step_size"), py::arg("half"), py::arg("half_chunk"),
-           py::arg("done"))
+           py::arg("done"), py::arg("memory") = "host", py::arg("stream") = 0,
+           py::arg("device") = 0)
+      .def("check_bucket_memory",
+           [](const BucketHook& hook, const std::string& memory) {
+             hook.check_bucket_memory(parse_bucket_memory(memory));
+           },
+           py::arg("memory"))
       .def("save_state", [](BucketHook& hook) {
         std::vector<std::byte> state;
         {

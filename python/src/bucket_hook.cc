@@ -122,9 +122,27 @@ BucketHook::~BucketHook() {
   }
 }
 
+void BucketHook::check_bucket_memory(BucketMemory memory) const {
+  if (memory == BucketMemory::host) return;
+  if (memory == BucketMemory::cuda && !cuda_buckets_supported()) {
+    throw InvalidArgument("this qccl was built without CUDA, so its DDP hook cannot average CUDA "
+                          "gradients: build it where nvcc is found (QCCL_CUDA=ON, docs/gpu.md), or "
+                          "train on the CPU");
+  }
+  const auto probe = make_codec(spec_, CodecSettings{seed_, 0});
+  if (std::string refusal = probe->device_step_refusal(options_.algorithm, group_ != nullptr);
+      !refusal.empty()) {
+    throw InvalidArgument("qccl's DDP hook on GPU gradients: " + refusal);
+  }
+}
+
 // Cheap, on the submitting thread, so a wrong bucket fails in the hook:
 // known parameters whose sizes add up to the buffer's.
 void BucketHook::check_bucket(const BucketCall& call) const {
+  if (call.memory != BucketMemory::host && (call.half || !call.values.empty())) {
+    throw InvalidArgument("a device bucket is averaged as fp32 without optimizer feedback (a bug "
+                          "in the hook: report it)");
+  }
   if (call.half && call.half_chunk == 0) {
     throw InvalidArgument("a half-precision bucket goes in chunks of at least one element: set "
                           "state.half_chunk to a positive count");
@@ -226,6 +244,10 @@ void BucketHook::submit(BucketCall call, PythonObject done) {
 
 void BucketHook::average(Communicator& comm, const BucketCall& call,
                          const std::vector<float>& update) {
+  if (call.memory != BucketMemory::host) {
+    average_on_device(comm, call);
+    return;
+  }
   if (call.half) {
     average_half(comm, call, update);
     return;
@@ -262,14 +284,31 @@ void BucketHook::average_half(Communicator& comm, const BucketCall& call,
   }
 }
 
+// A bucket in a device's memory: the codec's device step on it, in place
+// (the norm, the encoding and the decoding on the device, only codes
+// through host memory). The bucket's codec instance is the one its host
+// steps would use, so the step counter and the codes follow the host's.
+void BucketHook::average_on_device(Communicator& comm, const BucketCall& call) {
+  Codec& codec = codec_for(call.index, call.parameters);
+  const auto vector = make_device_vector(
+      DeviceBucket{call.memory, call.gradients, call.count, call.stream, call.device},
+      wait_timeout_);
+  codec.allreduce_mean(comm, *vector, options_);
+  count_step(comm, codec, call.count);
+}
+
 void BucketHook::average_values(Communicator& comm, std::size_t codec_index,
                                 std::span<float> values, const std::vector<std::size_t>& parameters,
                                 std::optional<double> step_size, std::span<const float> update) {
   Codec& codec = codec_for(codec_index, parameters);
   if (!update.empty()) codec.step_feedback()->observe_step(*step_size, update);
   codec.allreduce_mean(comm, values, options_);
-  const std::uint64_t encoded = codec.wire_bytes(values.size());
-  elements_reduced_ += values.size();
+  count_step(comm, codec, values.size());
+}
+
+void BucketHook::count_step(const Communicator& comm, const Codec& codec, std::size_t elements) {
+  const std::uint64_t encoded = codec.wire_bytes(elements);
+  elements_reduced_ += elements;
   encoded_bytes_ += encoded;
   if (!group_ && options_.algorithm == Algorithm::native) {  // a ring's 2(n−1)/n of it
     const auto n = static_cast<std::uint64_t>(comm.size());

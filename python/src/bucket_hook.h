@@ -40,6 +40,7 @@
 
 #include "context.h"
 #include "closable_stream.h"
+#include "device_bucket.h"
 #include "group_runner.h"
 #include "python_object.h"
 #include "qccl/codecs/registry/codec_registry.h"
@@ -66,6 +67,13 @@ struct BucketCall {
   std::optional<double> step_size;        // the learning rate the mean will be applied with
   std::optional<HalfType> half;           // a bf16 or fp16 bucket; none for fp32
   std::size_t half_chunk = 0;             // a half bucket's elements per chunk (parameter_chunks.h)
+  // Where `gradients` lives. A device bucket is fp32 (the Python side
+  // widens a half one on the device) and averaged by the codec's device
+  // step (Codec::allreduce_mean on a DeviceVector): only codes cross to
+  // the host. `stream` and `device` say where its producer ran (CUDA).
+  BucketMemory memory = BucketMemory::host;
+  std::uintptr_t stream = 0;
+  int device = 0;
 };
 
 class BucketHook final {
@@ -87,6 +95,10 @@ class BucketHook final {
   ~BucketHook();  // closes; create() deletes it without the GIL
 
   std::string spec() const { return spec_.text(); }
+  // Throws InvalidArgument naming the cause when this hook cannot average
+  // buckets in `memory` (the codec has no device step, or the build has no
+  // CUDA); the hook calls it for a model on a GPU before training.
+  void check_bucket_memory(BucketMemory memory) const;
   bool wants_step_feedback() const { return wants_feedback_; }
   // MPI's own allreduce (algorithm native) reports nothing: counted as the
   // ring allreduce of the encodings would send.
@@ -129,6 +141,8 @@ class BucketHook final {
   // caller): one for an fp32 bucket, one per chunk for a half one.
   void average(Communicator& comm, const BucketCall& call, const std::vector<float>& update);
   void average_half(Communicator& comm, const BucketCall& call, const std::vector<float>& update);
+  void average_on_device(Communicator& comm, const BucketCall& call);
+  void count_step(const Communicator& comm, const Codec& codec, std::size_t elements);
   // One codec step: the mean of `values` (the parameters' gradients, in
   // order) with the codec instance `codec_index`.
   void average_values(Communicator& comm, std::size_t codec_index, std::span<float> values,

@@ -119,3 +119,79 @@ def _check_half_chunks_of(dtype, rank, size):
         dist.all_gather(parts, mine)
         for r, theirs in enumerate(parts):
             assert torch.equal(theirs, mine), f"{codec} in chunks: rank {r} differs"
+
+
+def check_device_bucket_path(rank, size):
+    """The hook's GPU path — the codec's device step on the bucket, a half
+    bucket widened to one fp32 copy and its mean written back — run on CPU
+    tensors through the device step's host reference, so it is checked
+    without a GPU (a GPU runs the same path on CUDA memory: docs/gpu.md):
+    - fp32 buckets: the same parameters, bit for bit, as the host path over
+      three SGD steps (DDP's first and rebuilt buckets), replicas identical;
+    - half buckets: replicas identical, each gradient DDP's own mean within
+      the half type's rounding and fp16's (codec fp16);
+    - codecs without a device step are refused, naming what runs."""
+    import qccl
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def backward(model, step, dtype=torch.float32):
+        g = torch.Generator().manual_seed(1000 * step + rank)
+        x, y = torch.randn(16, 40, generator=g).to(dtype), torch.randint(0, 5, (16,), generator=g)
+        nn.functional.cross_entropy(model(x).float(), y).backward()
+
+    def hooked(seed, codec, memory, dtype=torch.float32):
+        model = DDP(mlp(seed, dtype), bucket_cap_mb=0.005)
+        state, hook = qccl.ddp_hook(model, codec=codec)
+        state._set_host_buckets(memory)  # pylint: disable=protected-access
+        model.register_comm_hook(state, hook)
+        return model, state
+
+    for codec in ("global-qsgd:bits=8", "global-qsgd:bits=8,norm=2", "fp16"):
+        trained = {}
+        for memory in ("host", "host-reference"):
+            model, state = hooked(21, codec, memory)
+            sgd = torch.optim.SGD(model.parameters(), lr=0.05)
+            for step in range(3):
+                sgd.zero_grad()
+                backward(model, step)
+                sgd.step()
+            trained[memory] = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+            elements = sum(p.numel() for p in model.parameters())
+            reduced = state._native.elements_reduced  # pylint: disable=protected-access
+            assert reduced == 3 * elements, (codec, memory, reduced)
+        assert torch.equal(trained["host"], trained["host-reference"]), \
+            f"{codec}: the device path differs from the host path"
+        _check_replicas(trained["host-reference"], codec)
+        assert not torch.equal(trained["host"], torch.cat(
+            [p.detach().reshape(-1) for p in mlp(21).parameters()])), f"{codec}: nothing moved"
+
+    for dtype in half_dtypes():
+        unit = 2 ** -8 if dtype == torch.bfloat16 else 2 ** -11
+        reference = DDP(mlp(22, dtype), bucket_cap_mb=0.005)
+        model, _ = hooked(22, "fp16", "host-reference", dtype)
+        for m in (reference, model):
+            backward(m, 0, dtype)
+        for (name, p), q in zip(reference.named_parameters(), model.parameters()):
+            assert q.grad.dtype == dtype, name
+            scale = p.grad.float().abs().max().item() + 1e-30
+            worst = (p.grad.float() - q.grad.float()).abs().max().item()
+            assert worst <= size * (unit + 2 ** -11) * scale, f"{dtype} {name}: differs by {worst}"
+        _check_replicas(torch.cat([p.grad.float().reshape(-1) for p in model.parameters()]),
+                        f"fp16 on {dtype} buckets")
+
+    model = DDP(mlp(23), bucket_cap_mb=0.005)
+    state, _ = qccl.ddp_hook(model, codec="qsgd")
+    try:
+        state._set_host_buckets("host-reference")  # pylint: disable=protected-access
+    except qccl.InvalidArgument as error:
+        assert "device" in str(error) and "global-qsgd" in str(error), error
+    else:
+        raise AssertionError("qsgd was accepted for device buckets")
+
+
+def _check_replicas(mine, what):
+    import torch.distributed as dist
+    parts = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, mine)
+    for r, theirs in enumerate(parts):
+        assert torch.equal(theirs, mine), f"{what}: rank {r} differs"

@@ -10,7 +10,8 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import qccl
-from ddp_checks import (check_fp32_hook_matches_ddp, check_half_bucket_in_chunks,
+from ddp_checks import (check_device_bucket_path, check_fp32_hook_matches_ddp,
+                        check_half_bucket_in_chunks,
                         check_nan_on_one_rank_reaches_backward, half_dtypes, mlp)
 from mpi_world import run
 
@@ -137,6 +138,10 @@ def test_half_bucket_goes_chunk_by_chunk(rank, size):
     check_half_bucket_in_chunks(rank, size)
 
 
+def test_device_bucket_path_runs_on_the_host_reference(rank, size):
+    check_device_bucket_path(rank, size)
+
+
 def test_intsgd_follows_the_optimizer(rank, size):
     sgd = lambda model: torch.optim.SGD(model.parameters(), lr=0.05)  # noqa: E731
     model, state, optimizer = wrapped(seed=4, codec="intsgd", optimizer_for=sgd)
@@ -256,6 +261,7 @@ if __name__ == "__main__":
          test_native_algorithm_counts_bytes_and_compression,
          test_half_precision_buckets_keep_replicas_identical,
          test_half_bucket_goes_chunk_by_chunk,
+         test_device_bucket_path_runs_on_the_host_reference,
          test_intsgd_follows_the_optimizer,
          test_state_survives_save_and_load,
          test_bad_specs_raise_on_every_rank,

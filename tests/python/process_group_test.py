@@ -11,7 +11,8 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import qccl
-from ddp_checks import (check_fp32_hook_matches_ddp, check_half_bucket_in_chunks,
+from ddp_checks import (check_device_bucket_path, check_fp32_hook_matches_ddp,
+                        check_half_bucket_in_chunks,
                         check_nan_on_one_rank_reaches_backward, half_dtypes, mlp)
 from mpi_world import run_tests
 
@@ -180,6 +181,10 @@ def test_half_bucket_goes_chunk_by_chunk(rank, size):
     check_half_bucket_in_chunks(rank, size)
 
 
+def test_device_bucket_path_runs_on_the_host_reference(rank, size):
+    check_device_bucket_path(rank, size)
+
+
 def test_amp_autocast_with_fp32_gradients(rank, size):
     model, sgd, _ = wrapped(seed=8, codec="global-qsgd:bits=8")
     for step in range(3):
@@ -254,6 +259,7 @@ TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
          test_ring_only_codec_is_refused_naming_the_mpi_mode,
          test_bf16_and_fp16_models_train_with_identical_replicas,
          test_half_mean_is_the_fp32_mean_rounded, test_half_bucket_goes_chunk_by_chunk,
+         test_device_bucket_path_runs_on_the_host_reference,
          test_amp_autocast_with_fp32_gradients,
          test_float64_model_is_refused_at_hook_time, test_no_sync_accumulates_then_averages,
          test_static_graph, test_failure_reaches_backward_as_the_qccl_exception,

@@ -1,0 +1,45 @@
+// A DDP gradient bucket that lives in a device's memory, as the DeviceVector
+// a codec's device step runs on (codecs/device_vector.h): CUDA memory with
+// the stream the bucket's producer ran on, or — where no GPU is — the host
+// reference of the device's work on host memory (HostMemoryVector), which
+// runs the hook's device path with the same bytes so that it is tested
+// without a GPU.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "qccl/codecs/device_vector.h"
+
+namespace qccl::python {
+
+enum class BucketMemory {
+  host,            // fp32 or half values on the host: the host step
+  cuda,            // fp32 values in a CUDA device's memory
+  host_reference,  // fp32 values on the host, through the device step's host reference
+};
+
+// "host", "cuda" or "host-reference"; anything else is refused.
+BucketMemory parse_bucket_memory(const std::string& text);
+
+// Whether this build can run CUDA buckets (the device code was compiled).
+bool cuda_buckets_supported();
+
+struct DeviceBucket {
+  BucketMemory memory = BucketMemory::cuda;
+  std::uintptr_t values = 0;  // `count` fp32 values
+  std::size_t count = 0;
+  std::uintptr_t stream = 0;  // cudaStream_t of the producer (0: the legacy default stream)
+  int device = 0;             // the CUDA device that holds the values
+};
+
+// The vector a device step runs on. For CUDA it makes `device` current on
+// the calling thread (the hook's stream thread is not the one that made
+// the bucket). Throws InvalidArgument where this build has no CUDA.
+std::unique_ptr<DeviceVector> make_device_vector(const DeviceBucket& bucket,
+                                                 std::chrono::milliseconds timeout);
+
+}  // namespace qccl::python
