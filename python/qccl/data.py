@@ -8,8 +8,15 @@ same samples as `qccl train`:
 """
 
 from ._native import native
+from .errors import InvalidArgument
 
-ClickData = native.data.ClickData
-fashion_mnist = native.data.fashion_mnist
+if hasattr(native, "data"):
+    ClickData = native.data.ClickData
+    fashion_mnist = native.data.fashion_mnist
+else:  # the device check's build (QCCL_DEVICE_CHECK_ONLY) has no datasets
+    def _no_datasets(*_args, **_kwargs):
+        raise InvalidArgument("this qccl was built without its datasets (the device check's "
+                              "build, QCCL_DEVICE_CHECK_ONLY): build it in full (README) to read them")
+    ClickData = fashion_mnist = _no_datasets
 
 __all__ = ["ClickData", "fashion_mnist"]

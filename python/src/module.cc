@@ -8,8 +8,10 @@ PYBIND11_MODULE(_qccl, module) {
   qccl::python::bind_errors(module);
   qccl::python::bind_context(module);
   qccl::python::bind_bucket_hook(module);
+#ifndef QCCL_PYTHON_WITHOUT_DATASETS
   auto data = module.def_submodule("data", "Datasets of qccl's training engine");
   qccl::python::bind_data(data);
   auto plots = module.def_submodule("plots", "The SVG plots of qccl's tools, for reports");
   qccl::python::bind_plots(plots);
+#endif
 }
