@@ -5,7 +5,7 @@ up to the timeout given (seconds), raising TimeoutError when it runs out."""
 
 import datetime
 
-from .errors import TimeoutError  # pylint: disable=redefined-builtin
+from .errors import InvalidArgument, TimeoutError  # pylint: disable=redefined-builtin
 
 
 def _torch():
@@ -97,3 +97,22 @@ class GroupOps:
 
     def barrier(self, seconds):
         _wait(self._dist.barrier(group=self.group, async_op=True), seconds, "a barrier")
+
+
+def host_memory_group(group):
+    """A group that moves qccl's messages, which are in host memory (on a
+    GPU, the device step stages its codes in pinned host buffers): `group`
+    itself where its backend takes CPU tensors (gloo, mpi, or a combined
+    "cpu:gloo,cuda:nccl" one); for an NCCL group, a gloo group over the
+    same processes, made by dist.new_group, which every process calls at the
+    same point — as it creates its hooks, in the same order on every rank.
+    An NCCL group that is not the whole world is refused, naming the fix."""
+    _, dist = _torch()
+    if str(dist.get_backend(group)).lower() != "nccl":
+        return group
+    if dist.get_world_size(group) != dist.get_world_size():
+        raise InvalidArgument(
+            "the DDP model's process group uses NCCL, which moves only CUDA tensors, and covers "
+            "only some of the processes: pass qccl.ddp_hook(..., process_group=...) a gloo group "
+            "over the same ranks (torch.distributed.new_group(ranks, backend='gloo'))")
+    return dist.new_group(backend="gloo")

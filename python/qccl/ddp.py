@@ -30,7 +30,7 @@ with the model's checkpoint.
 from ._native import native
 from ._tensors import bucket_half_type, check_parameters
 from .collectives import DEFAULT_TIMEOUT, check_matches_torch_distributed, context, on_group
-from ._group_ops import GroupOps
+from ._group_ops import GroupOps, host_memory_group
 from .errors import Error, InvalidArgument
 
 FP32_BYTES = 4
@@ -51,6 +51,7 @@ def _native_hook(model, codec, algorithm, seed, timeout, process_group, names, s
         raise InvalidArgument(f"algorithm={algorithm!r} chooses qccl's own collectives in the "
                               "MPI mode; the process-group mode uses the group's")
     group = process_group if process_group is not None else getattr(model, "process_group", None)
+    group = host_memory_group(group)  # NCCL: a gloo group beside it
     wait = float(timeout) if timeout is not None else getattr(ctx, "timeout", DEFAULT_TIMEOUT)
     return native.BucketHook.create_on_group(GroupOps(group), codec, seed, wait, names, shapes)
 
@@ -281,6 +282,10 @@ def ddp_hook(model, codec="fp32", *, algorithm="ring", seed=0, timeout=None, opt
         model = torch.nn.parallel.DistributedDataParallel(net)
         state, hook = qccl.ddp_hook(model, codec="global-qsgd:bits=8")
         model.register_comm_hook(state, hook)
+
+    On GPUs with NCCL (dist.init_process_group("nccl")), the hook's
+    exchange goes over a gloo group it creates beside the model's (qccl's
+    codes are in host memory); DDP's own broadcasts stay on NCCL.
 
     Under mpirun (the MPI mode), the same after
     dist.init_process_group("gloo", init_method=..., rank=qccl.rank(),

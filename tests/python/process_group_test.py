@@ -208,6 +208,41 @@ def test_float64_model_is_refused_at_hook_time(rank, size):
         raise AssertionError("a float64 model was not refused")
 
 
+def test_nccl_model_group_exchanges_over_a_gloo_group_beside_it(rank, size):
+    """A DDP model on an NCCL group (as on GPUs): NCCL moves only CUDA
+    tensors and qccl's codes are in host memory, so the hook makes a gloo
+    group over the same ranks and exchanges there; replicas stay identical.
+    No NCCL here: the backend the hook reads is made to say "nccl". An NCCL
+    group over some of the ranks is refused, naming the fix."""
+    from qccl import _group_ops
+    model, sgd, _ = wrapped(seed=31)
+    made, real_backend, real_new_group = [], dist.get_backend, dist.new_group
+    sub = dist.new_group(ranks=[0]) if size > 1 else None  # every rank calls new_group
+    nccl_groups = (model.process_group, sub)
+
+    def new_group(*args, **kwargs):
+        made.append(kwargs.get("backend"))
+        return real_new_group(*args, **kwargs)
+    dist.get_backend = lambda group=None: "nccl" if group in nccl_groups else real_backend(group)
+    dist.new_group = new_group
+    try:
+        state, hook = qccl.ddp_hook(model, codec="global-qsgd:bits=8")
+        if sub is not None:
+            try:
+                _group_ops.host_memory_group(sub)
+            except qccl.InvalidArgument as error:
+                assert "gloo group" in str(error), error
+            else:
+                raise AssertionError("an NCCL group over some ranks was accepted")
+    finally:
+        dist.get_backend, dist.new_group = real_backend, real_new_group
+    assert made == ["gloo"], made
+    model.register_comm_hook(state, hook)
+    train(model, sgd, rank, steps=2)
+    assert state.bytes_sent > 0 or size == 1
+    assert_replicas_identical(model, "over the gloo group beside NCCL")
+
+
 def test_no_sync_accumulates_then_averages(rank, size):
     """Two micro-batches under no_sync() then one synchronised: the mean of
     the accumulated gradients, as DDP's own allreduce gives it."""
@@ -261,7 +296,9 @@ TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
          test_half_mean_is_the_fp32_mean_rounded, test_half_bucket_goes_chunk_by_chunk,
          test_device_bucket_path_runs_on_the_host_reference,
          test_amp_autocast_with_fp32_gradients,
-         test_float64_model_is_refused_at_hook_time, test_no_sync_accumulates_then_averages,
+         test_float64_model_is_refused_at_hook_time,
+         test_nccl_model_group_exchanges_over_a_gloo_group_beside_it,
+         test_no_sync_accumulates_then_averages,
          test_static_graph, test_failure_reaches_backward_as_the_qccl_exception,
          test_a_rank_that_stops_gives_a_timeout_not_a_hang]
 
