@@ -10,6 +10,9 @@ target_link_libraries(qccl_device PUBLIC qccl_core CUDA::cudart_static)
 set_target_properties(qccl_device PROPERTIES POSITION_INDEPENDENT_CODE ON)
 qccl_cuda_options(qccl_device)
 
+if(QCCL_PYTHON_PACKAGE_ONLY)
+  return()  # pip's build: the library only
+endif()
 add_executable(qccl-device-check qccl/tools/device_check.cu qccl/tools/device_cases.cu
                qccl/tools/device_case_reference.cc qccl/tools/device_ranks_check.cc)
 target_link_libraries(qccl-device-check PRIVATE qccl_device)

@@ -25,6 +25,11 @@ cd "$work"  # away from the source tree and PYTHONPATH's build tree
 unset PYTHONPATH
 "$python" -c 'import qccl, torch; print("qccl", qccl.__version__, "from", qccl.__file__, "torch", torch.__version__)'
 "$work/venv/bin/qccl" --version
+# Where nvcc is found (cmake/cuda.cmake), the installed extension averages
+# CUDA buckets (docs/gpu.md): its device code is built with it.
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then expect=True; else expect=False; fi
+"$python" -c "from qccl._native import native; assert native.cuda_buckets is $expect, native.cuda_buckets"
+echo "CUDA buckets in the installed extension: $expect"
 # The installed extension is built with PyPI's pybind11: qccl.data's arrays
 # must be right under NumPy 2 as well (the venv's own NumPy comes first).
 "$python" -m pip install --quiet --disable-pip-version-check --no-input "numpy>=2"
