@@ -8,11 +8,13 @@
 // group's collectives, and the refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <functional>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../support/collective_checks.h"
@@ -20,6 +22,7 @@
 #include "../support/patterns.h"
 #include "../support/world.h"
 #include "qccl/codecs/codec.h"
+#include "qccl/codecs/element_form_reference.h"
 #include "qccl/codecs/host_memory_vector.h"
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
@@ -118,6 +121,86 @@ TEST(DeviceStepMixedTest, DeviceAndHostRanksShareOneCollective) {
   }
 }
 
+// A device's vector fills its codes piece by piece and decodes chunk by
+// chunk (CudaVector). This host vector stands for one: its codes read as
+// garbage until codes_ready asks for their range, and it records the
+// ranges it decodes. The step must wait for every code it sends, decode
+// every element, and finish decoding before it returns.
+class DeferredCodesVector final : public DeviceVector {
+ public:
+  explicit DeferredCodesVector(std::span<float> values) : inner_(values) {}
+
+  std::size_t size() const override { return inner_.size(); }
+  double norm_statistic(NormKind kind) override { return inner_.norm_statistic(kind); }
+  std::span<const std::byte> encode(const ElementForm& form) override {
+    const auto real = inner_.encode(form);
+    real_.assign(real.begin(), real.end());
+    shown_.assign(real.size(), std::byte{0xA5});
+    form_ = form;
+    decoded_.clear();  // a new step
+    finished_ = false;
+    return shown_;
+  }
+  void codes_ready(std::size_t first, std::size_t count) override {
+    const std::size_t offset = form_payload_offset(form_, first);
+    const std::size_t bytes = form_payload_bytes(form_, count);
+    std::copy_n(real_.begin() + static_cast<std::ptrdiff_t>(offset), bytes,
+                shown_.begin() + static_cast<std::ptrdiff_t>(offset));
+  }
+  std::span<std::byte> result_codes(std::size_t bytes) override { return inner_.result_codes(bytes); }
+  void decode_range(const ElementForm& form, std::size_t first, std::size_t count) override {
+    EXPECT_FALSE(finished_) << "decoding started after finish_decoding";
+    decoded_.emplace_back(first, count);
+    inner_.decode_range(form, first, count);
+  }
+  void finish_decoding() override { finished_ = true; }
+  void fill_zero() override { inner_.fill_zero(); }
+
+  bool finished() const { return finished_; }
+  // Whether the decoded ranges cover [0, size()) (each element at least once).
+  bool decoded_everything() const {
+    auto ranges = decoded_;
+    std::sort(ranges.begin(), ranges.end());
+    std::size_t covered = 0;
+    for (const auto& [first, count] : ranges) {
+      if (first > covered) return false;
+      covered = std::max(covered, first + count);
+    }
+    return covered == size();
+  }
+
+ private:
+  HostMemoryVector inner_;
+  ElementForm form_;
+  std::vector<std::byte> real_, shown_;
+  std::vector<std::pair<std::size_t, std::size_t>> decoded_;
+  bool finished_ = false;
+};
+
+TEST(DeviceStepPipelineTest, WaitsForCodesAndDecodesEveryChunk) {
+  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp", "fp16"}) {
+    for (int ranks : {1, 2, 3, 4, 7}) {
+      for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
+        for (std::size_t length : {std::size_t{1}, std::size_t{1001}, std::size_t{70001}}) {
+          test::run_world(ranks, [&](Communicator& comm) {
+            auto on_device = make_codec(spec, CodecSettings{.seed = 4});
+            auto on_host = make_codec(spec, CodecSettings{.seed = 4});
+            auto device_values = input_of(comm.rank(), length);
+            auto host_values = device_values;
+            DeferredCodesVector vector(device_values);
+            on_device->allreduce_mean(comm, vector, {.algorithm = algorithm});
+            on_host->allreduce_mean(comm, std::span<float>(host_values), {.algorithm = algorithm});
+            ASSERT_EQ(test::bytes_hash(device_values), test::bytes_hash(host_values))
+                << spec << " ranks " << ranks << " length " << length;
+            EXPECT_TRUE(vector.decoded_everything()) << spec << " ranks " << ranks;
+            EXPECT_TRUE(vector.finished()) << spec;
+          });
+        }
+      }
+    }
+  }
+}
+
 // Over a process group (the PyTorch hook's process-group mode): the device
 // step moves its codes by the group's integer or fp16 SUM allreduce, and
 // equals the host step over the same group bit for bit, two steps, ranks
@@ -140,13 +223,14 @@ TEST(DeviceStepGroupTest, EqualsTheHostStepOverTheGroup) {
           auto on_host = make_codec(spec, CodecSettings{.seed = 5, .bucket = 2});
           auto device_values = input_of(comm.rank(), length);
           auto host_values = device_values;
-          HostMemoryVector vector(device_values);
+          DeferredCodesVector vector(device_values);
           for (int step = 0; step < 2; ++step) {
             on_device->allreduce_mean(comm, vector);
             on_host->allreduce_mean(comm, std::span<float>(host_values));
             ASSERT_EQ(test::bytes_hash(device_values), test::bytes_hash(host_values))
                 << spec << " ranks " << ranks << " length " << length << " step " << step;
             test::expect_identical_across_ranks(comm, device_values);
+            EXPECT_TRUE(vector.finished() && vector.decoded_everything()) << spec;
           }
           const bool summed_levels = std::string(spec).starts_with("global-qsgd");
           EXPECT_EQ(group.sums(), summed_levels ? 4 : 0) << spec;  // one per step and side

@@ -7,6 +7,10 @@
 //    reduction on those codes (StagedReduction), chunk by chunk, through
 //    host memory. Only codes cross between device and host.
 // 3. The device decodes the finished codes into the mean.
+// Steps 2 and 3 overlap with the collective: the collective reads a
+// chunk's codes once the device says they are on the host, and the device
+// decodes each chunk as it finishes (DeviceVector::codes_ready,
+// decode_range).
 // The encoding must follow from the global norm alone (CodecTraits::
 // host_means: no input read when building it) and combine in transit, and
 // have an element form for this step (norms within fp32's range).
@@ -39,7 +43,8 @@ namespace {
 // the sum's codes, which the device decodes into the mean.
 void move_codes_over_group(Communicator& comm, GroupCollectives& group, Encoding& encoding,
                            std::span<const std::byte> codes, std::span<std::byte> result,
-                           Timeout timeout) {
+                           DeviceVector& data, Timeout timeout) {
+  data.codes_ready(0, data.size());
   std::copy(codes.begin(), codes.end(), result.begin());
   if (const auto native = encoding.native_equivalent()) {
     comm.transport().allreduce(result, native->type, native->op, timeout);
@@ -99,19 +104,20 @@ void Codec::allreduce_mean(Communicator& comm, DeviceVector& data, const Collect
   const std::span<std::byte> result = data.result_codes(codes.size());
   if (group != nullptr) {
     call.move([&](int) {
-      move_codes_over_group(comm, *group, *encoding, codes, result, comm.timeout(options.timeout));
+      move_codes_over_group(comm, *group, *encoding, codes, result, data,
+                            comm.timeout(options.timeout));
     });
     data.decode_result(*form);
     ++step_;
     return;
   }
-  StagedReduction staged(in_transit(*encoding), *form, codes, result);
+  StagedReduction staged(in_transit(*encoding), *form, data, codes, result);
   // The collective's fp32 spans give it the element count; the staged
   // reduction neither reads nor writes them, so they are never touched.
   const std::unique_ptr<float[]> untouched(new float[data.size()]);
   const std::span<float> values(untouched.get(), data.size());
   call.move([&](int tag) { allreduce_body(comm, tag, values, values, staged, options); });
-  data.decode_result(*form);
+  data.finish_decoding();  // every chunk's decoding was started as it finished
   ++step_;
 }
 

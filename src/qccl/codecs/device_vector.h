@@ -28,14 +28,30 @@ class DeviceVector {
   // local_norm_statistic of the values for `kind`, the same double: NaN
   // when some value is not finite.
   virtual double norm_statistic(NormKind kind) = 0;
-  // The codes of the whole vector by `form` (element i drawing with
-  // counter i; no chunk header), in host memory the vector owns, valid
-  // until its next call.
+  // Starts encoding the whole vector by `form` (element i drawing with
+  // counter i; no chunk header) into host memory the vector owns, and
+  // returns that memory, valid until the next encode. The codes of
+  // elements [first, first + count) may be read once codes_ready(first,
+  // count) has returned: a device fills them piece by piece, so the
+  // collective sends the first pieces while the later ones are encoded and
+  // copied.
   virtual std::span<const std::byte> encode(const ElementForm& form) = 0;
+  virtual void codes_ready(std::size_t first, std::size_t count) = 0;
   // Host memory the vector owns, `bytes` long, for the result's codes.
   virtual std::span<std::byte> result_codes(std::size_t bytes) = 0;
-  // Replaces the values by what result_codes stand for (the mean) under `form`.
-  virtual void decode_result(const ElementForm& form) = 0;
+  // Starts replacing values [first, first + count) by what their codes in
+  // result_codes stand for (the mean) under `form`; those codes are final
+  // and stay unchanged until finish_decoding. A device copies and decodes
+  // such a range while the collective goes on with the others.
+  virtual void decode_range(const ElementForm& form, std::size_t first, std::size_t count) = 0;
+  // Returns once every decode_range started is done.
+  virtual void finish_decoding() = 0;
+  // The whole vector from result_codes: decode_range of every element,
+  // then finish_decoding.
+  void decode_result(const ElementForm& form) {
+    decode_range(form, 0, size());
+    finish_decoding();
+  }
   // Sets every value to zero (every rank's input was zero: nothing moved).
   virtual void fill_zero() = 0;
 };

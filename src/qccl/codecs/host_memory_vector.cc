@@ -19,8 +19,11 @@ std::span<std::byte> HostMemoryVector::result_codes(std::size_t bytes) {
   return result_;
 }
 
-void HostMemoryVector::decode_result(const ElementForm& form) {
-  decode_payload_by_form(form, result_, values_);
+void HostMemoryVector::decode_range(const ElementForm& form, std::size_t first,
+                                    std::size_t count) {
+  const auto codes = std::span<const std::byte>(result_).subspan(form_payload_offset(form, first),
+                                                                 form_payload_bytes(form, count));
+  decode_payload_by_form(form, codes, values_.subspan(first, count));
 }
 
 void HostMemoryVector::fill_zero() { std::fill(values_.begin(), values_.end(), 0.0f); }

@@ -18,9 +18,12 @@ class HostMemoryVector final : public DeviceVector {
 
   std::size_t size() const override { return values_.size(); }
   double norm_statistic(NormKind kind) override;
+  // Encodes at once: every code is ready when encode returns.
   std::span<const std::byte> encode(const ElementForm& form) override;
+  void codes_ready(std::size_t, std::size_t) override {}
   std::span<std::byte> result_codes(std::size_t bytes) override;
-  void decode_result(const ElementForm& form) override;
+  void decode_range(const ElementForm& form, std::size_t first, std::size_t count) override;
+  void finish_decoding() override {}
   void fill_zero() override;
 
  private:

@@ -16,6 +16,7 @@ std::size_t StagedReduction::encode(std::span<const float> in, std::size_t first
     std::memcpy(out.data(), &one_rank, sizeof one_rank);
   }
   const std::size_t bytes = form_payload_bytes(form_, in.size());
+  vector_.codes_ready(first, in.size());
   std::memcpy(out.data() + form_.header_bytes, codes_.data() + form_payload_offset(form_, first), bytes);
   return form_.header_bytes + bytes;
 }
@@ -32,6 +33,7 @@ void StagedReduction::decode(std::span<const std::byte> in, std::size_t first, s
     }
   }
   std::memcpy(result_.data() + form_payload_offset(form_, first), in.data() + form_.header_bytes, bytes);
+  vector_.decode_range(form_, first, out.size());
 }
 
 void StagedReduction::decode_contribution(std::span<const std::byte>, std::size_t, std::span<float>) {

@@ -1,16 +1,19 @@
 // The Reduction a device step hands to the collective (codec.h,
 // Codec::allreduce_mean on a DeviceVector): the step's own reduction for
-// combining chunks in transit, but with every rank's codes already made on
-// the device. Its encode() cuts a chunk out of the whole vector's codes
-// (adding the chunk header the real encoding writes), and its decode()
-// keeps a finished chunk's codes for the device to decode, instead of
-// computing fp32 values on the host. The bytes on the wire are the real
-// encoding's, so device and host ranks can share a collective.
+// combining chunks in transit, but with every rank's codes made on the
+// device. Its encode() cuts a chunk out of the whole vector's codes
+// (adding the chunk header the real encoding writes) once the device says
+// that chunk's codes are on the host, and its decode() keeps a finished
+// chunk's codes and starts the device decoding that chunk, instead of
+// computing fp32 values on the host: copies and kernels of one chunk run
+// while the collective moves the others. The bytes on the wire are the
+// real encoding's, so device and host ranks can share a collective.
 #pragma once
 
 #include <span>
 #include <string>
 
+#include "qccl/codecs/device_vector.h"
 #include "qccl/collectives/element_form.h"
 #include "qccl/collectives/reduction.h"
 
@@ -18,18 +21,20 @@ namespace qccl {
 
 class StagedReduction final : public Reduction {
  public:
-  // `codes`: this rank's codes of the whole vector; `result`: where the
-  // finished chunks' codes go (as long). `inner` does the combining.
-  StagedReduction(Reduction& inner, const ElementForm& form, std::span<const std::byte> codes,
-                  std::span<std::byte> result)
-      : inner_(inner), form_(form), codes_(codes), result_(result) {}
+  // `codes`: this rank's codes of the whole vector, from vector.encode;
+  // `result`: vector.result_codes, where the finished chunks' codes go (as
+  // long). `inner` does the combining.
+  StagedReduction(Reduction& inner, const ElementForm& form, DeviceVector& vector,
+                  std::span<const std::byte> codes, std::span<std::byte> result)
+      : inner_(inner), form_(form), vector_(vector), codes_(codes), result_(result) {}
 
   std::string name() const override { return inner_.name(); }
   std::size_t granularity() const override { return inner_.granularity(); }
   std::size_t max_encoded_bytes(std::size_t count) const override { return inner_.max_encoded_bytes(count); }
 
   std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override;
-  // Keeps the codes of a chunk that holds the complete mean (`out` is not written).
+  // Keeps the codes of a chunk that holds the complete mean and starts its
+  // decoding on the vector (`out` is not written).
   void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) override;
   // A device step returns no own contribution: refused.
   void decode_contribution(std::span<const std::byte> in, std::size_t first, std::span<float> out) override;
@@ -41,6 +46,7 @@ class StagedReduction final : public Reduction {
  private:
   Reduction& inner_;
   ElementForm form_;
+  DeviceVector& vector_;
   std::span<const std::byte> codes_;
   std::span<std::byte> result_;
 };

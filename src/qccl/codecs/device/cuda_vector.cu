@@ -3,6 +3,7 @@
 // codes and the decoded mean are the host's bytes.
 #include "qccl/codecs/device/cuda_vector.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -28,17 +29,22 @@ CudaVector::CudaVector(float* values, std::size_t count, cudaStream_t stream,
                        std::chrono::milliseconds timeout)
     : values_(values), count_(count), stream_(stream), timeout_(timeout) {}
 
-void CudaVector::wait(const char* what) const { wait_for_stream(stream_, timeout_, what); }
+CudaVector::~CudaVector() {
+  try {
+    wait(copy_stream_.get(), "the codes' copies, at the vector's end");
+    wait(stream_, "the decoding, at the vector's end");
+  } catch (...) {  // a destructor cannot raise; the step already reported the failure
+  }
+}
 
-std::byte* CudaVector::device_codes(std::size_t bytes) {
-  if (codes_.size() < bytes) codes_ = DeviceBuffer<std::byte>(bytes);
-  return codes_.data();
+void CudaVector::wait(cudaStream_t stream, const char* what) const {
+  wait_for_stream(stream, timeout_, what);
 }
 
 dk::DeviceStatus CudaVector::read_status(const char* what) {
   dk::DeviceStatus status{};
   check_cuda(cudaMemcpyAsync(&status, status_.data(), sizeof status, cudaMemcpyDeviceToHost, stream_), what);
-  wait(what);
+  wait(stream_, what);
   return status;
 }
 
@@ -53,69 +59,118 @@ double CudaVector::norm_statistic(NormKind kind) {
   return dk::sum_of_squares(values_, count_, stream_);
 }
 
-std::span<const std::byte> CudaVector::encode(const ElementForm& form) {
-  const std::size_t bytes = form_payload_bytes(form, count_);
-  std::byte* codes = device_codes(bytes);
+// Elements [first, first + count) into their codes at the payload's offset
+// (element i drawing with counter i, as the whole vector's encoding).
+void CudaVector::encode_piece(const ElementForm& form, std::size_t first, std::size_t count,
+                              std::byte* codes) {
+  const float* x = values_ + first;
+  std::byte* out = codes + form_payload_offset(form, first);
   switch (form.code) {
     case Code::linear_i8_summed:
     case Code::linear_i8_averaged:
-      dk::linear_encode_i8(values_, reinterpret_cast<std::int8_t*>(codes), count_, form.scale, form.levels,
-                           form.key_low, form.key_high, 0, stream_);
+      dk::linear_encode_i8(x, reinterpret_cast<std::int8_t*>(out), count, form.scale, form.levels,
+                           form.key_low, form.key_high, first, stream_);
       break;
     case Code::linear_i4_averaged:
-      dk::linear_encode_i4(values_, reinterpret_cast<std::uint8_t*>(codes), count_, form.scale, form.levels,
-                           form.key_low, form.key_high, 0, stream_);
+      dk::linear_encode_i4(x, reinterpret_cast<std::uint8_t*>(out), count, form.scale, form.levels,
+                           form.key_low, form.key_high, first, stream_);
       break;
     case Code::exp_i8:
-      dk::exp_encode(values_, reinterpret_cast<std::uint8_t*>(codes), count_, form.scale, form.headroom,
-                     form.levels, form.key_low, form.key_high, 0, stream_);
+      dk::exp_encode(x, reinterpret_cast<std::uint8_t*>(out), count, form.scale, form.headroom,
+                     form.levels, form.key_low, form.key_high, first, stream_);
       break;
     case Code::fp16:
-      dk::fp16_encode(values_, reinterpret_cast<std::uint16_t*>(codes), count_, form.scale, stream_);
+      dk::fp16_encode(x, reinterpret_cast<std::uint16_t*>(out), count, form.scale, stream_);
       break;
   }
+}
+
+// Piece by piece: encode piece k on the producer's stream, then copy its
+// codes to the host on the copy stream (after the encoding, by an event)
+// while piece k + 1 is encoded. Nothing waits here; codes_ready does.
+std::span<const std::byte> CudaVector::encode(const ElementForm& form) {
+  wait(copy_stream_.get(), "the previous step's copies");  // the pinned buffer is reused
+  const std::size_t bytes = form_payload_bytes(form, count_);
+  if (codes_.size() < bytes) codes_ = DeviceBuffer<std::byte>(bytes);
   std::byte* host = at_least(codes_host_, bytes).data();
-  if (bytes > 0) {
-    check_cuda(cudaMemcpyAsync(host, codes, bytes, cudaMemcpyDeviceToHost, stream_), "copying codes to the host");
+  const std::size_t pieces = (count_ + kPieceElements - 1) / kPieceElements;
+  while (copied_.size() < pieces) copied_.emplace_back();
+  for (std::size_t k = 0; k < pieces; ++k) {
+    const std::size_t first = k * kPieceElements;
+    const std::size_t count = std::min(kPieceElements, count_ - first);
+    encode_piece(form, first, count, codes_.data());
+    check_cuda(cudaEventRecord(encoded_.get(), stream_), "marking a piece encoded");
+    check_cuda(cudaStreamWaitEvent(copy_stream_.get(), encoded_.get(), 0), "ordering a piece's copy");
+    const std::size_t offset = form_payload_offset(form, first);
+    check_cuda(cudaMemcpyAsync(host + offset, codes_.data() + offset, form_payload_bytes(form, count),
+                               cudaMemcpyDeviceToHost, copy_stream_.get()),
+               "copying codes to the host");
+    check_cuda(cudaEventRecord(copied_[k].get(), copy_stream_.get()), "marking a piece copied");
   }
-  wait("encoding on the device");
+  pieces_ready_ = 0;
   return {host, bytes};
 }
 
+// The copies finish in order (one stream): waiting for the range's last
+// piece waits for all before it.
+void CudaVector::codes_ready(std::size_t first, std::size_t count) {
+  if (count == 0) return;
+  const std::size_t last = (first + count - 1) / kPieceElements;
+  if (last < pieces_ready_) return;
+  wait_for_event(copied_[last].get(), timeout_, "encoding on the device and copying the codes");
+  pieces_ready_ = last + 1;
+}
+
+// The previous step's finish_decoding waited for its copies from the
+// pinned buffer; waiting on the producer's stream here would also wait for
+// this step's encoding, which the collective overlaps.
 std::span<std::byte> CudaVector::result_codes(std::size_t bytes) {
   result_bytes_ = bytes;
+  if (result_device_.size() < bytes) result_device_ = DeviceBuffer<std::byte>(bytes);
   return {at_least(result_host_, bytes).data(), bytes};
 }
 
-void CudaVector::decode_result(const ElementForm& form) {
-  std::byte* codes = device_codes(result_bytes_);
-  if (result_bytes_ > 0) {
-    check_cuda(cudaMemcpyAsync(codes, result_host_.data(), result_bytes_, cudaMemcpyHostToDevice, stream_),
-               "copying the result's codes to the device");
+// On the producer's stream, after everything queued there: the range's
+// codes to the device, then its decoding. Returns at once.
+void CudaVector::decode_range(const ElementForm& form, std::size_t first, std::size_t count) {
+  if (count == 0) return;
+  const std::size_t offset = form_payload_offset(form, first);
+  const std::size_t bytes = form_payload_bytes(form, count);
+  if (offset + bytes > result_bytes_) {
+    throw Error("CudaVector: decoding elements beyond the result's codes (a bug in the device "
+                "step: report it)");
   }
+  std::byte* codes = result_device_.data() + offset;
+  check_cuda(cudaMemcpyAsync(codes, result_host_.data() + offset, bytes, cudaMemcpyHostToDevice, stream_),
+             "copying the result's codes to the device");
+  float* out = values_ + first;
   switch (form.code) {
     case Code::linear_i8_summed:
     case Code::linear_i8_averaged:
-      dk::linear_decode_i8(reinterpret_cast<const std::int8_t*>(codes), values_, count_, form.mean_step, stream_);
+      dk::linear_decode_i8(reinterpret_cast<const std::int8_t*>(codes), out, count, form.mean_step, stream_);
       break;
     case Code::linear_i4_averaged:
-      dk::linear_decode_i4(reinterpret_cast<const std::uint8_t*>(codes), values_, count_, form.mean_step, stream_);
+      dk::linear_decode_i4(reinterpret_cast<const std::uint8_t*>(codes), out, count, form.mean_step, stream_);
       break;
     case Code::exp_i8:
-      dk::exp_decode(reinterpret_cast<const std::uint8_t*>(codes), values_, count_, form.headroom, form.mean_step,
+      dk::exp_decode(reinterpret_cast<const std::uint8_t*>(codes), out, count, form.headroom, form.mean_step,
                      stream_);
       break;
     case Code::fp16:  // the fp16 sum of x/n is the mean (its step is 1)
-      dk::fp16_decode(reinterpret_cast<const std::uint16_t*>(codes), values_, count_, stream_);
+      dk::fp16_decode(reinterpret_cast<const std::uint16_t*>(codes), out, count, stream_);
       break;
   }
-  // The pinned result buffer is reused by the next step: the copy must be done.
-  wait("decoding on the device");
+}
+
+// The pinned buffers are reused by the next step: every copy must be done.
+void CudaVector::finish_decoding() {
+  wait(copy_stream_.get(), "copying codes to the host");
+  wait(stream_, "decoding on the device");
 }
 
 void CudaVector::fill_zero() {
   if (count_ > 0) check_cuda(cudaMemsetAsync(values_, 0, count_ * sizeof(float), stream_), "cudaMemsetAsync");
-  wait("zeroing on the device");
+  wait(stream_, "zeroing on the device");
 }
 
 }  // namespace qccl
