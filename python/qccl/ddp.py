@@ -78,6 +78,7 @@ class DDPHookState:
         # "host-reference", the device step's host reference, which runs
         # the GPU path on CPU tensors (tests; _set_host_buckets).
         self._host_buckets = "host"
+        self._cuda_stream = None  # the device steps' stream (_stream_on)
         if device.type == "cuda":
             self._native.check_bucket_memory("cuda")  # the codec has a device step, the build CUDA
         self._optimizer = optimizer  # the context closes the hook at shutdown
@@ -141,6 +142,16 @@ class DDPHookState:
                                   f"rates {sorted(rates)}; the hook's codec needs one")
         return float(rates.pop())
 
+    def _stream_on(self, device):
+        """The hook's CUDA stream on `device` (made once), or None for the
+        host reference."""
+        if device.type != "cuda":
+            return None
+        if self._cuda_stream is None:
+            import torch
+            self._cuda_stream = torch.cuda.Stream(device)
+        return self._cuda_stream
+
     def _set_host_buckets(self, memory):
         """"host" or "host-reference": CPU buckets then take the device
         step's path (fp32 widening, the codec's device step on its host
@@ -185,7 +196,7 @@ class DDPHookState:
                 future.set_result(buffer)  # the mean, written in the bucket's dtype
         else:
             arguments, options, finish = _device_bucket(bucket.index(), buffer, numbers, memory,
-                                                        future)
+                                                        future, self._stream_on(buffer.device))
         if self._native.on_group:  # averaged before submit returns
             try:
                 self._native.submit(*arguments, None, **options)
@@ -240,25 +251,32 @@ class DDPHookState:
             raise failure
 
 
-def _device_bucket(index, buffer, numbers, memory, future):
+def _device_bucket(index, buffer, numbers, memory, future, stream):
     """The native submit's arguments for a bucket averaged by the codec's
-    device step, and what completes it. The step runs on the stream the
-    bucket's producer (backward) runs on, so it starts after the bucket's
-    gradients are written; a half-precision bucket is widened to fp32 there
-    first (one fp32 copy of the bucket, on its device) and its mean narrowed
-    back, rounded to nearest even as PyTorch casts. `finish` (on the thread
-    that completes the bucket) writes the mean back on that stream and
-    completes the future."""
+    device step, and what completes it. `stream` (CUDA; None on the host
+    reference) is the hook's own stream on the bucket's device: it waits
+    for the work queued so far on the current stream (backward's, which
+    wrote the bucket), and the step's kernels and copies run on it, so they
+    neither wait for backward's later kernels nor hold them up. A
+    half-precision bucket is widened to fp32 there first (one fp32 copy of
+    the bucket, on its device) and its mean narrowed back, rounded to
+    nearest even as PyTorch casts. `finish` (on the thread that completes
+    the bucket) writes the mean back on that stream and completes the
+    future, which records that stream's progress for DDP to wait on."""
     import contextlib
     import torch
-    stream = torch.cuda.current_stream(buffer.device) if memory == "cuda" else None
-    values = buffer if buffer.dtype == torch.float32 else buffer.float()
+    on_stream = contextlib.nullcontext
+    if stream is not None:
+        stream.wait_stream(torch.cuda.current_stream(buffer.device))
+        on_stream = lambda: torch.cuda.stream(stream)  # noqa: E731
+    with on_stream():
+        values = buffer if buffer.dtype == torch.float32 else buffer.float()
     arguments = (index, values.data_ptr(), values.numel(), numbers, [], None, None, 0)
     options = {"memory": memory, "stream": stream.cuda_stream if stream is not None else 0,
                "device": buffer.device.index or 0}
 
     def finish():
-        with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
+        with on_stream():
             if values is not buffer:
                 buffer.copy_(values)
             future.set_result(buffer)
@@ -297,7 +315,8 @@ def ddp_hook(model, codec="fp32", *, algorithm="ring", seed=0, timeout=None, opt
     elements — in one float32 buffer of a chunk's size and written back in
     its dtype (AMP with float32 gradients is float32). On a GPU (a qccl
     built with CUDA) the codec's device step averages the bucket where it
-    is, on the current CUDA stream, with only the encoded bytes crossing to
+    is, on a stream of its own ordered after the current CUDA stream's
+    work, with only the encoded bytes crossing to
     the host; a half-precision bucket is widened to one float32 copy on the
     device. Codecs with a device step: global-qsgd and fp16 (others are
     refused for a GPU model, naming them; docs/gpu.md). float64 parameters,
