@@ -8,15 +8,17 @@ def _torch():
     return torch
 
 
-def fp32_buffer(tensor, what, writable=False):
-    """(address, element count) of a CPU float32 tensor; a tensor qccl writes
-    into must be contiguous already, one it only reads is made so."""
+def fp32_buffer(tensor, what, writable=False, devices=("cpu",)):
+    """(address, element count) of a float32 tensor on one of `devices`
+    (device types); a tensor qccl writes into must be contiguous already,
+    one it only reads is made so."""
     torch = _torch()
     if not isinstance(tensor, torch.Tensor):
         raise InvalidArgument(f"{what} must be a torch.Tensor, not {type(tensor).__name__}")
-    if tensor.device.type != "cpu":
-        raise InvalidArgument(f"{what} is on {tensor.device}; qccl reduces CPU tensors "
-                              "(move it with .cpu(), or reduce on the CPU)")
+    if tensor.device.type not in devices:
+        raise InvalidArgument(f"{what} is on {tensor.device}; this qccl call takes tensors on "
+                              f"{' or '.join(devices)} (move it with .cpu(); allreduce_mean_ and "
+                              "the DDP hook also take CUDA tensors)")
     if tensor.dtype != torch.float32:
         raise InvalidArgument(f"{what} has dtype {tensor.dtype}; qccl's codecs take float32 "
                               "(convert with .float())")

@@ -164,6 +164,10 @@ class Compressor:
                                   "qccl runs its DDP hook, qccl.ddp_hook(...)")
         self._native = native.Compressor(context(), codec, seed, algorithm,
                                          None if timeout is None else float(timeout))
+        # CPU tensors: "host" (the host step), or "host-reference", the
+        # device step's host reference, which runs the CUDA path on CPU
+        # tensors (tests).
+        self._host_tensors = "host"
 
     @property
     def codec(self):
@@ -171,10 +175,28 @@ class Compressor:
         return self._native.codec
 
     def allreduce_mean_(self, tensor):
-        """Replaces `tensor` (CPU, float32, contiguous) by its mean over the
-        ranks, bitwise identical on every rank; returns it."""
-        tensor, address, count = fp32_buffer(tensor, "allreduce_mean_'s tensor", writable=True)
-        self._native.allreduce_mean(address, count)
+        """Replaces `tensor` (float32, contiguous) by its mean over the
+        ranks, bitwise identical on every rank; returns it. On a CUDA device
+        (a qccl built with CUDA), the codec's device step runs on the
+        current stream, with only the codes crossing to the host:
+        global-qsgd and fp16 (others are refused, naming them); the call
+        returns when the mean is on the device."""
+        memory = "cuda" if getattr(tensor, "is_cuda", False) else self._host_tensors
+        tensor, address, count = fp32_buffer(tensor, "allreduce_mean_'s tensor", writable=True,
+                                             devices=("cpu", "cuda"))
+        if memory == "host":
+            self._native.allreduce_mean(address, count)
+            return tensor
+        stream, device = 0, 0
+        if memory == "cuda":
+            if not native.cuda_buckets:
+                raise InvalidArgument("this qccl was built without CUDA, so allreduce_mean_ cannot "
+                                      "take a CUDA tensor: build it where nvcc is found "
+                                      "(docs/gpu.md), or move the tensor with .cpu()")
+            import torch
+            stream = torch.cuda.current_stream(tensor.device).cuda_stream
+            device = tensor.device.index or 0
+        self._native.allreduce_mean_on_device(address, count, memory, stream, device)
         return tensor
 
     def error_bound(self, inf_norm):

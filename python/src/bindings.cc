@@ -69,6 +69,14 @@ void bind_context(py::module_& module) {
       .def("blocks", &Compressor::blocks, py::arg("count"), release_gil())
       .def("error_bound", &Compressor::error_bound, py::arg("inf_norm"), release_gil())
       .def("allreduce_mean", &Compressor::allreduce_mean, release_gil())
+      .def("allreduce_mean_on_device",
+           [](Compressor& c, std::uintptr_t data, std::size_t count, const std::string& memory,
+              std::uintptr_t stream, int device) {
+             c.allreduce_mean_on_device(
+                 DeviceBucket{parse_bucket_memory(memory), data, count, stream, device});
+           },
+           py::arg("data"), py::arg("count"), py::arg("memory"), py::arg("stream"),
+           py::arg("device"), release_gil())
       .def("reduce_scatter_mean", &Compressor::reduce_scatter_mean, release_gil())
       .def("allgather", &Compressor::allgather, release_gil())
       .def("save_state", [](Compressor& c) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "context.h"
+#include "device_bucket.h"
 #include "qccl/codecs/codec.h"
 
 namespace qccl::python {
@@ -41,6 +42,9 @@ class Compressor {
   double error_bound(double inf_norm);
 
   void allreduce_mean(std::uintptr_t data, std::size_t count);
+  // The same on a vector in a device's memory (device_bucket.h): the
+  // codec's device step, with only codes through host memory.
+  void allreduce_mean_on_device(const DeviceBucket& data);
   void reduce_scatter_mean(std::uintptr_t input, std::size_t count, std::uintptr_t output,
                            std::size_t output_count);
   void allgather(std::uintptr_t shard, std::size_t count, std::uintptr_t output,

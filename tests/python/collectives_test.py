@@ -64,6 +64,35 @@ def test_allgather_concatenates_every_rank_shard(rank, size):
         assert same_everywhere(qccl.allgather(torch.randn(n), "global-qsgd:bits=4"))
 
 
+def test_device_path_on_the_host_reference_equals_the_host_path(rank, size):
+    """allreduce_mean_'s CUDA path (the codec's device step) run on CPU
+    tensors through the device step's host reference: the host path's bits,
+    two steps, for the codecs with a device step and both algorithms; a
+    codec without one is refused on every rank, naming those that run."""
+    for codec in ("global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp", "fp16"):
+        for algorithm in ("ring", "halving-doubling"):
+            on_host = qccl.Compressor(codec, algorithm=algorithm, seed=3)
+            on_device = qccl.Compressor(codec, algorithm=algorithm, seed=3)
+            on_device._host_tensors = "host-reference"  # pylint: disable=protected-access
+            for n in SIZES:
+                g = torch.Generator().manual_seed(100 * rank + n)
+                a = torch.randn(n, generator=g)
+                b = a.clone()
+                for _ in range(2):
+                    assert on_device.allreduce_mean_(a) is a
+                    on_host.allreduce_mean_(b)
+                    assert torch.equal(a, b), f"{codec} {algorithm} n={n}: device path differs"
+                assert same_everywhere(a)
+    refused = qccl.Compressor("qsgd")
+    refused._host_tensors = "host-reference"  # pylint: disable=protected-access
+    try:
+        refused.allreduce_mean_(torch.ones(8))
+    except qccl.InvalidArgument as error:
+        assert "device" in str(error) and "global-qsgd" in str(error), error
+    else:
+        raise AssertionError("qsgd ran on the device path")
+
+
 def test_bad_tensors_are_refused_naming_the_problem(rank, size):
     cases = ((torch.zeros(4, dtype=torch.float64), "dtype torch.float64"),
              (torch.zeros(4, 4).t(), "not contiguous"),
@@ -118,6 +147,7 @@ if __name__ == "__main__":
          test_quantized_allreduce_is_identical_everywhere_and_within_its_bound,
          test_reduce_scatter_gives_each_rank_its_block_of_the_mean,
          test_allgather_concatenates_every_rank_shard,
+         test_device_path_on_the_host_reference_equals_the_host_path,
          test_bad_tensors_are_refused_naming_the_problem,
          test_lengths_that_differ_across_ranks_raise_on_every_rank,
          test_nan_on_one_rank_raises_on_every_rank,
