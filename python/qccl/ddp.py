@@ -316,11 +316,11 @@ def ddp_hook(model, codec="fp32", *, algorithm="ring", seed=0, timeout=None, opt
     its dtype (AMP with float32 gradients is float32). On a GPU (a qccl
     built with CUDA) the codec's device step averages the bucket where it
     is, on a stream of its own ordered after the current CUDA stream's
-    work, with only the encoded bytes crossing to
-    the host; a half-precision bucket is widened to one float32 copy on the
-    device. Codecs with a device step: global-qsgd and fp16 (others are
-    refused for a GPU model, naming them; docs/gpu.md). float64 parameters,
-    and parameters on several devices, are refused, naming the fix.
+    work, with only the encoded bytes crossing to the host; a
+    half-precision bucket is widened to one float32 copy on the device.
+    Codecs with a device step: global-qsgd and fp16 (others are refused
+    for a GPU model, naming them; docs/gpu.md). float64 parameters, and
+    parameters on several devices, are refused, naming the fix.
 
     model: the DistributedDataParallel model (or its module). codec: any
     spec `qccl train --codec` accepts; qccl.codecs() lists them with what

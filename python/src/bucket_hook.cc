@@ -290,10 +290,10 @@ void BucketHook::average_half(Communicator& comm, const BucketCall& call,
 // steps would use, so the step counter and the codes follow the host's.
 void BucketHook::average_on_device(Communicator& comm, const BucketCall& call) {
   Codec& codec = codec_for(call.index, call.parameters);
-  const auto vector = make_device_vector(
+  DeviceStepVector vector(
       DeviceBucket{call.memory, call.gradients, call.count, call.stream, call.device},
       wait_timeout_);
-  codec.allreduce_mean(comm, *vector, options_);
+  codec.allreduce_mean(comm, vector.get(), options_);
   count_step(comm, codec, call.count);
 }
 

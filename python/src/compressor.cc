@@ -57,8 +57,8 @@ void Compressor::allreduce_mean_on_device(const DeviceBucket& data) {
   const std::string what = "allreduce_mean_";
   const auto held = hold_codec(what);
   auto world = context_->use_world(what + " (" + spec_ + ")", timeout());
-  const auto vector = make_device_vector(data, timeout());
-  codec_->allreduce_mean(world.communicator(), *vector, options_);
+  DeviceStepVector vector(data, timeout());
+  codec_->allreduce_mean(world.communicator(), vector.get(), options_);
 }
 
 void Compressor::reduce_scatter_mean(std::uintptr_t input, std::size_t count,

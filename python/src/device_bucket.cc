@@ -28,23 +28,39 @@ bool cuda_buckets_supported() {
 #endif
 }
 
-std::unique_ptr<DeviceVector> make_device_vector(const DeviceBucket& bucket,
-                                                 std::chrono::milliseconds timeout) {
+DeviceStepVector::DeviceStepVector(const DeviceBucket& bucket, std::chrono::milliseconds timeout) {
   if (bucket.memory == BucketMemory::host_reference) {
-    return std::make_unique<HostMemoryVector>(floats_at(bucket.values, bucket.count));
+    vector_ = std::make_unique<HostMemoryVector>(floats_at(bucket.values, bucket.count));
+    return;
   }
   if (bucket.memory != BucketMemory::cuda) {
     throw InvalidArgument("a host bucket has no device vector (a bug in the hook: report it)");
   }
 #ifdef QCCL_PYTHON_CUDA
+  int previous = 0;
+  check_cuda(cudaGetDevice(&previous), "reading the thread's current device");
   check_cuda(cudaSetDevice(bucket.device), "making the bucket's device current");
-  return std::make_unique<CudaVector>(reinterpret_cast<float*>(bucket.values), bucket.count,
-                                      reinterpret_cast<cudaStream_t>(bucket.stream), timeout);
+  previous_device_ = previous;
+  try {
+    vector_ = std::make_unique<CudaVector>(reinterpret_cast<float*>(bucket.values), bucket.count,
+                                           reinterpret_cast<cudaStream_t>(bucket.stream), timeout);
+  } catch (...) {
+    cudaSetDevice(previous_device_);
+    throw;
+  }
 #else
   (void)timeout;
-  throw InvalidArgument("this qccl was built without CUDA, so its DDP hook cannot average CUDA "
-                        "buckets: build it where nvcc is found (QCCL_CUDA=ON, docs/gpu.md), or "
-                        "keep the model on the CPU");
+  throw InvalidArgument("this qccl was built without CUDA, so it cannot average CUDA tensors: "
+                        "build it where nvcc is found (QCCL_CUDA=ON, docs/gpu.md), or keep the "
+                        "model on the CPU");
+#endif
+}
+
+// The vector goes first (its end waits for its streams on its device).
+DeviceStepVector::~DeviceStepVector() {
+  vector_.reset();
+#ifdef QCCL_PYTHON_CUDA
+  if (previous_device_ >= 0) cudaSetDevice(previous_device_);
 #endif
 }
 

@@ -36,10 +36,24 @@ struct DeviceBucket {
   int device = 0;             // the CUDA device that holds the values
 };
 
-// The vector a device step runs on. For CUDA it makes `device` current on
-// the calling thread (the hook's stream thread is not the one that made
-// the bucket). Throws InvalidArgument where this build has no CUDA.
-std::unique_ptr<DeviceVector> make_device_vector(const DeviceBucket& bucket,
-                                                 std::chrono::milliseconds timeout);
+// The vector a device step runs on, for as long as it lives. For CUDA it
+// makes the bucket's device current on the calling thread (the hook's
+// stream thread is not the one that made the bucket) and makes the
+// thread's previous device current again at its end, so a call from
+// Python leaves the caller's current device as it was. Throws
+// InvalidArgument where this build has no CUDA.
+class DeviceStepVector {
+ public:
+  DeviceStepVector(const DeviceBucket& bucket, std::chrono::milliseconds timeout);
+  ~DeviceStepVector();
+  DeviceStepVector(const DeviceStepVector&) = delete;
+  DeviceStepVector& operator=(const DeviceStepVector&) = delete;
+
+  DeviceVector& get() { return *vector_; }
+
+ private:
+  int previous_device_ = -1;  // CUDA: the thread's device before; -1 for none to restore
+  std::unique_ptr<DeviceVector> vector_;
+};
 
 }  // namespace qccl::python
