@@ -121,6 +121,15 @@ TEST(DeviceStepMixedTest, DeviceAndHostRanksShareOneCollective) {
   }
 }
 
+// In-process ranks whose transport is also a process group's (group_data_path.h).
+void run_group_world(int ranks, const std::function<void(Communicator&, test::GroupLikeTransport&)>& body) {
+  run_in_process(ranks, [&](Transport& transport) {
+    test::GroupLikeTransport group(transport);
+    Communicator comm(group, {test::kTestTimeout, true});
+    body(comm, group);
+  });
+}
+
 // A device's vector fills its codes piece by piece and decodes chunk by
 // chunk (CudaVector). This host vector stands for one: its codes read as
 // garbage until codes_ready asks for their range, and it records the
@@ -137,8 +146,6 @@ class DeferredCodesVector final : public DeviceVector {
     real_.assign(real.begin(), real.end());
     shown_.assign(real.size(), std::byte{0xA5});
     form_ = form;
-    decoded_.clear();  // a new step
-    finished_ = false;
     return shown_;
   }
   void codes_ready(std::size_t first, std::size_t count) override {
@@ -147,7 +154,11 @@ class DeferredCodesVector final : public DeviceVector {
     std::copy_n(real_.begin() + static_cast<std::ptrdiff_t>(offset), bytes,
                 shown_.begin() + static_cast<std::ptrdiff_t>(offset));
   }
-  std::span<std::byte> result_codes(std::size_t bytes) override { return inner_.result_codes(bytes); }
+  std::span<std::byte> result_codes(std::size_t bytes) override {
+    decoded_.clear();  // a new step's result
+    finished_ = false;
+    return inner_.result_codes(bytes);
+  }
   void decode_range(const ElementForm& form, std::size_t first, std::size_t count) override {
     EXPECT_FALSE(finished_) << "decoding started after finish_decoding";
     decoded_.emplace_back(first, count);
@@ -201,18 +212,64 @@ TEST(DeviceStepPipelineTest, WaitsForCodesAndDecodesEveryChunk) {
   }
 }
 
+// The reduce-scatter mean on device data: rank r's block of the mean in
+// its output vector, bit for bit the host reduce-scatter's, two steps,
+// every codec with a device step, ranks {1, 2, 3, 4, 7}, both algorithms.
+TEST(DeviceReduceScatterTest, EqualsTheHostReduceScatterBitForBit) {
+  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
+                           "global-qsgd:bits=8,norm=2", "fp16"}) {
+    for (int ranks : {1, 2, 3, 4, 7}) {
+      for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
+        for (std::size_t length : {std::size_t{1}, std::size_t{1001}, std::size_t{70001}}) {
+          test::run_world(ranks, [&](Communicator& comm) {
+            auto on_device = make_codec(spec, CodecSettings{.seed = 6, .bucket = 1});
+            auto on_host = make_codec(spec, CodecSettings{.seed = 6, .bucket = 1});
+            const auto input = input_of(comm.rank(), length);
+            const Range mine = on_host->reduce_scatter_blocks(length, ranks)[comm.rank()];
+            std::vector<float> device_input = input, device_block(mine.count), host_block(mine.count);
+            DeferredCodesVector in(device_input);
+            DeferredCodesVector out(device_block);
+            for (int step = 0; step < 2; ++step) {
+              on_device->reduce_scatter_mean(comm, in, out, {.algorithm = algorithm});
+              on_host->reduce_scatter_mean(comm, input, host_block, {.algorithm = algorithm});
+              ASSERT_EQ(test::bytes_hash(device_block), test::bytes_hash(host_block))
+                  << spec << " ranks " << ranks << " length " << length << " step " << step;
+              EXPECT_EQ(device_input, input) << "the input changed";
+              EXPECT_TRUE(out.finished() && (mine.count == 0 || out.decoded_everything())) << spec;
+            }
+            EXPECT_EQ(on_device->step(), 2u);
+          });
+        }
+      }
+    }
+  }
+}
+
+TEST(DeviceReduceScatterTest, WrongOutputSizesAndProcessGroupsAreRefused) {
+  test::run_world(3, [](Communicator& comm) {
+    auto codec = make_codec("global-qsgd:bits=8");
+    std::vector<float> input = input_of(comm.rank(), 30), block(3);
+    HostMemoryVector in(input), out(block);
+    EXPECT_THROW(codec->reduce_scatter_mean(comm, in, out), InvalidArgument);
+  });
+  run_group_world(2, [](Communicator& comm, test::GroupLikeTransport&) {
+    auto codec = make_codec("global-qsgd:bits=8");
+    std::vector<float> input = input_of(comm.rank(), 30), block(15);
+    HostMemoryVector in(input), out(block);
+    try {
+      codec->reduce_scatter_mean(comm, in, out);
+      ADD_FAILURE() << "a reduce-scatter ran over a process group";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("MPI mode"), std::string::npos) << e.what();
+    }
+  });
+}
+
 // Over a process group (the PyTorch hook's process-group mode): the device
 // step moves its codes by the group's integer or fp16 SUM allreduce, and
 // equals the host step over the same group bit for bit, two steps, ranks
 // {1, 2, 3, 4, 7}. Global-QSGD's summed levels are exact integers, so it
 // also equals the ring on qccl's own transport.
-void run_group_world(int ranks, const std::function<void(Communicator&, test::GroupLikeTransport&)>& body) {
-  run_in_process(ranks, [&](Transport& transport) {
-    test::GroupLikeTransport group(transport);
-    Communicator comm(group, {test::kTestTimeout, true});
-    body(comm, group);
-  });
-}
 
 TEST(DeviceStepGroupTest, EqualsTheHostStepOverTheGroup) {
   for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=8,norm=2", "fp16"}) {

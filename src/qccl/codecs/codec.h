@@ -288,6 +288,13 @@ class Codec {
   // process group (group_data_path.h) the codes move by the group's own
   // allreduce (Global-QSGD's linear levels, fp16). Advances the step.
   void allreduce_mean(Communicator& comm, DeviceVector& data, const CollectiveOptions& options = {});
+  // reduce_scatter_mean of values in a device's memory: rank r gets the
+  // mean of block r of `input` (reduce_scatter_blocks) in `output`, with the
+  // same bits as on the host; the encoding, the in-transit reduction's
+  // staging and the decoding as for allreduce_mean above (qccl's own
+  // communicator only, not a process group). Advances the step.
+  void reduce_scatter_mean(Communicator& comm, DeviceVector& input, DeviceVector& output,
+                           const CollectiveOptions& options = {});
   // Empty when this codec's steps can run on device data with `algorithm`
   // (any, over a process group), else why not and what to do instead.
   std::string device_step_refusal(Algorithm algorithm, bool on_group) const;
@@ -455,6 +462,13 @@ class Codec {
   bool owns_store_ = true;
   StepFeedback* step_feedback_ = nullptr;
   CodecStepStats step_stats_;
+
+  // A step on device data (device_step.cc): the allreduce mean (`output`
+  // is `input`) or the reduce-scatter mean (`output`: this rank's block of
+  // `blocks`).
+  void run_device_step(Communicator& comm, CodecOperation kind, DeviceVector& input,
+                       DeviceVector& output, std::span<const Range> blocks,
+                       const CollectiveOptions& options);
 
   // The data movement of a hierarchical step, per operation, inside the
   // step's call (hierarchical_step.cc).

@@ -1,4 +1,5 @@
-// A codec step on device data (Codec::allreduce_mean on a DeviceVector):
+// A codec step on device data (Codec::allreduce_mean and
+// reduce_scatter_mean on DeviceVectors):
 // the host step's three parts with the data's work moved to the device.
 // 1. The norm statistic is computed where the data is; the step's exchange
 //    (call check, global norm) is the host step's.
@@ -33,6 +34,7 @@
 #include "qccl/codecs/group_data_path.h"
 #include "qccl/codecs/staged_reduction.h"
 #include "qccl/collectives/allreduce.h"
+#include "qccl/collectives/reduce_scatter.h"
 #include "qccl/collectives/validate.h"
 #include "qccl/common/errors.h"
 
@@ -54,6 +56,25 @@ void move_codes_over_group(Communicator& comm, GroupCollectives& group, Encoding
   group.sum_integers(result, width, timeout);
 }
 
+// The ring or halving-doubling allreduce or reduce-scatter on the staged
+// codes. The collective's fp32 spans give it the element counts; the
+// staged reduction neither reads nor writes them, so they are never
+// touched (nor, as allocated, backed by memory).
+void run_staged_collective(Communicator& comm, int tag, CodecOperation kind,
+                           StagedReduction& staged, std::size_t count,
+                           std::span<const Range> blocks, std::size_t block_count,
+                           const CollectiveOptions& options) {
+  const bool allreduce = kind == CodecOperation::allreduce_mean;
+  const std::unique_ptr<float[]> untouched(new float[count + (allreduce ? 0 : block_count)]);
+  const std::span<float> input(untouched.get(), count);
+  if (allreduce) {
+    allreduce_body(comm, tag, input, input, staged, options);
+    return;
+  }
+  const std::span<float> output(untouched.get() + count, block_count);
+  reduce_scatter_body(comm, tag, input, blocks, output, staged, options);
+}
+
 }  // namespace
 
 std::string Codec::device_step_refusal(Algorithm algorithm, bool on_group) const {
@@ -71,20 +92,44 @@ std::string Codec::device_step_refusal(Algorithm algorithm, bool on_group) const
 
 void Codec::allreduce_mean(Communicator& comm, DeviceVector& data, const CollectiveOptions& options) {
   check_supported(CodecOperation::allreduce_mean);
-  validate_options(options, "allreduce mean");
+  run_device_step(comm, CodecOperation::allreduce_mean, data, data, {}, options);
+}
+
+void Codec::reduce_scatter_mean(Communicator& comm, DeviceVector& input, DeviceVector& output,
+                                const CollectiveOptions& options) {
+  check_supported(CodecOperation::reduce_scatter_mean);
+  if (group_collectives(comm) != nullptr) {
+    throw InvalidArgument(spec() + ": a process group runs qccl's allreduce mean only; the "
+                          "reduce-scatter mean on device data needs qccl's MPI mode");
+  }
+  const auto blocks = reduce_scatter_blocks(input.size(), comm.size());
+  const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
+  if (output.size() != mine.count) {
+    throw InvalidArgument(spec() + " reduce-scatter mean: rank " + std::to_string(comm.rank()) +
+                          "'s block has " + std::to_string(mine.count) + " elements but output has " +
+                          std::to_string(output.size()) + " (see Codec::reduce_scatter_blocks)");
+  }
+  run_device_step(comm, CodecOperation::reduce_scatter_mean, input, output, blocks, options);
+}
+
+void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVector& input,
+                            DeviceVector& output, std::span<const Range> blocks,
+                            const CollectiveOptions& options) {
+  validate_options(options, to_string(kind));
   GroupCollectives* const group = group_collectives(comm);
   if (const std::string refusal = device_step_refusal(options.algorithm, group != nullptr);
       !refusal.empty()) {
     throw InvalidArgument(refusal);
   }
-  StepSetup setup = step_setup(CodecOperation::allreduce_mean, options.algorithm, comm.size(), comm.rank());
-  const Operation operation{CodecOperation::allreduce_mean, {}, {}, {}, {}, false, {}};
+  StepSetup setup = step_setup(kind, options.algorithm, comm.size(), comm.rank());
+  setup.pieces = blocks;
+  const Operation operation{kind, {}, {}, blocks, {}, false, {}};
   const StepPreparation preparation = prepare(comm, setup, operation, options);
-  CollectiveCall call = begin_step(comm, setup, data.norm_statistic(norm_kind()), data.size(),
+  CollectiveCall call = begin_step(comm, setup, input.norm_statistic(norm_kind()), input.size(),
                                    options, preparation);
   const std::unique_ptr<Encoding> encoding = step_encoding(setup);
   if (!encoding) {  // every rank's input is zero
-    data.fill_zero();
+    output.fill_zero();
     ++step_;
     return;
   }
@@ -100,24 +145,23 @@ void Codec::allreduce_mean(Communicator& comm, DeviceVector& data, const Collect
       throw InvalidArgument(refusal);
     }
   }
-  const std::span<const std::byte> codes = data.encode(*form);
-  const std::span<std::byte> result = data.result_codes(codes.size());
-  if (group != nullptr) {
+  const std::span<const std::byte> codes = input.encode(*form);
+  const std::span<std::byte> result = output.result_codes(form_payload_bytes(*form, output.size()));
+  if (group != nullptr) {  // allreduce only (reduce_scatter_mean refused a group)
     call.move([&](int) {
-      move_codes_over_group(comm, *group, *encoding, codes, result, data,
+      move_codes_over_group(comm, *group, *encoding, codes, result, input,
                             comm.timeout(options.timeout));
     });
-    data.decode_result(*form);
+    output.decode_result(*form);
     ++step_;
     return;
   }
-  StagedReduction staged(in_transit(*encoding), *form, data, codes, result);
-  // The collective's fp32 spans give it the element count; the staged
-  // reduction neither reads nor writes them, so they are never touched.
-  const std::unique_ptr<float[]> untouched(new float[data.size()]);
-  const std::span<float> values(untouched.get(), data.size());
-  call.move([&](int tag) { allreduce_body(comm, tag, values, values, staged, options); });
-  data.finish_decoding();  // every chunk's decoding was started as it finished
+  const std::size_t output_first = blocks.empty() ? 0 : blocks[static_cast<std::size_t>(comm.rank())].first;
+  StagedReduction staged(in_transit(*encoding), *form, input, codes, output, result, output_first);
+  call.move([&](int tag) {
+    run_staged_collective(comm, tag, kind, staged, input.size(), blocks, output.size(), options);
+  });
+  output.finish_decoding();  // every chunk's decoding was started as it finished
   ++step_;
 }
 

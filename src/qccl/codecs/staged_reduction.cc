@@ -16,7 +16,7 @@ std::size_t StagedReduction::encode(std::span<const float> in, std::size_t first
     std::memcpy(out.data(), &one_rank, sizeof one_rank);
   }
   const std::size_t bytes = form_payload_bytes(form_, in.size());
-  vector_.codes_ready(first, in.size());
+  input_.codes_ready(first, in.size());
   std::memcpy(out.data() + form_.header_bytes, codes_.data() + form_payload_offset(form_, first), bytes);
   return form_.header_bytes + bytes;
 }
@@ -32,8 +32,14 @@ void StagedReduction::decode(std::span<const std::byte> in, std::size_t first, s
                       std::to_string(form_.ranks) + " ranks (incomplete or corrupt aggregation)");
     }
   }
-  std::memcpy(result_.data() + form_payload_offset(form_, first), in.data() + form_.header_bytes, bytes);
-  vector_.decode_range(form_, first, out.size());
+  const std::size_t at = first - output_first_;
+  if (first < output_first_ || form_payload_offset(form_, at) + bytes > result_.size()) {
+    throw Error(name() + ": a finished chunk of elements [" + std::to_string(first) + ", " +
+                std::to_string(first + out.size()) + ") lies outside the output, which starts at " +
+                std::to_string(output_first_) + " (a bug in the collective: report it)");
+  }
+  std::memcpy(result_.data() + form_payload_offset(form_, at), in.data() + form_.header_bytes, bytes);
+  output_.decode_range(form_, at, out.size());
 }
 
 void StagedReduction::decode_contribution(std::span<const std::byte>, std::size_t, std::span<float>) {

@@ -21,12 +21,16 @@ namespace qccl {
 
 class StagedReduction final : public Reduction {
  public:
-  // `codes`: this rank's codes of the whole vector, from vector.encode;
-  // `result`: vector.result_codes, where the finished chunks' codes go (as
-  // long). `inner` does the combining.
-  StagedReduction(Reduction& inner, const ElementForm& form, DeviceVector& vector,
-                  std::span<const std::byte> codes, std::span<std::byte> result)
-      : inner_(inner), form_(form), vector_(vector), codes_(codes), result_(result) {}
+  // `codes`: this rank's codes of the whole vector, from input.encode;
+  // `result`: output.result_codes, where the finished chunks' codes go,
+  // for the elements from `output_first` on (0 for an allreduce, whose
+  // output is its input; this rank's block's first for a reduce-scatter).
+  // `inner` does the combining.
+  StagedReduction(Reduction& inner, const ElementForm& form, DeviceVector& input,
+                  std::span<const std::byte> codes, DeviceVector& output,
+                  std::span<std::byte> result, std::size_t output_first)
+      : inner_(inner), form_(form), input_(input), codes_(codes), output_(output),
+        result_(result), output_first_(output_first) {}
 
   std::string name() const override { return inner_.name(); }
   std::size_t granularity() const override { return inner_.granularity(); }
@@ -46,9 +50,11 @@ class StagedReduction final : public Reduction {
  private:
   Reduction& inner_;
   ElementForm form_;
-  DeviceVector& vector_;
+  DeviceVector& input_;
   std::span<const std::byte> codes_;
+  DeviceVector& output_;
   std::span<std::byte> result_;
+  std::size_t output_first_;
 };
 
 }  // namespace qccl

@@ -79,9 +79,10 @@ int check_ranks() {
   int failures = 0;
   for (const DeviceRanksRow& row : check_ranks_on_one_gpu(4, std::size_t{4} << 20)) {
     const bool within = row.max_error <= row.bound;
-    std::printf("| %d ranks, one GPU | %-22s | ranks identical: %s | = host step: %s | max error %.3g, "
-                "bound %.3g: %s | step %.2f ms |\n",
-                row.ranks, row.spec.c_str(), row.identical_across_ranks ? "yes" : "NO",
+    std::printf("| %d ranks, one GPU | %-14s | %-22s | ranks identical: %s | = host step: %s | "
+                "max error %.3g, bound %.3g: %s | step %.2f ms |\n",
+                row.ranks, row.operation.c_str(), row.spec.c_str(),
+                row.operation == "allreduce" ? (row.identical_across_ranks ? "yes" : "NO") : "n/a",
                 row.equals_host_step ? "yes" : "NO", row.max_error, row.bound, within ? "within" : "BEYOND",
                 row.step_ms);
     failures += !row.identical_across_ranks || !row.equals_host_step || !within;

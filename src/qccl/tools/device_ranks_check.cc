@@ -8,6 +8,7 @@
 
 #include "qccl/codecs/codec.h"
 #include "qccl/codecs/device/cuda_check.h"
+#include "qccl/codecs/device/cuda_stream.h"
 #include "qccl/codecs/device/cuda_vector.h"
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/collectives/communicator.h"
@@ -34,30 +35,39 @@ std::vector<float> rank_input(int rank, std::size_t count) {
 using PerRank = std::vector<std::vector<float>>;
 
 // One step of `spec` on every rank, on device data (one stream per rank)
-// or on host data; returns each rank's result and the slowest step's time.
-PerRank run_step(const char* spec, const PerRank& inputs, bool on_device, double* slowest_ms) {
+// or on host data: the allreduce mean, or the reduce-scatter mean (rank r's
+// block). Returns each rank's result and the slowest step's time.
+PerRank run_step(const char* spec, const PerRank& inputs, bool reduce_scatter, bool on_device,
+                 double* slowest_ms) {
   PerRank results(inputs.size());
   std::vector<double> ms(inputs.size());
   run_in_process(static_cast<int>(inputs.size()), [&](Transport& transport) {
     Communicator comm(transport, CommunicatorOptions{std::chrono::seconds(120), true});
     const auto r = static_cast<std::size_t>(comm.rank());
     auto codec = make_codec(spec, CodecSettings{.seed = 11, .bucket = 1});
-    results[r] = inputs[r];
+    const Range mine = codec->reduce_scatter_blocks(inputs[r].size(), comm.size())[r];
+    results[r] = reduce_scatter ? std::vector<float>(mine.count) : inputs[r];
     if (!on_device) {
-      codec->allreduce_mean(comm, std::span<float>(results[r]));
+      if (reduce_scatter) {
+        codec->reduce_scatter_mean(comm, inputs[r], results[r]);
+      } else {
+        codec->allreduce_mean(comm, std::span<float>(results[r]));
+      }
       return;
     }
-    cudaStream_t stream;
-    check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    {
-      DeviceBuffer<float> values(inputs[r], stream);
-      CudaVector vector(values.data(), values.size(), stream);
-      const auto start = std::chrono::steady_clock::now();
+    const CudaStream stream;
+    DeviceBuffer<float> values(inputs[r], stream.get());
+    DeviceBuffer<float> block(reduce_scatter ? mine.count : 0);
+    CudaVector vector(values.data(), values.size(), stream.get());
+    CudaVector block_vector(block.data(), block.size(), stream.get());
+    const auto start = std::chrono::steady_clock::now();
+    if (reduce_scatter) {
+      codec->reduce_scatter_mean(comm, vector, block_vector);
+    } else {
       codec->allreduce_mean(comm, vector);
-      ms[r] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      results[r] = values.to_host(stream);
     }
-    cudaStreamDestroy(stream);
+    ms[r] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    results[r] = (reduce_scatter ? block : values).to_host(stream.get());
   });
   if (slowest_ms != nullptr) *slowest_ms = *std::max_element(ms.begin(), ms.end());
   return results;
@@ -65,6 +75,31 @@ PerRank run_step(const char* spec, const PerRank& inputs, bool on_device, double
 
 bool same_bytes(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+DeviceRanksRow check_step(const char* spec, const PerRank& inputs, bool reduce_scatter,
+                          const std::vector<double>& mean, double inf_norm) {
+  const int ranks = static_cast<int>(inputs.size());
+  DeviceRanksRow row{.spec = spec, .operation = reduce_scatter ? "reduce-scatter" : "allreduce",
+                     .ranks = ranks};
+  const PerRank device = run_step(spec, inputs, reduce_scatter, true, &row.step_ms);
+  const PerRank host = run_step(spec, inputs, reduce_scatter, false, nullptr);
+  row.identical_across_ranks = reduce_scatter || std::all_of(device.begin(), device.end(), [&](const auto& v) {
+                                 return same_bytes(v, device[0]);
+                               });
+  row.equals_host_step = true;
+  const auto blocks = make_codec(spec)->reduce_scatter_blocks(mean.size(), ranks);
+  for (std::size_t r = 0; r < device.size(); ++r) {
+    row.equals_host_step = row.equals_host_step && same_bytes(device[r], host[r]);
+    const std::size_t first = reduce_scatter ? blocks[r].first : 0;
+    for (std::size_t i = 0; i < device[r].size(); ++i) {
+      row.max_error = std::max(row.max_error, std::abs(device[r][i] - mean[first + i]));
+    }
+  }
+  row.bound = make_codec(spec)->error_bound(
+      inf_norm, ranks, Algorithm::ring,
+      reduce_scatter ? CodecOperation::reduce_scatter_mean : CodecOperation::allreduce_mean);
+  return row;
 }
 
 }  // namespace
@@ -81,18 +116,8 @@ std::vector<DeviceRanksRow> check_ranks_on_one_gpu(int ranks, std::size_t count)
     }
   }
   std::vector<DeviceRanksRow> rows;
-  for (const char* spec : kSpecs) {
-    DeviceRanksRow row{.spec = spec, .ranks = ranks};
-    const PerRank device = run_step(spec, inputs, true, &row.step_ms);
-    const PerRank host = run_step(spec, inputs, false, nullptr);
-    row.identical_across_ranks = std::all_of(device.begin(), device.end(),
-                                             [&](const auto& v) { return same_bytes(v, device[0]); });
-    row.equals_host_step = same_bytes(device[0], host[0]);
-    for (std::size_t i = 0; i < count; ++i) {
-      row.max_error = std::max(row.max_error, std::abs(device[0][i] - mean[i]));
-    }
-    row.bound = make_codec(spec)->max_abs_error(inf_norm, ranks, Algorithm::ring);
-    rows.push_back(row);
+  for (const bool reduce_scatter : {false, true}) {
+    for (const char* spec : kSpecs) rows.push_back(check_step(spec, inputs, reduce_scatter, mean, inf_norm));
   }
   return rows;
 }

@@ -1,8 +1,10 @@
 // qccl-device-check's second table: several in-process ranks sharing one
 // GPU, one CUDA stream each, each rank's vector in device memory, one
-// allreduce-mean step of a codec (Codec::allreduce_mean on a CudaVector).
-// Every rank must end bitwise identical, equal to the same step on host
-// data, and within the codec's error bound of the exact mean.
+// allreduce-mean step of a codec (Codec::allreduce_mean on a CudaVector),
+// then one reduce-scatter-mean step (each rank's block in a CudaVector of
+// its own). Every rank's result must equal the same step on host data and
+// lie within the codec's error bound of the exact mean; the allreduce's
+// must be bitwise identical on every rank.
 #pragma once
 
 #include <cstddef>
@@ -13,9 +15,10 @@ namespace qccl::tools {
 
 struct DeviceRanksRow {
   std::string spec;
+  std::string operation;  // "allreduce" or "reduce-scatter"
   int ranks = 0;
-  bool identical_across_ranks = false;
-  bool equals_host_step = false;
+  bool identical_across_ranks = false;  // the allreduce's; true for the reduce-scatter's blocks
+  bool equals_host_step = false;       // on every rank
   double max_error = 0;  // max |result − exact mean|
   double bound = 0;      // the codec's bound on it
   double step_ms = 0;    // the slowest rank's step, wall clock
