@@ -70,9 +70,13 @@ def mid_call(looper):
     calls, waits for the next to start and half its duration more. On
     several ranks a call may stall when a peer closed first, so the waits
     here give up quietly; the race is only likelier then, not required."""
-    until(lambda: looper.calls >= 2, "the thread's first calls")
-    first, start = looper.calls, time.monotonic()
-    until(lambda: looper.calls >= first + 2, "two more calls")
+    try:
+        until(lambda: looper.calls >= 2, "the thread's first calls")
+        first, start = looper.calls, time.monotonic()
+        until(lambda: looper.calls >= first + 2, "two more calls")
+    except AssertionError as error:
+        raise AssertionError(f"{error}; the thread made {looper.calls} calls and stopped with "
+                             f"{looper.last!r} (skew errors {looper.skew})") from None
     duration = (time.monotonic() - start) / 2
     now = looper.calls
     deadline = time.monotonic() + 4 * duration

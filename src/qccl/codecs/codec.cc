@@ -148,18 +148,24 @@ void Codec::reduce_scatter_mean(Communicator& comm, std::span<const float> input
   constexpr std::string_view op = "reduce-scatter mean";
   check_supported(CodecOperation::reduce_scatter_mean);
   validate_options(options, op);
-  const auto blocks = reduce_scatter_blocks(input.size(), comm.size());
-  const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
-  if (output.size() != mine.count) {
-    throw InvalidArgument(spec() + " reduce-scatter mean: rank " + std::to_string(comm.rank()) +
-                          "'s block has " + std::to_string(mine.count) + " elements but output has " +
-                          std::to_string(output.size()) + " (see Codec::reduce_scatter_blocks)");
-  }
+  const auto blocks = checked_blocks(comm, input.size(), output.size());
   check_no_partial_overlap(input, output, op);
   if (!own.empty()) check_same_length(input.size(), own.size(), "reduce-scatter mean (own contribution)");
   run_operation(comm, {CodecOperation::reduce_scatter_mean, input, output, blocks, own, false, {}},
                 options);
   ++step_;
+}
+
+std::vector<Range> Codec::checked_blocks(const Communicator& comm, std::size_t count,
+                                         std::size_t output_count) const {
+  auto blocks = reduce_scatter_blocks(count, comm.size());
+  const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
+  if (output_count != mine.count) {
+    throw InvalidArgument(spec() + " reduce-scatter mean: rank " + std::to_string(comm.rank()) +
+                          "'s block has " + std::to_string(mine.count) + " elements but output has " +
+                          std::to_string(output_count) + " (see Codec::reduce_scatter_blocks)");
+  }
+  return blocks;
 }
 
 void Codec::allgather(Communicator& comm, std::span<const float> shard, std::span<float> output,

@@ -463,6 +463,10 @@ class Codec {
   StepFeedback* step_feedback_ = nullptr;
   CodecStepStats step_stats_;
 
+  // This rank's block of a reduce-scatter mean of `count` elements, and of
+  // all blocks; InvalidArgument when `output_count` is not its length.
+  std::vector<Range> checked_blocks(const Communicator& comm, std::size_t count,
+                                    std::size_t output_count) const;
   // A step on device data (device_step.cc): the allreduce mean (`output`
   // is `input`) or the reduce-scatter mean (`output`: this rank's block of
   // `blocks`).

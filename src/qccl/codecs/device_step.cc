@@ -102,13 +102,7 @@ void Codec::reduce_scatter_mean(Communicator& comm, DeviceVector& input, DeviceV
     throw InvalidArgument(spec() + ": a process group runs qccl's allreduce mean only; the "
                           "reduce-scatter mean on device data needs qccl's MPI mode");
   }
-  const auto blocks = reduce_scatter_blocks(input.size(), comm.size());
-  const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
-  if (output.size() != mine.count) {
-    throw InvalidArgument(spec() + " reduce-scatter mean: rank " + std::to_string(comm.rank()) +
-                          "'s block has " + std::to_string(mine.count) + " elements but output has " +
-                          std::to_string(output.size()) + " (see Codec::reduce_scatter_blocks)");
-  }
+  const auto blocks = checked_blocks(comm, input.size(), output.size());
   run_device_step(comm, CodecOperation::reduce_scatter_mean, input, output, blocks, options);
 }
 

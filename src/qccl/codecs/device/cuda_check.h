@@ -22,12 +22,14 @@ inline void check_cuda(cudaError_t status, const char* what) {
               "(QCCL_CUDA_ARCHITECTURES) include the device's");
 }
 
-// Blocks until the work queued on `stream` is done; throws TimeoutError
-// naming `what` if it is not done within `timeout`.
-inline void wait_for_stream(cudaStream_t stream, std::chrono::milliseconds timeout, const char* what) {
+// Polls `query` (cudaStreamQuery or cudaEventQuery of one handle) until
+// the work it asks about is done; throws TimeoutError naming `what` if it
+// is not done within `timeout`, or the CUDA error it reports.
+template <class Query>
+void wait_until_done(Query query, std::chrono::milliseconds timeout, const char* what) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    const cudaError_t state = cudaStreamQuery(stream);
+    const cudaError_t state = query();
     if (state != cudaErrorNotReady) {
       check_cuda(state, what);
       return;
@@ -39,6 +41,16 @@ inline void wait_for_stream(cudaStream_t stream, std::chrono::milliseconds timeo
     }
     std::this_thread::yield();
   }
+}
+
+// Blocks until the work queued on `stream` is done (wait_until_done).
+inline void wait_for_stream(cudaStream_t stream, std::chrono::milliseconds timeout, const char* what) {
+  wait_until_done([stream] { return cudaStreamQuery(stream); }, timeout, what);
+}
+
+// Blocks until the work recorded by `event` is done (wait_until_done).
+inline void wait_for_event(cudaEvent_t event, std::chrono::milliseconds timeout, const char* what) {
+  wait_until_done([event] { return cudaEventQuery(event); }, timeout, what);
 }
 
 // How long qccl waits for device work it queued unless told otherwise.

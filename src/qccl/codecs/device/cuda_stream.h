@@ -1,12 +1,9 @@
-// RAII ownership of a CUDA stream and of CUDA events, and a wait for an
-// event with a deadline (as wait_for_stream, cuda_check.h).
+// RAII ownership of a CUDA stream and of CUDA events (waits with a
+// deadline: wait_for_stream and wait_for_event, cuda_check.h).
 #pragma once
 
 #include <cuda_runtime_api.h>
 
-#include <chrono>
-#include <string>
-#include <thread>
 #include <utility>
 
 #include "qccl/codecs/device/cuda_check.h"
@@ -55,24 +52,5 @@ class CudaEvent {
  private:
   cudaEvent_t event_ = nullptr;
 };
-
-// Blocks until the work recorded by `event` is done; throws TimeoutError
-// naming `what` if it is not done within `timeout`.
-inline void wait_for_event(cudaEvent_t event, std::chrono::milliseconds timeout, const char* what) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    const cudaError_t state = cudaEventQuery(event);
-    if (state != cudaErrorNotReady) {
-      check_cuda(state, what);
-      return;
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw TimeoutError(std::string("CUDA: ") + what + " did not finish within " +
-                         std::to_string(timeout.count()) + " ms; the device may be hung or busy "
-                         "with long-running work");
-    }
-    std::this_thread::yield();
-  }
-}
 
 }  // namespace qccl
