@@ -58,8 +58,9 @@ def check_parameters(named):
 
 def bucket_half_type(buffer):
     """None for a float32 gradient bucket, "bfloat16" or "float16" for a
-    half-precision one (the hook averages those chunk by chunk in fp32 and
-    writes the mean back in the bucket's dtype); other dtypes are refused."""
+    half-precision one (the hook averages those in fp32 — on the CPU chunk
+    by chunk — and writes the mean back in the bucket's dtype); other
+    dtypes are refused."""
     name = str(buffer.dtype).replace("torch.", "")
     if name not in HOOK_DTYPES:
         raise InvalidArgument(f"a gradient bucket has dtype {buffer.dtype}; qccl's DDP hook "

@@ -125,9 +125,7 @@ BucketHook::~BucketHook() {
 void BucketHook::check_bucket_memory(BucketMemory memory) const {
   if (memory == BucketMemory::host) return;
   if (memory == BucketMemory::cuda && !cuda_buckets_supported()) {
-    throw InvalidArgument("this qccl was built without CUDA, so its DDP hook cannot average CUDA "
-                          "gradients: build it where nvcc is found (QCCL_CUDA=ON, docs/gpu.md), or "
-                          "train on the CPU");
+    throw InvalidArgument(cuda_missing("average CUDA gradients in its DDP hook"));
   }
   const auto probe = make_codec(spec_, CodecSettings{seed_, 0});
   if (std::string refusal = probe->device_step_refusal(options_.algorithm, group_ != nullptr);
@@ -292,7 +290,7 @@ void BucketHook::average_on_device(Communicator& comm, const BucketCall& call) {
   Codec& codec = codec_for(call.index, call.parameters);
   DeviceStepVector vector(
       DeviceBucket{call.memory, call.gradients, call.count, call.stream, call.device},
-      wait_timeout_);
+      wait_timeout_, device_vectors_);
   codec.allreduce_mean(comm, vector.get(), options_);
   count_step(comm, codec, call.count);
 }

@@ -172,6 +172,7 @@ class BucketHook final {
   std::map<std::size_t, BucketCodec> codecs_;
   std::map<std::size_t, std::pair<std::uint64_t, std::vector<std::byte>>> loaded_;  // step, state
   std::vector<float> half_chunk_;  // a half bucket's chunk, widened to fp32
+  DeviceVectorCache device_vectors_;  // CUDA buckets' vectors, kept between steps
   std::shared_ptr<TensorStateStore> store_ = std::make_shared<TensorStateStore>();
 
   std::mutex snapshots_mutex_;  // the submitting thread's

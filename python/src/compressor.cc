@@ -57,7 +57,7 @@ void Compressor::allreduce_mean_on_device(const DeviceBucket& data) {
   const std::string what = "allreduce_mean_";
   const auto held = hold_codec(what);
   auto world = context_->use_world(what + " (" + spec_ + ")", timeout());
-  DeviceStepVector vector(data, timeout());
+  DeviceStepVector vector(data, timeout(), device_vectors_);
   codec_->allreduce_mean(world.communicator(), vector.get(), options_);
 }
 

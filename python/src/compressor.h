@@ -63,6 +63,7 @@ class Compressor {
   std::unique_ptr<Codec> codec_;
   std::string spec_;
   CollectiveOptions options_;
+  DeviceVectorCache device_vectors_;  // allreduce_mean_on_device's, while it holds the codec
   Lifecycle codec_use_{"this Compressor", "this Compressor's codec"};  // never closed
 };
 

@@ -20,6 +20,11 @@ BucketMemory parse_bucket_memory(const std::string& text) {
   throw InvalidArgument("bucket memory '" + text + "': expected host, cuda or host-reference");
 }
 
+std::string cuda_missing(const std::string& what) {
+  return "this qccl was built without CUDA, so it cannot " + what + ": build it where nvcc is "
+         "found (QCCL_CUDA=ON, docs/gpu.md), or keep the tensors on the CPU";
+}
+
 bool cuda_buckets_supported() {
 #ifdef QCCL_PYTHON_CUDA
   return true;
@@ -28,9 +33,23 @@ bool cuda_buckets_supported() {
 #endif
 }
 
-DeviceStepVector::DeviceStepVector(const DeviceBucket& bucket, std::chrono::milliseconds timeout) {
+DeviceVectorCache::~DeviceVectorCache() {
+#ifdef QCCL_PYTHON_CUDA
+  int previous = 0;
+  const bool known = cudaGetDevice(&previous) == cudaSuccess;
+  for (auto& [device, vector] : cuda_) {
+    cudaSetDevice(device);
+    vector.reset();
+  }
+  if (known) cudaSetDevice(previous);
+#endif
+}
+
+DeviceStepVector::DeviceStepVector(const DeviceBucket& bucket, std::chrono::milliseconds timeout,
+                                   DeviceVectorCache& cache) {
   if (bucket.memory == BucketMemory::host_reference) {
-    vector_ = std::make_unique<HostMemoryVector>(floats_at(bucket.values, bucket.count));
+    host_reference_ = std::make_unique<HostMemoryVector>(floats_at(bucket.values, bucket.count));
+    vector_ = host_reference_.get();
     return;
   }
   if (bucket.memory != BucketMemory::cuda) {
@@ -42,23 +61,27 @@ DeviceStepVector::DeviceStepVector(const DeviceBucket& bucket, std::chrono::mill
   check_cuda(cudaSetDevice(bucket.device), "making the bucket's device current");
   previous_device_ = previous;
   try {
-    vector_ = std::make_unique<CudaVector>(reinterpret_cast<float*>(bucket.values), bucket.count,
-                                           reinterpret_cast<cudaStream_t>(bucket.stream), timeout);
+    auto* values = reinterpret_cast<float*>(bucket.values);
+    auto* stream = reinterpret_cast<cudaStream_t>(bucket.stream);
+    auto& cached = cache.cuda_[bucket.device];
+    if (cached == nullptr) {
+      cached = std::make_unique<CudaVector>(values, bucket.count, stream, timeout);
+    } else {
+      static_cast<CudaVector&>(*cached).bind(values, bucket.count, stream);
+    }
+    vector_ = cached.get();
   } catch (...) {
     cudaSetDevice(previous_device_);
     throw;
   }
 #else
   (void)timeout;
-  throw InvalidArgument("this qccl was built without CUDA, so it cannot average CUDA tensors: "
-                        "build it where nvcc is found (QCCL_CUDA=ON, docs/gpu.md), or keep the "
-                        "model on the CPU");
+  (void)cache;
+  throw InvalidArgument(cuda_missing("average CUDA tensors"));
 #endif
 }
 
-// The vector goes first (its end waits for its streams on its device).
 DeviceStepVector::~DeviceStepVector() {
-  vector_.reset();
 #ifdef QCCL_PYTHON_CUDA
   if (previous_device_ >= 0) cudaSetDevice(previous_device_);
 #endif

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -27,6 +28,9 @@ BucketMemory parse_bucket_memory(const std::string& text);
 
 // Whether this build can run CUDA buckets (the device code was compiled).
 bool cuda_buckets_supported();
+// The refusal of a build without CUDA asked to `what` (e.g. "average CUDA
+// gradients"), with how to build one that can.
+std::string cuda_missing(const std::string& what);
 
 struct DeviceBucket {
   BucketMemory memory = BucketMemory::cuda;
@@ -36,15 +40,34 @@ struct DeviceBucket {
   int device = 0;             // the CUDA device that holds the values
 };
 
-// The vector a device step runs on, for as long as it lives. For CUDA it
+// The CUDA vectors of one user's device steps (a hook, a Compressor), one
+// per device, kept from step to step and rebound to each bucket, so that a
+// step creates no streams and allocates no device or pinned memory once
+// the largest bucket has been seen. Used by one thread at a time (the
+// hook's stream thread or caller, a Compressor holding its codec).
+class DeviceVectorCache {
+ public:
+  DeviceVectorCache() = default;
+  ~DeviceVectorCache();  // each vector freed with its device current
+  DeviceVectorCache(const DeviceVectorCache&) = delete;
+  DeviceVectorCache& operator=(const DeviceVectorCache&) = delete;
+
+ private:
+  friend class DeviceStepVector;
+  std::map<int, std::unique_ptr<DeviceVector>> cuda_;  // CudaVectors, by device
+};
+
+// The vector one device step runs on, for as long as it lives. For CUDA it
 // makes the bucket's device current on the calling thread (the hook's
-// stream thread is not the one that made the bucket) and makes the
-// thread's previous device current again at its end, so a call from
-// Python leaves the caller's current device as it was. Throws
-// InvalidArgument where this build has no CUDA.
+// stream thread is not the one that made the bucket), binds the cache's
+// vector of that device to the bucket, and makes the thread's previous
+// device current again at its end, so a call from Python leaves the
+// caller's current device as it was. Throws InvalidArgument where this
+// build has no CUDA.
 class DeviceStepVector {
  public:
-  DeviceStepVector(const DeviceBucket& bucket, std::chrono::milliseconds timeout);
+  DeviceStepVector(const DeviceBucket& bucket, std::chrono::milliseconds timeout,
+                   DeviceVectorCache& cache);
   ~DeviceStepVector();
   DeviceStepVector(const DeviceStepVector&) = delete;
   DeviceStepVector& operator=(const DeviceStepVector&) = delete;
@@ -53,7 +76,8 @@ class DeviceStepVector {
 
  private:
   int previous_device_ = -1;  // CUDA: the thread's device before; -1 for none to restore
-  std::unique_ptr<DeviceVector> vector_;
+  std::unique_ptr<DeviceVector> host_reference_;  // owned; a CUDA vector is the cache's
+  DeviceVector* vector_ = nullptr;
 };
 
 }  // namespace qccl::python

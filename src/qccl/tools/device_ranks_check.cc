@@ -88,7 +88,8 @@ DeviceRanksRow check_step(const char* spec, const PerRank& inputs, bool reduce_s
                                  return same_bytes(v, device[0]);
                                });
   row.equals_host_step = true;
-  const auto blocks = make_codec(spec)->reduce_scatter_blocks(mean.size(), ranks);
+  const auto codec = make_codec(spec);
+  const auto blocks = codec->reduce_scatter_blocks(mean.size(), ranks);
   for (std::size_t r = 0; r < device.size(); ++r) {
     row.equals_host_step = row.equals_host_step && same_bytes(device[r], host[r]);
     const std::size_t first = reduce_scatter ? blocks[r].first : 0;
@@ -96,7 +97,7 @@ DeviceRanksRow check_step(const char* spec, const PerRank& inputs, bool reduce_s
       row.max_error = std::max(row.max_error, std::abs(device[r][i] - mean[first + i]));
     }
   }
-  row.bound = make_codec(spec)->error_bound(
+  row.bound = codec->error_bound(
       inf_norm, ranks, Algorithm::ring,
       reduce_scatter ? CodecOperation::reduce_scatter_mean : CodecOperation::allreduce_mean);
   return row;

@@ -4,53 +4,55 @@
 
 #include <cuda_runtime_api.h>
 
-#include <utility>
+#include <memory>
+#include <type_traits>
 
 #include "qccl/codecs/device/cuda_check.h"
 
 namespace qccl {
 
-// A stream of the current device that does not synchronise with the legacy
-// default stream; work on it is ordered against other streams by events.
-class CudaStream {
+// A CUDA handle (a pointer to an opaque runtime object) that `Destroy`
+// releases when its owner goes; movable, not copyable.
+template <class Handle, cudaError_t (*Destroy)(Handle)>
+class CudaHandle {
  public:
-  CudaStream() { check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate"); }
-  ~CudaStream() {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
-  CudaStream(CudaStream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
-  CudaStream& operator=(CudaStream&& other) noexcept {
-    std::swap(stream_, other.stream_);
-    return *this;
-  }
-  CudaStream(const CudaStream&) = delete;
-  CudaStream& operator=(const CudaStream&) = delete;
+  Handle get() const { return owned_.get(); }
 
-  cudaStream_t get() const { return stream_; }
+ protected:
+  explicit CudaHandle(Handle handle) : owned_(handle) {}
 
  private:
-  cudaStream_t stream_ = nullptr;
+  struct Release {
+    void operator()(Handle handle) const { Destroy(handle); }
+  };
+  std::unique_ptr<std::remove_pointer_t<Handle>, Release> owned_;
+};
+
+// A stream of the current device that does not synchronise with the legacy
+// default stream; work on it is ordered against other streams by events.
+class CudaStream : public CudaHandle<cudaStream_t, cudaStreamDestroy> {
+ public:
+  CudaStream() : CudaHandle(create()) {}
+
+ private:
+  static cudaStream_t create() {
+    cudaStream_t stream = nullptr;
+    check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    return stream;
+  }
 };
 
 // An event without timing (the cheapest kind), for ordering and waiting.
-class CudaEvent {
+class CudaEvent : public CudaHandle<cudaEvent_t, cudaEventDestroy> {
  public:
-  CudaEvent() { check_cuda(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreate"); }
-  ~CudaEvent() {
-    if (event_ != nullptr) cudaEventDestroy(event_);
-  }
-  CudaEvent(CudaEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
-  CudaEvent& operator=(CudaEvent&& other) noexcept {
-    std::swap(event_, other.event_);
-    return *this;
-  }
-  CudaEvent(const CudaEvent&) = delete;
-  CudaEvent& operator=(const CudaEvent&) = delete;
-
-  cudaEvent_t get() const { return event_; }
+  CudaEvent() : CudaHandle(create()) {}
 
  private:
-  cudaEvent_t event_ = nullptr;
+  static cudaEvent_t create() {
+    cudaEvent_t event = nullptr;
+    check_cuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+    return event;
+  }
 };
 
 }  // namespace qccl

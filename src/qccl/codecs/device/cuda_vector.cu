@@ -37,6 +37,14 @@ CudaVector::~CudaVector() {
   }
 }
 
+void CudaVector::bind(float* values, std::size_t count, cudaStream_t stream) {
+  wait(copy_stream_.get(), "the previous step's copies");
+  wait(stream_, "the previous step's decoding");
+  values_ = values;
+  count_ = count;
+  stream_ = stream;
+}
+
 void CudaVector::wait(cudaStream_t stream, const char* what) const {
   wait_for_stream(stream, timeout_, what);
 }

@@ -30,6 +30,11 @@ class CudaVector final : public DeviceVector {
   // `values`: `count` floats in device memory of the current device.
   CudaVector(float* values, std::size_t count, cudaStream_t stream,
              std::chrono::milliseconds timeout = kDeviceTimeout);
+  // Points the vector at other values (and the stream that produced them)
+  // for the next step, keeping its streams, events and buffers, so that a
+  // caller with a step per bucket (the DDP hook) allocates device and
+  // pinned memory once, not per step. Waits for the previous step's work.
+  void bind(float* values, std::size_t count, cudaStream_t stream);
   // Waits (up to the timeout) for the copies still in flight into the
   // pinned buffers, which go with the vector.
   ~CudaVector() override;
