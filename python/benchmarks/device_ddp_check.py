@@ -120,7 +120,7 @@ def main(argv):
         losses, ms, flat, state = train(run, DTYPES[dtype_name], args, device)
         first, last = window(losses)
         identical = replicas_identical(flat)
-        ms = max(mean_over_ranks(ms), 0.0)
+        ms = mean_over_ranks(ms)
         sent = state.bytes_sent / args.steps if state is not None else None
         if run == "ddp":
             ddp_last = last

@@ -8,18 +8,17 @@
 
 #include <cstdint>
 #include <cstring>
-#include <memory>
 #include <stdexcept>
 #include <vector>
 
+#include "forwarding_transport.h"
 #include "qccl/codecs/group_data_path.h"
-#include "qccl/transport/transport.h"
 
 namespace qccl::test {
 
-class GroupLikeTransport final : public Transport, public GroupCollectives {
+class GroupLikeTransport final : public ForwardingTransport, public GroupCollectives {
  public:
-  explicit GroupLikeTransport(Transport& inner) : inner_(inner) {}
+  using ForwardingTransport::ForwardingTransport;
 
   int sums() const { return sums_; }
 
@@ -29,42 +28,12 @@ class GroupLikeTransport final : public Transport, public GroupCollectives {
     const std::size_t count = data.size() / width;
     std::vector<std::int64_t> wide(count);
     for (std::size_t i = 0; i < count; ++i) wide[i] = read(data.data() + i * width, width);
-    inner_.allreduce(std::as_writable_bytes(std::span(wide)), DataType::i64, ReduceOp::sum, timeout);
+    inner().allreduce(std::as_writable_bytes(std::span(wide)), DataType::i64, ReduceOp::sum, timeout);
     for (std::size_t i = 0; i < count; ++i) write(wide[i], data.data() + i * width, width);
   }
 
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  int max_tag() const override { return inner_.max_tag(); }
   std::string_view name() const override { return "group-like test transport"; }
-  RequestPtr isend(int peer, int tag, std::span<const std::byte> data) override {
-    return inner_.isend(peer, tag, data);
-  }
-  RequestPtr irecv(int peer, int tag, std::span<std::byte> buffer) override {
-    return inner_.irecv(peer, tag, buffer);
-  }
-  void allreduce(std::span<std::byte> data, DataType type, ReduceOp op, Timeout timeout) override {
-    inner_.allreduce(data, type, op, timeout);
-  }
-  void reduce_scatter(std::span<const std::byte> input, std::span<std::byte> output,
-                      std::span<const std::size_t> counts, DataType type, ReduceOp op,
-                      Timeout timeout) override {
-    inner_.reduce_scatter(input, output, counts, type, op, timeout);
-  }
-  void allgather(std::span<const std::byte> input, std::span<std::byte> output,
-                 std::span<const std::size_t> byte_counts, Timeout timeout) override {
-    inner_.allgather(input, output, byte_counts, timeout);
-  }
-  void barrier(Timeout timeout) override { inner_.barrier(timeout); }
-  std::unique_ptr<Transport> duplicate(Timeout timeout) override { return inner_.duplicate(timeout); }
-  std::unique_ptr<Transport> split(int color, int key, Timeout timeout) override {
-    return inner_.split(color, key, timeout);
-  }
-  int host_key(Timeout) override { return inner_.rank(); }  // a group is one level
-  void interrupt(std::string_view reason) noexcept override { inner_.interrupt(reason); }
-  void abort(std::string_view reason, int exit_code) noexcept override {
-    inner_.abort(reason, exit_code);
-  }
+  int host_key(Timeout) override { return rank(); }  // a group is one level
 
  private:
   static std::int64_t read(const std::byte* at, std::size_t width) {
@@ -89,7 +58,6 @@ class GroupLikeTransport final : public Transport, public GroupCollectives {
     }
   }
 
-  Transport& inner_;
   int sums_ = 0;
 };
 
