@@ -35,6 +35,7 @@ bool cuda_buckets_supported() {
 
 DeviceVectorCache::~DeviceVectorCache() {
 #ifdef QCCL_PYTHON_CUDA
+  if (cuda_.empty()) return;  // never used: the CUDA runtime is not touched
   int previous = 0;
   const bool known = cudaGetDevice(&previous) == cudaSuccess;
   for (auto& [device, vector] : cuda_) {
