@@ -3,7 +3,10 @@
 // step on host data: the same bits on every rank, for every codec that
 // runs on devices, ranks {1, 2, 3, 4, 7}, both algorithms and awkward
 // lengths. A GPU's vector must equal the host one (qccl-device-check), so
-// this is the device step's data path checked without a GPU. Also: ranks
+// this is the device step's data path checked without a GPU. IntSGD's
+// adaptive codec takes its exact first step, then (fed an optimizer
+// update, device_step_codecs.h) an integer step with one scale per tensor
+// of three. Also: ranks
 // mixing device and host data in one collective, the step over a process
 // group's collectives, and the refusals.
 #include <gtest/gtest.h>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "../support/collective_checks.h"
+#include "../support/device_step_codecs.h"
 #include "../support/group_transport.h"
 #include "../support/patterns.h"
 #include "../support/world.h"
@@ -39,8 +43,7 @@ struct DeviceStepCase {
 
 std::vector<DeviceStepCase> all_cases() {
   std::vector<DeviceStepCase> cases;
-  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
-                           "global-qsgd:bits=8,norm=2", "fp16"}) {
+  for (const std::string& spec : test::device_step_specs()) {
     for (int ranks : {1, 2, 3, 4, 7}) {
       for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
         for (std::size_t length : {std::size_t{1}, std::size_t{1001}, std::size_t{70001}}) {
@@ -82,8 +85,16 @@ TEST_P(DeviceStepTest, EqualsTheHostStepBitForBit) {
     auto host_values = device_values;
     HostMemoryVector vector(device_values);
     for (int step = 0; step < 2; ++step) {
+      if (step == 1) {
+        test::feed(*on_device, c.length, 0);
+        test::feed(*on_host, c.length, 0);
+      }
       on_device->allreduce_mean(comm, vector, options);
       on_host->allreduce_mean(comm, std::span<float>(host_values), options);
+      if (c.spec.starts_with("intsgd")) {  // the exact first step, then integers (or always: heuristic)
+        EXPECT_EQ(on_host->last_step_stats().integer, step == 1 || c.spec != "intsgd") << step;
+        EXPECT_FALSE(on_device->last_step_stats().integer) << "a device step counts no clipping";
+      }
       for (std::size_t i = 0; i < c.length; ++i) {
         ASSERT_TRUE(test::same_bits(device_values[i], host_values[i]))
             << "step " << step << " rank " << comm.rank() << " element " << i << ": "
@@ -189,13 +200,15 @@ class DeferredCodesVector final : public DeviceVector {
 };
 
 TEST(DeviceStepPipelineTest, WaitsForCodesAndDecodesEveryChunk) {
-  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp", "fp16"}) {
+  for (const std::string& spec : test::device_step_specs()) {
     for (int ranks : {1, 2, 3, 4, 7}) {
       for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
         for (std::size_t length : {std::size_t{1}, std::size_t{1001}, std::size_t{70001}}) {
           test::run_world(ranks, [&](Communicator& comm) {
             auto on_device = make_codec(spec, CodecSettings{.seed = 4});
             auto on_host = make_codec(spec, CodecSettings{.seed = 4});
+            test::feed(*on_device, length, 0);  // intsgd: an integer step
+            test::feed(*on_host, length, 0);
             auto device_values = input_of(comm.rank(), length);
             auto host_values = device_values;
             DeferredCodesVector vector(device_values);
@@ -214,10 +227,11 @@ TEST(DeviceStepPipelineTest, WaitsForCodesAndDecodesEveryChunk) {
 
 // The reduce-scatter mean on device data: rank r's block of the mean in
 // its output vector, bit for bit the host reduce-scatter's, two steps,
-// every codec with a device step, ranks {1, 2, 3, 4, 7}, both algorithms.
+// every codec with a device step, ranks {1, 2, 3, 4, 7}, both algorithms
+// (intsgd: the exact step, then an integer one whose blocks of scales are
+// looked up by the step's index in each rank's output block).
 TEST(DeviceReduceScatterTest, EqualsTheHostReduceScatterBitForBit) {
-  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
-                           "global-qsgd:bits=8,norm=2", "fp16"}) {
+  for (const std::string& spec : test::device_step_specs()) {
     for (int ranks : {1, 2, 3, 4, 7}) {
       for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
         for (std::size_t length : {std::size_t{1}, std::size_t{1001}, std::size_t{70001}}) {
@@ -230,6 +244,10 @@ TEST(DeviceReduceScatterTest, EqualsTheHostReduceScatterBitForBit) {
             DeferredCodesVector in(device_input);
             DeferredCodesVector out(device_block);
             for (int step = 0; step < 2; ++step) {
+              if (step == 1) {
+                test::feed(*on_device, length, 0);
+                test::feed(*on_host, length, 0);
+              }
               on_device->reduce_scatter_mean(comm, in, out, {.algorithm = algorithm});
               on_host->reduce_scatter_mean(comm, input, host_block, {.algorithm = algorithm});
               ASSERT_EQ(test::bytes_hash(device_block), test::bytes_hash(host_block))
@@ -272,7 +290,7 @@ TEST(DeviceReduceScatterTest, WrongOutputSizesAndProcessGroupsAreRefused) {
 // also equals the ring on qccl's own transport.
 
 TEST(DeviceStepGroupTest, EqualsTheHostStepOverTheGroup) {
-  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=8,norm=2", "fp16"}) {
+  for (const std::string& spec : test::device_group_specs()) {
     for (int ranks : {1, 2, 3, 4, 7}) {
       for (std::size_t length : {std::size_t{1}, std::size_t{1001}, std::size_t{70001}}) {
         run_group_world(ranks, [&](Communicator& comm, test::GroupLikeTransport& group) {
@@ -282,6 +300,10 @@ TEST(DeviceStepGroupTest, EqualsTheHostStepOverTheGroup) {
           auto host_values = device_values;
           DeferredCodesVector vector(device_values);
           for (int step = 0; step < 2; ++step) {
+            if (step == 1) {
+              test::feed(*on_device, length, 0);
+              test::feed(*on_host, length, 0);
+            }
             on_device->allreduce_mean(comm, vector);
             on_host->allreduce_mean(comm, std::span<float>(host_values));
             ASSERT_EQ(test::bytes_hash(device_values), test::bytes_hash(host_values))
@@ -289,8 +311,11 @@ TEST(DeviceStepGroupTest, EqualsTheHostStepOverTheGroup) {
             test::expect_identical_across_ranks(comm, device_values);
             EXPECT_TRUE(vector.finished() && vector.decoded_everything()) << spec;
           }
-          const bool summed_levels = std::string(spec).starts_with("global-qsgd");
-          EXPECT_EQ(group.sums(), summed_levels ? 4 : 0) << spec;  // one per step and side
+          // One integer sum per integer step and side: intsgd's first step is exact (fp32).
+          const int integer_steps = spec.starts_with("global-qsgd") || spec.starts_with("intsgd-heuristic")
+                                        ? 2
+                                        : spec == "intsgd" ? 1 : 0;
+          EXPECT_EQ(group.sums(), 2 * integer_steps) << spec;
         });
       }
     }
@@ -357,7 +382,8 @@ TEST(DeviceStepRefusalTest, CodecsAndAlgorithmsThatCannotRunOnDevicesAreRefused)
   test::run_world(2, [](Communicator& comm) {
     std::vector<float> values = input_of(comm.rank(), 64);
     HostMemoryVector vector(values);
-    for (const char* spec : {"qsgd", "topk:ratio=0.1", "intsgd", "fp32"}) {
+    for (const char* spec : {"qsgd", "topk:ratio=0.1", "intdiana", "intsgd:wire=int64",
+                             "ef(global-qsgd:bits=8)"}) {
       auto codec = make_codec(spec);
       EXPECT_THROW(codec->allreduce_mean(comm, vector), InvalidArgument) << spec;
     }

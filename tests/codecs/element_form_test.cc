@@ -1,9 +1,12 @@
 // The element forms of the codecs' encodings (collectives/element_form.h),
 // run through the host reference (element_form_reference.h), against the
 // encodings' own encode, reduce and decode, byte for byte: what a device
-// backend needs from a codec step to give that step's bytes. Over Global-
-// QSGD's three reductions and fp16, ranks {1, 2, 3, 4, 7}, ring and
-// halving-doubling, a chunk at an odd offset of awkward length.
+// backend needs from a codec step to give that step's bytes. Over every
+// codec with a device step (Global-QSGD's three reductions, fp16, fp32,
+// IntSGD's exact first step and its integers with one scale per tensor),
+// ranks {1, 2, 3, 4, 7}, ring and halving-doubling, a chunk at an odd offset
+// of awkward length. A form's decode completes the step: for fp32's plain
+// sum, the encoding's decode followed by the division by n.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,9 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "../support/device_step_codecs.h"
 #include "../support/patterns.h"
 #include "qccl/codecs/codec.h"
 #include "qccl/codecs/element_form_reference.h"
+#include "qccl/codecs/fp32_mean.h"
 #include "qccl/codecs/global_norm.h"
 #include "qccl/codecs/registry/codec_registry.h"
 #include "qccl/common/errors.h"
@@ -27,10 +32,12 @@ struct FormCase {
   std::string spec;
   int ranks;
   Algorithm algorithm;
+  bool fed = false;  // intsgd: an observed update, so the step is an integer one
 };
 
 std::string name_of(const testing::TestParamInfo<FormCase>& info) {
-  std::string name = info.param.spec + "_" + std::to_string(info.param.ranks) + "ranks_" +
+  std::string name = info.param.spec + (info.param.fed ? "_fed_" : "_") +
+                     std::to_string(info.param.ranks) + "ranks_" +
                      (info.param.algorithm == Algorithm::ring ? "ring" : "hd");
   for (char& c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
@@ -40,11 +47,13 @@ std::string name_of(const testing::TestParamInfo<FormCase>& info) {
 
 std::vector<FormCase> all_cases() {
   std::vector<FormCase> cases;
-  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
-                           "global-qsgd:bits=8,norm=2", "fp16"}) {
-    for (int ranks : {1, 2, 3, 4, 7}) {
-      for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
-        cases.push_back({spec, ranks, algorithm});
+  for (const std::string& spec : test::device_step_specs()) {
+    for (bool fed : {false, true}) {
+      if (fed && !spec.starts_with("intsgd:") && spec != "intsgd") continue;
+      for (int ranks : {1, 2, 3, 4, 7}) {
+        for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
+          cases.push_back({spec, ranks, algorithm, fed});
+        }
       }
     }
   }
@@ -67,6 +76,7 @@ class ElementFormTest : public testing::TestWithParam<FormCase> {
     const FormCase& c = GetParam();
     codecs_.push_back(make_codec(c.spec, CodecSettings{.seed = 17, .bucket = 4}));
     Codec& codec = *codecs_.back();
+    if (c.fed) test::feed(codec, kLength, 0);
     codec.set_step(9);
     double norm = 0;
     for (int r = 0; r < c.ranks; ++r) {
@@ -74,10 +84,12 @@ class ElementFormTest : public testing::TestWithParam<FormCase> {
       const double local = local_norm(xr, codec.norm_kind());
       norm = codec.norm_kind() == NormKind::inf ? std::max(norm, local) : std::hypot(norm, local);
     }
+    norm_ = norm;
     return codec.encoding_for(norm, c.ranks, rank, c.algorithm, x);
   }
 
   std::vector<std::unique_ptr<Codec>> codecs_;
+  double norm_ = 0;
 };
 
 
@@ -112,7 +124,7 @@ TEST_P(ElementFormTest, TheFormGivesTheEncodingsBytes) {
   // One rank's own values, Q(x).
   std::vector<float> values(kCount), reference(kCount);
   enc0->decode_contribution(std::span(own0).first(bytes0), kFirst, values);
-  decode_contribution_by_form(*form, std::span(own0).first(bytes0), reference);
+  decode_contribution_by_form(*form, std::span(own0).first(bytes0), kFirst, reference);
   expect_same_floats(values, reference, "decode_contribution");
 
   // One hop of the in-transit reduction on rank 1, then the decoded mean
@@ -128,7 +140,8 @@ TEST_P(ElementFormTest, TheFormGivesTheEncodingsBytes) {
   const bool averaged = form->header_bytes > 0;
   if (averaged && c.ranks != 2) return;  // decode() checks the chunk averages every rank
   enc0->decode(std::span(accum).first(reduced), kFirst, values);
-  decode_by_form(*form, std::span(accum).first(reduced), reference);
+  if (form->code == ElementForm::Code::fp32_summed) finish_fp32_mean(norm_, c.ranks, values);
+  decode_by_form(*form, std::span(accum).first(reduced), kFirst, reference);
   expect_same_floats(values, reference, "decode");
 }
 

@@ -74,6 +74,7 @@ void set_up(ReductionTarget& t, CodecOperation operation, int ranks, int rank,
     t.encodable = {0, kLength};
   }
   s.input = t.input;
+  s.input_length = t.input.size();
   s.pieces = t.pieces;
   s.norm = local_norm(t.input, t.codec->norm_kind());
 }

@@ -49,6 +49,7 @@ std::unique_ptr<Encoding> Codec::encoding_for(double norm, int ranks, int rank,
   StepSetup setup = step_setup(CodecOperation::allreduce_mean, algorithm, ranks, rank);
   setup.norm = norm;
   setup.input = input;
+  setup.input_length = input.size();
   return step_encoding(setup);
 }
 
@@ -203,6 +204,7 @@ void Codec::run_operation(Communicator& comm, const Operation& operation,
   }
   StepSetup setup = step_setup(operation.kind, options.algorithm, comm.size(), comm.rank());
   setup.input = operation.input;
+  setup.input_length = operation.input.size();
   setup.pieces = operation.pieces;
   if (options.algorithm == Algorithm::native && !has_native_equivalent()) {
     throw InvalidArgument(spec() + ": algorithm native runs only codecs MPI can sum (fp32, "

@@ -150,6 +150,11 @@ struct CodecTraits {
   // data-parallel engine then knows that the means of embedding rows no
   // rank touched are zero, and hands them on as rows.
   bool zero_stays_zero = false;
+  // A step can run on device data (Codec::allreduce_mean on a DeviceVector,
+  // device_step.cc): its encoding follows from the global norm and the
+  // codec's own state (scales), not from this rank's input; it combines in
+  // transit through the default data path and offers an element form.
+  bool device_step = false;
 };
 
 // What a bound is asked for: `count` elements per rank on `ranks` ranks,
@@ -192,8 +197,11 @@ struct StepSetup {
   // Every rank's StepPreparation::shared of this step, by rank, from the
   // step's exchange (empty before it).
   std::vector<double> shared_values;
-  // This rank's input: the whole vector (means) or its shard (allgather).
+  // This rank's input: the whole vector (means) or its shard (allgather),
+  // and its length — which a step on device data, whose input the host
+  // cannot read (empty `input`), gives alone.
   std::span<const float> input;
+  std::size_t input_length = 0;
   // Reduce-scatter: every rank's block of the vector; allgather: every
   // rank's shard within the output. Empty for allreduce.
   std::span<const Range> pieces;

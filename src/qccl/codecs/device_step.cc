@@ -12,15 +12,18 @@
 // chunk's codes once the device says they are on the host, and the device
 // decodes each chunk as it finishes (DeviceVector::codes_ready,
 // decode_range).
-// The encoding must follow from the global norm alone (CodecTraits::
-// host_means: no input read when building it) and combine in transit, and
-// have an element form for this step (norms within fp32's range).
+// The encoding must follow from the global norm and the codec's own state
+// (CodecTraits::device_step: no input read when building it) and combine in
+// transit, and have an element form for this step (norms within fp32's
+// range; IntSGD's scales finite in fp32). The codecs that run: Global-QSGD,
+// fp16, fp32, and the IntSGD family but IntDIANA on the int8 and int32
+// wires (IntSGD Algorithm 1's integer sums; its first, exact step as fp32).
 //
 // Over a caller's process group (group_data_path.h) the codes move by the
 // group's whole-vector collectives instead of qccl's ring: Global-QSGD's
 // summed int8 levels by one integer SUM allreduce (§4.3: n·s fits the
-// wire), fp16 by the group's fp16 SUM allreduce, both of the codes the
-// device made. The bytes are those of the host step over the same group.
+// wire), IntSGD's integers by the same integer SUM, fp16 and fp32 by the
+// group's float SUM allreduce, all of the codes the device made. The bytes are those of the host step over the same group.
 // Encodings that combine hop by hop (exponential, 4-bit averaging) are
 // refused there as on host data.
 #include <algorithm>
@@ -79,9 +82,10 @@ void run_staged_collective(Communicator& comm, int tag, CodecOperation kind,
 
 std::string Codec::device_step_refusal(Algorithm algorithm, bool on_group) const {
   const CodecTraits traits = this->traits();
-  if (!traits.host_means || traits.aggregation != Aggregation::compressed_domain) {
-    return spec() + " cannot run on device data: its step reads the input or gathers encodings; "
-           "device steps run global-qsgd and fp16 (move the data to the host for this codec)";
+  if (!traits.device_step || traits.aggregation != Aggregation::compressed_domain) {
+    return spec() + " cannot run on device data: its step reads the input, keeps per-rank "
+           "state or gathers encodings; device steps run global-qsgd, fp16, fp32, intsgd and "
+           "intsgd-heuristic (wire int8 or int32); move the data to the host for this codec";
   }
   if (!on_group && algorithm != Algorithm::ring && algorithm != Algorithm::halving_doubling) {
     return spec() + ": device data runs the ring or halving-doubling algorithm, not " +
@@ -116,7 +120,9 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
     throw InvalidArgument(refusal);
   }
   StepSetup setup = step_setup(kind, options.algorithm, comm.size(), comm.rank());
+  setup.input_length = input.size();  // its values stay on the device
   setup.pieces = blocks;
+  step_stats() = CodecStepStats{};  // a device step counts no clipping (docs/gpu.md)
   const Operation operation{kind, {}, {}, blocks, {}, false, {}};
   const StepPreparation preparation = prepare(comm, setup, operation, options);
   CollectiveCall call = begin_step(comm, setup, input.norm_statistic(norm_kind()), input.size(),
@@ -128,11 +134,11 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
     return;
   }
   const std::optional<ElementForm> form = encoding->element_form();
-  if (!form) {  // the same on every rank: the form follows from the codec and the global norm
+  if (!form) {  // the same on every rank: the form follows from the global norm and the state
     throw InvalidArgument(step_name() + ": this step has no element-wise form to run on the "
-                          "device (global-qsgd and fp16 have one while the global norm, here " +
-                          std::to_string(setup.norm) + ", is within fp32's range); run it on "
-                          "host data");
+                          "device (the global norm, here " + std::to_string(setup.norm) +
+                          ", must be within fp32's range, and intsgd's scales finite as fp32 "
+                          "numbers); run it on host data");
   }
   if (group != nullptr) {  // the same on every rank, before anything is encoded
     if (const std::string refusal = group_refusal(*encoding, false, spec()); !refusal.empty()) {

@@ -31,21 +31,40 @@ std::int8_t packed_level(const std::uint8_t* packed, std::size_t i) {
   return i % 2 ? ops::high_nibble(packed[i / 2]) : ops::low_nibble(packed[i / 2]);
 }
 
-// Values of codes (no header) with one unit worth `step` (fp16: times `step`).
-void decode_values(const ElementForm& form, std::span<const std::byte> payload, std::span<float> out,
-                   float step) {
+// Values of codes (no header) of the vector's elements [first, first +
+// out.size()): the complete mean's, or (`own`) one rank's own encoding's.
+void decode_values(const ElementForm& form, std::span<const std::byte> payload, std::size_t first,
+                   std::span<float> out, bool own) {
   const auto* bytes = reinterpret_cast<const std::uint8_t*>(payload.data());
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    switch (form.code) {
-      case Code::linear_i8_summed:
-      case Code::linear_i8_averaged: out[i] = ops::level_value(static_cast<std::int8_t>(bytes[i]), step); break;
-      case Code::linear_i4_averaged: out[i] = ops::level_value(packed_level(bytes, i), step); break;
-      case Code::exp_i8: out[i] = ops::exp_value(bytes[i], form.headroom, step); break;
-      case Code::fp16:
-        out[i] = ops::fp16_value(reinterpret_cast<const std::uint16_t*>(payload.data())[i]) * step;
-        break;
+  const float step = own ? form.own_step : form.mean_step;
+  const std::size_t origin = form.vector_first + first;
+  for_each_form_block(form, origin, out.size(), [&](const IntegerBlock* block, std::size_t offset, std::size_t count) {
+    for (std::size_t i = offset; i < offset + count; ++i) {
+      switch (form.code) {
+        case Code::linear_i8_summed:
+        case Code::linear_i8_averaged: out[i] = ops::level_value(static_cast<std::int8_t>(bytes[i]), step); break;
+        case Code::linear_i4_averaged: out[i] = ops::level_value(packed_level(bytes, i), step); break;
+        case Code::exp_i8: out[i] = ops::exp_value(bytes[i], form.headroom, step); break;
+        case Code::fp16:
+          out[i] = ops::fp16_value(reinterpret_cast<const std::uint16_t*>(payload.data())[i]) * step;
+          break;
+        case Code::fp32_summed: {
+          const float v = reinterpret_cast<const float*>(payload.data())[i];
+          out[i] = own ? v * step : ops::fp32_mean_value(v, static_cast<float>(form.ranks), form.wide_mean_step);
+          break;
+        }
+        case Code::int_i8_summed:
+        case Code::int_i32_summed: {
+          const std::int32_t v = form.code == Code::int_i8_summed
+                                     ? static_cast<std::int8_t>(bytes[i])
+                                     : reinterpret_cast<const std::int32_t*>(payload.data())[i];
+          out[i] = own ? saturate_to_fp32(static_cast<double>(v) * block->own_step)
+                       : ops::level_value(v, block->mean_step);
+          break;
+        }
+      }
     }
-  }
+  });
 }
 
 }  // namespace
@@ -54,6 +73,8 @@ std::size_t form_payload_bytes(const ElementForm& form, std::size_t count) {
   switch (form.code) {
     case Code::linear_i4_averaged: return (count + 1) / 2;
     case Code::fp16: return 2 * count;
+    case Code::fp32_summed:
+    case Code::int_i32_summed: return 4 * count;
     default: return count;
   }
 }
@@ -89,8 +110,24 @@ void encode_payload_by_form(const ElementForm& form, std::span<const float> in, 
       case Code::fp16:
         reinterpret_cast<std::uint16_t*>(payload.data())[i] = ops::fp16_bits(in[i] * form.scale);
         break;
+      case Code::fp32_summed: reinterpret_cast<float*>(payload.data())[i] = in[i] * form.scale; break;
+      case Code::int_i8_summed:
+      case Code::int_i32_summed: break;  // below, block by block
     }
   }
+  if (form.code != Code::int_i8_summed && form.code != Code::int_i32_summed) return;
+  for_each_form_block(form, first, in.size(), [&](const IntegerBlock* block, std::size_t offset, std::size_t count) {
+    for (std::size_t i = offset; i < offset + count; ++i) {
+      const std::uint32_t random = ops::random_bits(form.key_low, form.key_high, first + i);
+      const std::int32_t level =
+          ops::rounded_integer(in[i], block->alpha, form.levels, form.random_rounding, random).level;
+      if (form.code == Code::int_i8_summed) {
+        reinterpret_cast<std::int8_t*>(payload.data())[i] = static_cast<std::int8_t>(level);
+      } else {
+        reinterpret_cast<std::int32_t*>(payload.data())[i] = level;
+      }
+    }
+  });
 }
 
 std::size_t encode_by_form(const ElementForm& form, std::span<const float> in, std::size_t first,
@@ -98,6 +135,21 @@ std::size_t encode_by_form(const ElementForm& form, std::span<const float> in, s
   if (form.header_bytes > 0) write_header(out, 1);
   encode_payload_by_form(form, in, first, out.subspan(form.header_bytes));
   return form_chunk_bytes(form, in.size());
+}
+
+bool codes_within_bounds(const ElementForm& form, std::span<const std::byte> payload) {
+  const auto within = [&](const auto* values, std::size_t count) {
+    bool inside = true;
+    for (std::size_t i = 0; i < count; ++i) inside &= ops::sum_within(values[i], form.limit);
+    return inside;
+  };
+  switch (form.code) {
+    case Code::int_i8_summed:
+      return within(reinterpret_cast<const std::int8_t*>(payload.data()), payload.size());
+    case Code::int_i32_summed:
+      return within(reinterpret_cast<const std::int32_t*>(payload.data()), payload.size() / 4);
+    default: return true;
+  }
 }
 
 bool reduce_by_form(const ElementForm& form, std::span<const std::byte> incoming,
@@ -144,6 +196,21 @@ bool reduce_by_form(const ElementForm& form, std::span<const std::byte> incoming
         acc[i] = ops::fp16_bits(ops::fp16_value(acc[i]) + ops::fp16_value(codes<std::uint16_t>(incoming, form)[i]));
         break;
       }
+      case Code::fp32_summed: codes<float>(accum, form)[i] += codes<float>(incoming, form)[i]; break;
+      case Code::int_i8_summed: {
+        auto* acc = codes<std::int8_t>(accum, form);
+        const std::int64_t sum = std::int64_t{acc[i]} + codes<std::int8_t>(incoming, form)[i];
+        valid &= ops::sum_within(sum, form.limit);
+        acc[i] = static_cast<std::int8_t>(sum);
+        break;
+      }
+      case Code::int_i32_summed: {
+        auto* acc = codes<std::int32_t>(accum, form);
+        const std::int64_t sum = std::int64_t{acc[i]} + codes<std::int32_t>(incoming, form)[i];
+        valid &= ops::sum_within(sum, form.limit);
+        acc[i] = static_cast<std::int32_t>(sum);
+        break;
+      }
     }
   }
   if (form.header_bytes > 0) write_header(accum, ka + kb);
@@ -151,17 +218,18 @@ bool reduce_by_form(const ElementForm& form, std::span<const std::byte> incoming
 }
 
 void decode_payload_by_form(const ElementForm& form, std::span<const std::byte> payload,
-                            std::span<float> out) {
-  decode_values(form, payload, out, form.mean_step);
+                            std::size_t first, std::span<float> out) {
+  decode_values(form, payload, first, out, false);
 }
 
-void decode_by_form(const ElementForm& form, std::span<const std::byte> in, std::span<float> out) {
-  decode_values(form, in.subspan(form.header_bytes), out, form.mean_step);
+void decode_by_form(const ElementForm& form, std::span<const std::byte> in, std::size_t first,
+                    std::span<float> out) {
+  decode_values(form, in.subspan(form.header_bytes), first, out, false);
 }
 
 void decode_contribution_by_form(const ElementForm& form, std::span<const std::byte> in,
-                                 std::span<float> out) {
-  decode_values(form, in.subspan(form.header_bytes), out, form.own_step);
+                                 std::size_t first, std::span<float> out) {
+  decode_values(form, in.subspan(form.header_bytes), first, out, true);
 }
 
 }  // namespace qccl

@@ -20,12 +20,37 @@ namespace qccl {
 std::size_t form_payload_bytes(const ElementForm& form, std::size_t count);
 std::size_t form_payload_offset(const ElementForm& form, std::size_t first);
 std::size_t form_chunk_bytes(const ElementForm& form, std::size_t count);
+// Calls body(block, offset, count) for each piece of the step's elements
+// [first, first + count) that lies in one of an integer form's blocks
+// (offset from `first`); for other forms, body(nullptr, 0, count) once.
+template <class Body>
+void for_each_form_block(const ElementForm& form, std::size_t first, std::size_t count, Body&& body) {
+  if (form.block_count == 0) {
+    body(static_cast<const IntegerBlock*>(nullptr), std::size_t{0}, count);
+    return;
+  }
+  std::size_t l = 0;
+  while (l + 1 < form.block_count && form.blocks[l + 1].first <= first) ++l;
+  for (std::size_t done = 0; done < count; ++l) {
+    const std::size_t end = l + 1 < form.block_count ? form.blocks[l + 1].first : first + count;
+    const std::size_t piece = (end < first + count ? end : first + count) - (first + done);
+    if (piece > 0) body(&form.blocks[l], done, piece);
+    done += piece;
+  }
+}
+
 // The codes of elements [first, first + in.size()), no header.
 void encode_payload_by_form(const ElementForm& form, std::span<const float> in, std::size_t first,
                             std::span<std::byte> payload);
-// The values of codes (no header) that stand for the complete mean.
+// The values of codes (no header) of the vector's elements [first, first +
+// out.size()) (form.vector_first added for the step's index) that stand for
+// the complete mean.
 void decode_payload_by_form(const ElementForm& form, std::span<const std::byte> payload,
-                            std::span<float> out);
+                            std::size_t first, std::span<float> out);
+// False where a summed integer code (IntSGD's) lies beyond n·c, as no
+// complete valid sum can (the encoding's decode refuses it too); true for
+// the other forms.
+bool codes_within_bounds(const ElementForm& form, std::span<const std::byte> payload);
 // Encodes elements [first, first + in.size()) into `out`; returns the bytes written.
 std::size_t encode_by_form(const ElementForm& form, std::span<const float> in, std::size_t first,
                            std::span<std::byte> out);
@@ -33,9 +58,11 @@ std::size_t encode_by_form(const ElementForm& form, std::span<const float> in, s
 // the encoding's reduce() would reject the result (a sum out of bounds).
 bool reduce_by_form(const ElementForm& form, std::span<const std::byte> incoming,
                     std::span<std::byte> accum, const ReduceContext& context);
-// The complete mean's values, and one rank's own encoding's values.
-void decode_by_form(const ElementForm& form, std::span<const std::byte> in, std::span<float> out);
+// The complete mean's values, and one rank's own encoding's values, of a
+// chunk of elements [first, first + out.size()).
+void decode_by_form(const ElementForm& form, std::span<const std::byte> in, std::size_t first,
+                    std::span<float> out);
 void decode_contribution_by_form(const ElementForm& form, std::span<const std::byte> in,
-                                 std::span<float> out);
+                                 std::size_t first, std::span<float> out);
 
 }  // namespace qccl

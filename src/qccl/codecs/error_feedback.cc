@@ -28,6 +28,7 @@ class ErrorFeedbackCodec final : public Codec {
     // Its residual is this rank's x − Q(x); host means have no such x.
     traits.host_means = false;
     traits.zero_stays_zero = false;  // the residual is added to the input
+    traits.device_step = false;      // needs its own decoded contribution
     return traits;
   }
   // The result differs from the mean of this step's inputs by the residuals

@@ -15,7 +15,7 @@ namespace {
 // to the mean (SumScaling).
 class ScaledFp32Sum final : public Reduction {
  public:
-  explicit ScaledFp32Sum(SumScaling scaling) : scaling_(scaling) {}
+  ScaledFp32Sum(SumScaling scaling, int summed) : scaling_(scaling), summed_(summed) {}
 
   std::string name() const override { return "fp32-sum-scaled"; }
   std::size_t max_encoded_bytes(std::size_t count) const override { return count * sizeof(float); }
@@ -43,9 +43,45 @@ class ScaledFp32Sum final : public Reduction {
                      std::size_t accum_bytes, const ReduceContext& context) override {
     return sum_.reduce(incoming, accum, accum_bytes, context);
   }
+  std::optional<ElementForm> element_form() const override { return scaling_.element_form(summed_); }
 
  private:
   SumScaling scaling_;
+  int summed_;
+  Fp32Sum sum_;
+};
+
+// The plain sum (Fp32Sum on the caller's buffer, divided by n when the
+// step completes), which also says so as an element form: the fp32 values
+// summed and decoded to the sum over n.
+class PlainFp32Mean final : public Reduction {
+ public:
+  explicit PlainFp32Mean(int summed) : summed_(summed) {}
+
+  std::string name() const override { return sum_.name(); }
+  std::size_t max_encoded_bytes(std::size_t count) const override { return sum_.max_encoded_bytes(count); }
+  bool identity_layout() const override { return true; }
+  std::optional<NativeReduction> native_equivalent() const override { return sum_.native_equivalent(); }
+  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
+    return sum_.encode(in, first, out);
+  }
+  void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) override {
+    sum_.decode(in, first, out);
+  }
+  void decode_contribution(std::span<const std::byte> in, std::size_t first,
+                           std::span<float> out) override {
+    sum_.decode_contribution(in, first, out);
+  }
+  std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
+                     std::size_t accum_bytes, const ReduceContext& context) override {
+    return sum_.reduce(incoming, accum, accum_bytes, context);
+  }
+  std::optional<ElementForm> element_form() const override {
+    return SumScaling::for_sum(0, summed_).element_form(summed_);
+  }
+
+ private:
+  int summed_;
   Fp32Sum sum_;
 };
 
@@ -63,10 +99,19 @@ SumScaling SumScaling::for_sum(double bound, int summed) {
   return scaling;
 }
 
+// The form of a step whose mean is the decoded sum over `summed` ranks
+// (plain; a scaled sum decodes to the mean itself).
+ElementForm SumScaling::element_form(int summed) const {
+  ElementForm form{.code = ElementForm::Code::fp32_summed, .scale = down_, .own_step = up_};
+  form.ranks = summed;
+  if (active()) form.wide_mean_step = to_mean_;
+  return form;
+}
+
 std::unique_ptr<Reduction> make_fp32_mean_reduction(double norm, int summed) {
   const SumScaling scaling = SumScaling::for_sum(norm, summed);
-  if (!scaling.active()) return std::make_unique<Fp32Sum>();
-  return std::make_unique<ScaledFp32Sum>(scaling);
+  if (!scaling.active()) return std::make_unique<PlainFp32Mean>(summed);
+  return std::make_unique<ScaledFp32Sum>(scaling, summed);
 }
 
 void finish_fp32_mean(double norm, int summed, std::span<float> output) {

@@ -40,6 +40,10 @@ class SumScaling {
   }
   // One rank's travelling value as the value it stands for.
   float contribution(float v) const { return active() ? v * up_ : v; }
+  // Its element form (collectives/element_form.h): x·2^-k summed, decoded
+  // to the mean; without scaling, the sum over `summed` (the step's
+  // completion, finish_fp32_mean, done by the decoding).
+  ElementForm element_form(int summed) const;
 
  private:
   int shift_ = 0;
@@ -48,7 +52,7 @@ class SumScaling {
 };
 
 // The mean of `summed` ranks' fp32 values whose magnitudes are at most
-// `norm`: the plain fp32 sum (Fp32Sum, on the caller's buffer) or, when it
+// `norm`: the plain fp32 sum (as Fp32Sum, on the caller's buffer) or, when it
 // could overflow, the scaled sum above.
 std::unique_ptr<Reduction> make_fp32_mean_reduction(double norm, int summed);
 

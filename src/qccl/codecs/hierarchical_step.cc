@@ -84,6 +84,7 @@ void Codec::run_hierarchical(Communicator& comm, const Operation& operation,
   const CollectiveOptions across = between_hosts_options(options);
   StepSetup setup = step_setup(operation.kind, Algorithm::hierarchical, comm.size(), comm.rank());
   setup.input = operation.input;
+  setup.input_length = operation.input.size();
   setup.pieces = operation.pieces;
   StepPreparation preparation = prepare(comm, setup, operation, options);
   preparation.digest += " between hosts " + std::string(to_string(across.algorithm));
@@ -99,6 +100,7 @@ void Codec::run_hierarchical(Communicator& comm, const Operation& operation,
   setup.summed = gather ? 1 : groups.hosts();
   setup.rank = groups.host();
   setup.input = {};
+  setup.input_length = 0;
   setup.pieces = {};
   std::unique_ptr<Encoding> encoding;
   {

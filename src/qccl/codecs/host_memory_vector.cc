@@ -23,7 +23,7 @@ void HostMemoryVector::decode_range(const ElementForm& form, std::size_t first,
                                     std::size_t count) {
   const auto codes = std::span<const std::byte>(result_).subspan(form_payload_offset(form, first),
                                                                  form_payload_bytes(form, count));
-  decode_payload_by_form(form, codes, values_.subspan(first, count));
+  decode_payload_by_form(form, codes, first, values_.subspan(first, count));
 }
 
 void HostMemoryVector::fill_zero() { std::fill(values_.begin(), values_.end(), 0.0f); }

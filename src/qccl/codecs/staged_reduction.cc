@@ -38,8 +38,15 @@ void StagedReduction::decode(std::span<const std::byte> in, std::size_t first, s
                 std::to_string(first + out.size()) + ") lies outside the output, which starts at " +
                 std::to_string(output_first_) + " (a bug in the collective: report it)");
   }
-  std::memcpy(result_.data() + form_payload_offset(form_, at), in.data() + form_.header_bytes, bytes);
-  output_.decode_range(form_, at, out.size());
+  const auto payload = in.subspan(form_.header_bytes, bytes);
+  if (!codes_within_bounds(form_, payload)) {
+    throw CommError(name() + ": a finished chunk of elements [" + std::to_string(first) + ", " +
+                    std::to_string(first + out.size()) + ") holds a sum beyond n·c = " +
+                    std::to_string(form_.limit) + ", which valid input cannot produce (corrupt "
+                    "message?)");
+  }
+  std::memcpy(result_.data() + form_payload_offset(form_, at), payload.data(), bytes);
+  output_.decode_range(output_form_, at, out.size());
 }
 
 void StagedReduction::decode_contribution(std::span<const std::byte>, std::size_t, std::span<float>) {

@@ -29,8 +29,10 @@ class StagedReduction final : public Reduction {
   StagedReduction(Reduction& inner, const ElementForm& form, DeviceVector& input,
                   std::span<const std::byte> codes, DeviceVector& output,
                   std::span<std::byte> result, std::size_t output_first)
-      : inner_(inner), form_(form), input_(input), codes_(codes), output_(output),
-        result_(result), output_first_(output_first) {}
+      : inner_(inner), form_(form), output_form_(form), input_(input), codes_(codes),
+        output_(output), result_(result), output_first_(output_first) {
+    output_form_.vector_first = output_first;
+  }
 
   std::string name() const override { return inner_.name(); }
   std::size_t granularity() const override { return inner_.granularity(); }
@@ -50,6 +52,7 @@ class StagedReduction final : public Reduction {
  private:
   Reduction& inner_;
   ElementForm form_;
+  ElementForm output_form_;  // the output vector's elements start at output_first
   DeviceVector& input_;
   std::span<const std::byte> codes_;
   DeviceVector& output_;

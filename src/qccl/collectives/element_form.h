@@ -16,6 +16,17 @@
 QCCL_API_BEGIN
 namespace qccl {
 
+// IntSGD's scales (IntSGD Algorithm 2: one α per tensor): the block of
+// elements from `first` to the next block's first is rounded at `alpha` and
+// its summed integers decode with `mean_step` = 1/(n·α) (both as fp32
+// numbers, as the host's fast path uses them); one rank's integers stand
+// for q·`own_step` (1/α in fp64).
+struct IntegerBlock {
+  std::size_t first = 0;
+  float alpha = 0, mean_step = 0;
+  double own_step = 0;
+};
+
 struct ElementForm {
   enum class Code {
     linear_i8_summed,    // Global-QSGD L_s summed in transit (§4.2): int8 levels
@@ -23,6 +34,9 @@ struct ElementForm {
     linear_i4_averaged,  // the same with packed 4-bit levels: [uint32 k][nibbles]
     exp_i8,              // Global-QSGD E_s (§4.2), C_nat in transit (Algorithm 2): one-byte codes
     fp16,                // fp16 of x/n summed in fp16
+    fp32_summed,         // fp32 of x·scale summed in fp32 (fp32_mean.h), decoded to the mean
+    int_i8_summed,       // IntSGD's integers (Algorithm 1), int8, summed exactly in transit
+    int_i32_summed,      // the same in int32
   };
   Code code = Code::fp16;
   // Bytes before a chunk's elements: the averaging chunks' count of ranks
@@ -30,18 +44,33 @@ struct ElementForm {
   std::size_t header_bytes = 0;
 
   // Encoding. linear: levels/norm and the levels; exp: the norm (fp32),
-  // the headroom c and the levels s; fp16: the factor 1/n.
+  // the headroom c and the levels s; fp16: the factor 1/n; fp32: the
+  // factor (1, or 2^-k where the sum could overflow). int: `blocks` (at
+  // least one, the first at element 0; owned by the encoding, valid while
+  // it lives), the per-rank bound c in `levels`, random rounding or to
+  // nearest even.
   float scale = 0;
   std::int32_t levels = 0;
   std::int32_t headroom = 0;
   std::uint32_t key_low = 0, key_high = 0;  // the quantize stream's key halves
+  const IntegerBlock* blocks = nullptr;
+  std::size_t block_count = 0;
+  bool random_rounding = true;
+  // The step's index of a decoded vector's element 0 (a reduce-scatter's
+  // output block starts at its block's first): blocks are looked up by the
+  // step's index.
+  std::size_t vector_first = 0;
 
   // Decoding: one unit of the complete mean, and of one rank's own
-  // encoding (fp16: factors of the decoded values, 1 and n).
+  // encoding (fp16: factors of the decoded values, 1 and n; fp32: the
+  // sum divided by `ranks` when `wide_mean_step` is 0, else the sum times
+  // it in fp64, rounded once (a scaled sum: 2^k/n), and own_step 1 or 2^k).
   float mean_step = 0, own_step = 0;
+  double wide_mean_step = 0;
 
-  // Combining: the bound of a summed level (n·s), and how many ranks the
-  // final averaged chunk must average; the reduce stream's coordinates
+  // Combining: the bound of a summed level (n·s; int: n·c), and how many
+  // ranks the final averaged chunk must average (fp32: the ranks summed);
+  // the reduce stream's coordinates
   // (levels.h: reduce_rng).
   std::int32_t limit = 0;
   std::int32_t ranks = 0;

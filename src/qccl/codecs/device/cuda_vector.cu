@@ -90,6 +90,25 @@ void CudaVector::encode_piece(const ElementForm& form, std::size_t first, std::s
     case Code::fp16:
       dk::fp16_encode(x, reinterpret_cast<std::uint16_t*>(out), count, form.scale, stream_);
       break;
+    case Code::fp32_summed:
+      dk::fp32_scale(x, reinterpret_cast<float*>(out), count, form.scale, stream_);
+      break;
+    case Code::int_i8_summed:
+    case Code::int_i32_summed:
+      // One launch per tensor the piece holds (IntSGD's α per tensor); the
+      // clipped counts go to the status, which the step does not read.
+      for_each_form_block(form, first, count, [&](const IntegerBlock* block, std::size_t offset, std::size_t n) {
+        if (form.code == Code::int_i8_summed) {
+          dk::int_round_i8(x + offset, reinterpret_cast<std::int8_t*>(out) + offset, n, block->alpha,
+                           form.levels, form.random_rounding, form.key_low, form.key_high,
+                           first + offset, status_.data(), stream_);
+        } else {
+          dk::int_round_i32(x + offset, reinterpret_cast<std::int32_t*>(out) + offset, n, block->alpha,
+                            form.levels, form.random_rounding, form.key_low, form.key_high,
+                            first + offset, status_.data(), stream_);
+        }
+      });
+      break;
   }
 }
 
@@ -166,6 +185,23 @@ void CudaVector::decode_range(const ElementForm& form, std::size_t first, std::s
       break;
     case Code::fp16:  // the fp16 sum of x/n is the mean (its step is 1)
       dk::fp16_decode(reinterpret_cast<const std::uint16_t*>(codes), out, count, stream_);
+      break;
+    case Code::fp32_summed:
+      dk::fp32_mean(reinterpret_cast<const float*>(codes), out, count, static_cast<float>(form.ranks),
+                    form.wide_mean_step, stream_);
+      break;
+    case Code::int_i8_summed:
+    case Code::int_i32_summed:
+      for_each_form_block(form, form.vector_first + first, count,
+                          [&](const IntegerBlock* block, std::size_t offset, std::size_t n) {
+                            if (form.code == Code::int_i8_summed) {
+                              dk::int_decode_i8(reinterpret_cast<const std::int8_t*>(codes) + offset, out + offset, n,
+                                                block->mean_step, status_.data(), stream_);
+                            } else {
+                              dk::int_decode_i32(reinterpret_cast<const std::int32_t*>(codes) + offset,
+                                                 out + offset, n, block->mean_step, status_.data(), stream_);
+                            }
+                          });
       break;
   }
 }

@@ -285,6 +285,16 @@ void fp32_add(float* acc, const float* in, std::size_t n, cudaStream_t stream) {
   launch(n, stream, "fp32_add", [=] __device__(std::size_t i) { acc[i] += in[i]; });
 }
 
+void fp32_scale(const float* x, float* out, std::size_t n, float factor, cudaStream_t stream) {
+  launch(n, stream, "fp32_scale", [=] __device__(std::size_t i) { out[i] = x[i] * factor; });
+}
+
+void fp32_mean(const float* sum, float* out, std::size_t n, float ranks, double wide_step,
+               cudaStream_t stream) {
+  launch(n, stream, "fp32_mean",
+         [=] __device__(std::size_t i) { out[i] = ops::fp32_mean_value(sum[i], ranks, wide_step); });
+}
+
 void max_abs_bits(const float* x, std::size_t n, DeviceStatus* status, cudaStream_t stream) {
   launch_with_status(n, status, stream, "max_abs_bits",
                      [=] __device__(std::size_t i, StatusShare& share) {

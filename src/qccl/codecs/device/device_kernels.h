@@ -90,8 +90,13 @@ void fp16_encode(const float* x, std::uint16_t* h, std::size_t n, float factor,
 void fp16_decode(const std::uint16_t* h, float* out, std::size_t n, cudaStream_t stream);
 void fp16_add(std::uint16_t* acc, const std::uint16_t* in, std::size_t n, cudaStream_t stream);
 
-// fp32 (the codec of no compression): acc[i] += in[i].
+// fp32 (the codec of no compression): acc[i] += in[i]; out[i] = x[i]·factor
+// (fp32_mean.h's scaling by 2^-k, or 1); out[i] = the mean of the sums
+// (element_ops.h: fp32_mean_value).
 void fp32_add(float* acc, const float* in, std::size_t n, cudaStream_t stream);
+void fp32_scale(const float* x, float* out, std::size_t n, float factor, cudaStream_t stream);
+void fp32_mean(const float* sum, float* out, std::size_t n, float ranks, double wide_step,
+               cudaStream_t stream);
 
 // The statistics every codec exchanges before its data moves (the global
 // norm's local part): max over i of the bits of |x[i]| into

@@ -122,6 +122,17 @@ QCCL_HOST_DEVICE inline RoundedInteger rounded_integer(float x, float alpha, std
   return {sign_bit(x) ? -level : level, raw > limit_f || wanted > limit};
 }
 
+// A sum of fp32 values as their mean over `ranks` (fp32_mean.h): the sum
+// divided by n in fp32 where it could not overflow (`wide_step` 0), else a
+// sum of values scaled by 2^-k times 2^k/n in fp64, rounded once and held
+// within fp32's range (SumScaling::mean).
+QCCL_HOST_DEVICE inline float fp32_mean_value(float sum, float ranks, double wide_step) {
+  if (wide_step == 0) return sum / ranks;
+  const double m = static_cast<double>(sum) * wide_step;
+  const double low = m < -static_cast<double>(kLargestFloat) ? -static_cast<double>(kLargestFloat) : m;
+  return static_cast<float>(static_cast<double>(kLargestFloat) < low ? static_cast<double>(kLargestFloat) : low);
+}
+
 // |v| as an unsigned magnitude (2^31 for INT32_MIN, which no valid sum holds).
 QCCL_HOST_DEVICE inline std::uint32_t integer_magnitude(std::int32_t v) {
   const auto bits = static_cast<std::uint32_t>(v);

@@ -421,6 +421,7 @@ void PowerSgdCodec::run_operation(Communicator& comm, const Operation& operation
   layout().check(d, step_name());
   StepSetup setup = step_setup(operation.kind, options.algorithm, comm.size(), comm.rank());
   setup.input = operation.input;
+  setup.input_length = d;
   const StepPlan step_plan = plan(d);
   const std::span<const float> m = compensated(operation.input, step_plan);
   CollectiveCall call = begin_checked_step(comm, setup, m, options);

@@ -20,7 +20,11 @@ class Fp32Codec final : public Codec {
   using Codec::Codec;
   std::string spec() const override { return "fp32"; }
   CodecTraits traits() const override {
-    return {.unbiased = true, .native_equivalent = true, .host_means = true, .zero_stays_zero = true};
+    return {.unbiased = true,
+            .native_equivalent = true,
+            .host_means = true,
+            .zero_stays_zero = true,
+            .device_step = true};
   }
   // n-1 additions of values <= n·norm, then a division: n·2^-23·norm.
   CodecBounds bounds(const BoundsQuery& q) const override {
@@ -93,7 +97,8 @@ class Fp16Codec final : public Codec {
     return {.unbiased = false,
             .native_equivalent = true,
             .host_means = true,
-            .zero_stays_zero = true};
+            .zero_stays_zero = true,
+            .device_step = true};
   }
   // n encodings and n-1 sums, each rounding by at most 2^-11 of a magnitude
   // <= norm (plus fp16's subnormal spacing 2^-24 each).

@@ -40,7 +40,8 @@ class GlobalQsgdCodec final : public Codec {
             .norm_kind = config_.norm,
             .granularity = config_.bits == 4 ? std::size_t{2} : std::size_t{1},
             .host_means = true,
-            .zero_stays_zero = true};  // zeros always code to 0
+            .zero_stays_zero = true,  // zeros always code to 0
+            .device_step = true};
   }
   // Payload only; averaging chunks add a 4-byte header per pipelined chunk.
   CodecBounds bounds(const BoundsQuery& q) const override {

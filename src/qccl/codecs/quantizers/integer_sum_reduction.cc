@@ -55,6 +55,7 @@ class IntegerSum final : public IntegerSumReduction, public SummedIntegers {
       // number; an infinite α (every non-zero clips) takes the exact path.
       fast_.push_back(sizeof(Int) < 8 && std::isfinite(static_cast<float>(alpha)));
     }
+    make_form_blocks();
   }
 
   std::string name() const override { return setup_.name; }
@@ -143,6 +144,24 @@ class IntegerSum final : public IntegerSumReduction, public SummedIntegers {
     }
   }
 
+  // The fast path's arithmetic (fp32 α and 1/(n·α) per block) where every
+  // block takes it and the step keeps no integers of its own (IntDIANA's
+  // shifts read them): a device step can then run it.
+  std::optional<ElementForm> element_form() const override {
+    if (form_blocks_.empty()) return std::nullopt;
+    ElementForm form{.code = sizeof(Int) == 1 ? ElementForm::Code::int_i8_summed
+                                              : ElementForm::Code::int_i32_summed,
+                     .levels = static_cast<std::int32_t>(setup_.clip),
+                     .key_low = setup_.rng.key_low(),
+                     .key_high = setup_.rng.key_high(),
+                     .blocks = form_blocks_.data(),
+                     .block_count = form_blocks_.size(),
+                     .random_rounding = setup_.rounding == IntRounding::random,
+                     .limit = static_cast<std::int32_t>(limit_),
+                     .ranks = setup_.ranks};
+    return form;
+  }
+
   // One rank's integers q stand for q/α_l.
   void decode_contribution(std::span<const std::byte> in, std::size_t first,
                            std::span<float> out) override {
@@ -194,6 +213,18 @@ class IntegerSum final : public IntegerSumReduction, public SummedIntegers {
     }
   }
 
+  void make_form_blocks() {
+    const bool own_integers = !setup_.source.empty() || !setup_.local_integers.empty() ||
+                              !setup_.summed_integers.empty();
+    if (own_integers || std::find(fast_.begin(), fast_.end(), false) != fast_.end()) return;
+    for (std::size_t l = 0; l < setup_.alphas.size(); ++l) {
+      form_blocks_.push_back({.first = setup_.block_starts[l],
+                              .alpha = static_cast<float>(setup_.alphas[l]),
+                              .mean_step = static_cast<float>(mean_factor_[l]),
+                              .own_step = 1.0 / setup_.alphas[l]});
+    }
+  }
+
   // In unsigned arithmetic: a corrupt INT64_MIN has magnitude 2^63.
   static std::uint64_t largest_magnitude(const Int* values, std::size_t count) {
     std::uint64_t largest = 0;
@@ -219,6 +250,7 @@ class IntegerSum final : public IntegerSumReduction, public SummedIntegers {
   std::int64_t limit_;
   std::vector<double> mean_factor_;
   std::vector<bool> fast_;
+  std::vector<IntegerBlock> form_blocks_;  // element_form's, where it has one
   std::uint64_t clipped_ = 0, largest_sent_ = 0, largest_sum_ = 0;
 };
 

@@ -64,12 +64,15 @@ std::string IntegerCodec::spec() const {
 }
 
 // No allgather (integers of one rank are not a mean); IntDIANA's shifts
-// follow the whole vector, so it has no reduce-scatter either.
+// follow the whole vector, so it has no reduce-scatter either. Device data:
+// the int8 and int32 wires' rounding and sums as element forms (the int64
+// wire rounds in fp64); not IntDIANA, whose shifts live on the host.
 CodecTraits IntegerCodec::traits() const {
   return {.unbiased = config_.rounding == IntRounding::random,
           .operations = {.allreduce_mean = true,
                          .reduce_scatter_mean = config_.scheme != IntegerScheme::diana,
-                         .allgather = false}};
+                         .allgather = false},
+          .device_step = config_.scheme != IntegerScheme::diana && config_.wire != IntWire::int64};
 }
 
 CodecBounds IntegerCodec::bounds(const BoundsQuery& query) const {
@@ -128,7 +131,7 @@ std::size_t IntegerCodec::scaled_length() const {
 
 StepPreparation IntegerCodec::prepare(Communicator&, const StepSetup& setup, const Operation&,
                                      const CollectiveOptions&) {
-  check_length(setup.input.size());
+  check_length(setup.input_length);
   // A wire too narrow for the sum over this many ranks is refused from the
   // first step on (which is exact, §4.1, and would not notice), on every
   // rank before anything moves.
@@ -204,7 +207,7 @@ std::unique_ptr<Encoding> IntegerCodec::step_encoding(const StepSetup& setup) {
   integers_ = nullptr;
   if (exact_step()) return make_fp32_mean_reduction(setup.norm, setup.summed);  // exact first step (§4.1)
   if (config_.scheme == IntegerScheme::heuristic && setup.norm == 0.0) return nullptr;
-  auto integers = make_integer_sum_reduction(reduction_setup(setup, setup.input.size()));
+  auto integers = make_integer_sum_reduction(reduction_setup(setup, setup.input_length));
   integers_ = integers.get();
   return integers;
 }

@@ -1,0 +1,50 @@
+// The codecs whose steps run on device data (CodecTraits::device_step), as
+// the device-step tests run them. IntSGD's adaptive scheme takes its first
+// step exactly (IntSGD §4.1, fp32) and its later ones as integers with one
+// α per tensor (Algorithm 2): `feed` gives such a codec a layout of three
+// tensors and an optimizer update, so that its next step is an integer one
+// whose blocks of scales cross chunk and piece boundaries.
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "patterns.h"
+#include "qccl/codecs/codec.h"
+#include "qccl/codecs/tensor_layout.h"
+
+namespace qccl::test {
+
+inline std::vector<std::string> device_step_specs() {
+  return {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
+          "global-qsgd:bits=8,norm=2", "fp16", "fp32", "intsgd",
+          "intsgd-heuristic", "intsgd-heuristic:round=deterministic,wire=int32"};
+}
+
+// The specs that a process group sums as a whole vector (no hop-by-hop
+// combining).
+inline std::vector<std::string> device_group_specs() {
+  return {"global-qsgd:bits=8", "global-qsgd:bits=8,norm=2", "fp16", "fp32", "intsgd",
+          "intsgd-heuristic:round=deterministic,wire=int32"};
+}
+
+// Sets a codec that adapts to the optimizer up for `length` elements in
+// three tensors (once) and observes one update, the same on every rank;
+// does nothing to the others. Call it on twin codecs alike.
+inline void feed(Codec& codec, std::size_t length, int step) {
+  StepFeedback* feedback = codec.step_feedback();
+  if (feedback == nullptr) return;
+  if (step == 0) {
+    const std::size_t third = length / 3;
+    const std::vector<std::size_t> sizes = length < 3 ? std::vector<std::size_t>{length}
+                                                      : std::vector<std::size_t>{third, third, length - 2 * third};
+    codec.set_layout(TensorLayout::of_sizes(sizes));
+  }
+  const auto update = make_vector(length, [step](std::size_t i) {
+    return 1e-3f * noise(100 + step, i) * std::ldexp(1.0f, static_cast<int>(i % 5));
+  });
+  feedback->observe_step(0.05, update);
+}
+
+}  // namespace qccl::test
