@@ -1,8 +1,10 @@
 """The device check's DDP rows (scripts/device-check, docs/gpu.md): the CNN
 of `qccl train` under PyTorch DDP, several processes sharing one GPU
 (torchrun, gloo), trained for a number of SGD steps on generated images,
-once with DDP's own allreduce and once per dtype with qccl's hook, which
-averages the CUDA buckets with the codec's device step. Rank 0 prints one
+once with DDP's own allreduce, once per dtype with qccl's hook, which
+averages the CUDA buckets with the codec's device step, and once in fp32
+per further codec (IntSGD, whose optimizer feedback the hook then sums on
+the device). Rank 0 prints one
 row per run. Exit status 1 when a qccl run's replicas differ, or its loss
 does not fall as DDP's does.
 
@@ -34,6 +36,8 @@ def options(argv):
     parser.add_argument("--codec", default="global-qsgd:bits=8")
     parser.add_argument("--dtypes", default="fp32,bf16,fp16",
                         help="the dtypes of qccl's runs (DDP's own runs in fp32)")
+    parser.add_argument("--more-codecs", default="intsgd",
+                        help="comma-separated codecs run once more each, in fp32 ('' for none)")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--batch", type=int, default=32, help="images per process and step")
     return parser.parse_args(argv)
@@ -61,12 +65,12 @@ def train(run, dtype, args, device):
     model = Cnn().to(device=device, dtype=dtype)
     ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
     state = None
+    sgd = torch.optim.SGD(ddp.parameters(), lr=0.02, momentum=0.9)
     if run != "ddp":
-        state, hook = qccl.ddp_hook(ddp, codec=run)
+        state, hook = qccl.ddp_hook(ddp, codec=run, optimizer=sgd)  # intsgd adapts to its steps
         if device.type == "cpu":
             state._set_host_buckets("host-reference")  # pylint: disable=protected-access
         ddp.register_comm_hook(state, hook)
-    sgd = torch.optim.SGD(ddp.parameters(), lr=0.02, momentum=0.9)
     losses, times = [], []
     for step in range(args.steps):
         x, y = images(dist.get_rank(), step, args.batch, device, dtype)
@@ -114,6 +118,7 @@ def main(argv):
     else:
         device, where = torch.device("cpu"), "CPU (the device step's host reference)"
     runs = [("ddp", "fp32")] + [(args.codec, d) for d in args.dtypes.split(",")]
+    runs += [(codec, "fp32") for codec in args.more_codecs.split(",") if codec]
     rows, failures = [], []
     ddp_last = None
     for run, dtype_name in runs:

@@ -79,6 +79,9 @@ class DDPHookState:
         # the GPU path on CPU tensors (tests; _set_host_buckets).
         self._host_buckets = "host"
         self._cuda_stream = None  # the device steps' stream (_stream_on)
+        # Device buckets' optimizer feedback: each parameter's value at the
+        # last call, where it lives (_device_update_norms).
+        self._previous_values = {}
         if device.type == "cuda":
             self._native.check_bucket_memory("cuda")  # the codec has a device step, the build CUDA
         self._optimizer = optimizer  # the context closes the hook at shutdown
@@ -197,6 +200,9 @@ class DDPHookState:
         else:
             arguments, options, finish = _device_bucket(bucket.index(), buffer, numbers, memory,
                                                         future, self._stream_on(buffer.device))
+            if self._native.wants_step_feedback:
+                arguments = arguments[:5] + (self._step_size(),) + arguments[6:]
+                options["update_norms"] = self._device_update_norms(parameters, numbers)
         if self._native.on_group:  # averaged before submit returns
             try:
                 self._native.submit(*arguments, None, **options)
@@ -214,6 +220,29 @@ class DDPHookState:
 
         self._native.submit(*arguments, done, **options)
         return future
+
+    def _device_update_norms(self, parameters, numbers):
+        """For a device bucket of a codec that adapts to the optimizer's
+        steps (IntSGD): each parameter's Σ (x − x_prev)² since the last
+        call, x − x_prev in float32 as on the host path, squared and summed
+        in float64 where the parameters live (one copy of the sums to the
+        host per bucket; the summation order is PyTorch's, so a GPU rank's
+        scales can differ from a CPU rank's in the last bits, which the
+        step's check reports). Empty until every parameter of the bucket
+        has a previous value."""
+        import torch
+        with torch.no_grad():
+            norms, complete = [], True
+            for number, p in zip(numbers, parameters):
+                now = p.detach().float()
+                previous = self._previous_values.get(number)
+                if previous is not None and previous.shape == now.shape:
+                    norms.append(torch.sum((now - previous).double() ** 2))
+                    previous.copy_(now)
+                else:
+                    complete = False
+                    self._previous_values[number] = now.clone()
+            return torch.stack(norms).tolist() if complete and norms else []
 
     def _feedback_values(self, parameters):
         """The parameters' current values as fp32 tensors, for codecs that
@@ -318,8 +347,9 @@ def ddp_hook(model, codec="fp32", *, algorithm="ring", seed=0, timeout=None, opt
     is, on a stream of its own ordered after the current CUDA stream's
     work, with only the encoded bytes crossing to the host; a
     half-precision bucket is widened to one float32 copy on the device.
-    Codecs with a device step: global-qsgd and fp16 (others are refused
-    for a GPU model, naming them; docs/gpu.md). float64 parameters, and
+    Codecs with a device step: global-qsgd, fp16, fp32, intsgd and
+    intsgd-heuristic (others are refused for a GPU model, naming them;
+    docs/gpu.md). float64 parameters, and
     parameters on several devices, are refused, naming the fix.
 
     model: the DistributedDataParallel model (or its module). codec: any

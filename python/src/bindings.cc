@@ -143,13 +143,14 @@ void bind_bucket_hook(py::module_& module) {
               std::vector<std::size_t> parameters, std::vector<std::uintptr_t> values,
               std::optional<double> step_size, std::optional<std::string> half,
               std::size_t half_chunk, py::object done, const std::string& memory,
-              std::uintptr_t stream, int device) {
+              std::uintptr_t stream, int device, std::vector<double> update_norms) {
              BucketCall call{index,     gradients, count, std::move(parameters), std::move(values),
                              step_size, std::nullopt, half_chunk};
              if (half) call.half = parse_half_type(*half);
              call.memory = parse_bucket_memory(memory);
              call.stream = stream;
              call.device = device;
+             call.update_norms = std::move(update_norms);
              PythonObject callback(std::move(done));
              py::gil_scoped_release no_gil;
              hook.submit(std::move(call), std::move(callback));
@@ -157,7 +158,7 @@ void bind_bucket_hook(py::module_& module) {
            py::arg("index"), py::arg("gradients"), py::arg("count"), py::arg("parameters"),
            py::arg("values"), py::arg("step_size"), py::arg("half"), py::arg("half_chunk"),
            py::arg("done"), py::arg("memory") = "host", py::arg("stream") = 0,
-           py::arg("device") = 0)
+           py::arg("device") = 0, py::arg("update_norms") = std::vector<double>{})
       .def("check_bucket_memory",
            [](const BucketHook& hook, const std::string& memory) {
              hook.check_bucket_memory(parse_bucket_memory(memory));

@@ -138,8 +138,14 @@ void BucketHook::check_bucket_memory(BucketMemory memory) const {
 // known parameters whose sizes add up to the buffer's.
 void BucketHook::check_bucket(const BucketCall& call) const {
   if (call.memory != BucketMemory::host && (call.half || !call.values.empty())) {
-    throw InvalidArgument("a device bucket is averaged as fp32 without optimizer feedback (a bug "
-                          "in the hook: report it)");
+    throw InvalidArgument("a device bucket is averaged as fp32, with its optimizer feedback as "
+                          "squared norms (a bug in the hook: report it)");
+  }
+  if (!call.update_norms.empty() && (!wants_feedback_ || call.update_norms.size() != call.parameters.size())) {
+    throw InvalidArgument("bucket " + std::to_string(call.index) + " has " +
+                          std::to_string(call.parameters.size()) + " parameters but " +
+                          std::to_string(call.update_norms.size()) + " update norms (a bug in the "
+                          "hook: report it)");
   }
   if (call.half && call.half_chunk == 0) {
     throw InvalidArgument("a half-precision bucket goes in chunks of at least one element: set "
@@ -217,11 +223,12 @@ void BucketHook::submit(BucketCall call, PythonObject done) {
     throw InvalidArgument("'" + spec_.text() + "' adapts to the optimizer's steps (IntSGD §4): pass "
                           "optimizer=... to qccl.ddp_hook so the hook knows the learning rate");
   }
-  if (wants_feedback_ && call.values.size() != call.parameters.size()) {
+  const bool on_host = call.memory == BucketMemory::host;
+  if (wants_feedback_ && on_host && call.values.size() != call.parameters.size()) {
     throw InvalidArgument("the hook needs the current value of every parameter of the bucket");
   }
   check_bucket(call);
-  auto update = wants_feedback_ ? update_since_last_call(call) : std::vector<float>{};
+  auto update = wants_feedback_ && on_host ? update_since_last_call(call) : std::vector<float>{};
   const std::string description = "bucket " + std::to_string(call.index);
   if (group_) {
     group_->run(description, [&](Communicator& comm) { average(comm, call, update); });
@@ -286,8 +293,13 @@ void BucketHook::average_half(Communicator& comm, const BucketCall& call,
 // (the norm, the encoding and the decoding on the device, only codes
 // through host memory). The bucket's codec instance is the one its host
 // steps would use, so the step counter and the codes follow the host's.
+// Optimizer feedback (IntSGD) arrives as each parameter's squared update,
+// summed where the parameters live.
 void BucketHook::average_on_device(Communicator& comm, const BucketCall& call) {
   Codec& codec = codec_for(call.index, call.parameters);
+  if (!call.update_norms.empty()) {
+    codec.step_feedback()->observe_step_norms(*call.step_size, call.update_norms, call.count);
+  }
   DeviceStepVector vector(
       DeviceBucket{call.memory, call.gradients, call.count, call.stream, call.device},
       wait_timeout_, device_vectors_);

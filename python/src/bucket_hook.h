@@ -74,6 +74,11 @@ struct BucketCall {
   BucketMemory memory = BucketMemory::host;
   std::uintptr_t stream = 0;
   int device = 0;
+  // A device bucket's optimizer feedback (codecs that adapt to it): Σ of
+  // the squared update since the last call, per parameter in bucket order,
+  // computed where the parameters live; empty until every parameter has a
+  // previous value (StepFeedback::observe_step_norms).
+  std::vector<double> update_norms;
 };
 
 class BucketHook final {

@@ -163,6 +163,33 @@ TEST(ElementFormBoundsTest, ASumOutOfBoundsIsRefusedByTheFormToo) {
   EXPECT_THROW(encoding->in_transit()->reduce(b, again, 8, context), CommError);
 }
 
+// IntSGD's integers: a partial sum beyond n·c is refused in transit, and a
+// finished chunk holding one (which no valid aggregation can produce) is
+// out of bounds, as the encoding's decode says.
+TEST(ElementFormBoundsTest, IntegerSumsBeyondTheirBoundAreRefused) {
+  auto codec = make_codec("intsgd-heuristic", CodecSettings{.seed = 1});
+  std::vector<float> x(8, 1.0f);
+  auto encoding = codec->encoding_for(1.0, 2, 0, Algorithm::ring, x);
+  const auto form = encoding->element_form();
+  ASSERT_TRUE(form.has_value());
+  ASSERT_EQ(form->code, ElementForm::Code::int_i8_summed);
+  const auto c = static_cast<std::int8_t>(form->levels);  // per rank; n·c = 2c
+  ASSERT_EQ(form->limit, 2 * form->levels);
+  std::vector<std::int8_t> accum(8, c), incoming(8, c);
+  const auto bytes = [](std::vector<std::int8_t>& v) { return std::as_writable_bytes(std::span(v)); };
+  const ReduceContext context{.first = 0, .count = 8, .rank = 0, .hop = 0};
+  EXPECT_TRUE(reduce_by_form(*form, bytes(incoming), bytes(accum), context));
+  EXPECT_TRUE(codes_within_bounds(*form, bytes(accum)));
+  accum.assign(8, c);
+  incoming[5] = static_cast<std::int8_t>(c + 1);
+  EXPECT_FALSE(reduce_by_form(*form, bytes(incoming), bytes(accum), context));
+  std::vector<std::int8_t> beyond(8, 0);
+  beyond[2] = static_cast<std::int8_t>(-2 * c - 1);
+  EXPECT_FALSE(codes_within_bounds(*form, bytes(beyond)));
+  std::vector<float> out(8);
+  EXPECT_THROW(encoding->decode(bytes(beyond), 0, out), CommError);
+}
+
 // Norms beyond fp32's range take the encodings' double path: no form.
 TEST(ElementFormBoundsTest, NormsBeyondFp32HaveNoForm) {
   for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:dither=exp"}) {

@@ -90,10 +90,15 @@ struct CodecStepStats {
 // loop asks once; if offered, after every optimizer step it calls
 // observe_step() with the step size the *next* gradient will be applied
 // with and the update x_k − x_{k−1} of exactly the elements the codec
-// reduces, in the same order.
+// reduces, in the same order. Where the update lives in memory the codec
+// does not read (a GPU's), observe_step_norms() takes what the codec uses
+// of it instead: Σ update² over each tensor of its layout (fp64, in layout
+// order; the summation order is the caller's) and the update's length.
 class StepFeedback {
  public:
   virtual void observe_step(double next_step_size, std::span<const float> update) = 0;
+  virtual void observe_step_norms(double next_step_size, std::span<const double> squared_norms,
+                                  std::size_t elements) = 0;
 
  protected:
   ~StepFeedback() = default;

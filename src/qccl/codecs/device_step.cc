@@ -45,10 +45,11 @@ namespace qccl {
 namespace {
 
 // The group's data movement of the codes (see above); `result` ends as
-// the sum's codes, which the device decodes into the mean.
+// the sum's codes, which the device decodes into the mean. Sums beyond
+// their bound (IntSGD's n·c) are refused as the host's decode refuses them.
 void move_codes_over_group(Communicator& comm, GroupCollectives& group, Encoding& encoding,
-                           std::span<const std::byte> codes, std::span<std::byte> result,
-                           DeviceVector& data, Timeout timeout) {
+                           const ElementForm& form, std::span<const std::byte> codes,
+                           std::span<std::byte> result, DeviceVector& data, Timeout timeout) {
   data.codes_ready(0, data.size());
   std::copy(codes.begin(), codes.end(), result.begin());
   if (const auto native = encoding.native_equivalent()) {
@@ -57,6 +58,11 @@ void move_codes_over_group(Communicator& comm, GroupCollectives& group, Encoding
   }
   const std::size_t width = dynamic_cast<SummedIntegers&>(encoding).integer_width();
   group.sum_integers(result, width, timeout);
+  if (!codes_within_bounds(form, result)) {
+    throw CommError(encoding.name() + ": the process group's sum holds an integer beyond n·c = " +
+                    std::to_string(form.limit) + ", which valid input cannot produce (corrupt "
+                    "message?)");
+  }
 }
 
 // The ring or halving-doubling allreduce or reduce-scatter on the staged
@@ -149,7 +155,7 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   const std::span<std::byte> result = output.result_codes(form_payload_bytes(*form, output.size()));
   if (group != nullptr) {  // allreduce only (reduce_scatter_mean refused a group)
     call.move([&](int) {
-      move_codes_over_group(comm, *group, *encoding, codes, result, input,
+      move_codes_over_group(comm, *group, *encoding, *form, codes, result, input,
                             comm.timeout(options.timeout));
     });
     output.decode_result(*form);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "qccl/codecs/fp32_mean.h"
 #include "qccl/codecs/kernels/kernels.h"
 #include "qccl/codecs/quantizers/exp_dither.h"
 
@@ -169,6 +170,23 @@ std::vector<std::byte> with_status(std::vector<std::byte> out, std::uint32_t fla
   return out;
 }
 
+// fp32 sums as the fp32 codec and IntSGD's exact step make them
+// (fp32_mean.h): x + y divided by 2, then x·2^-2 + y·2^-2 decoded to the
+// mean of 3 ranks' worth.
+std::vector<std::byte> fp32_sums(const HostCaseInputs& in) {
+  std::vector<float> plain(in.x.size()), scaled(in.x.size());
+  for (std::size_t i = 0; i < plain.size(); ++i) plain[i] = in.x[i] + in.y[i];
+  finish_fp32_mean(0.0, 2, plain);
+  const SumScaling scaling = SumScaling::for_sum(FLT_MAX, kScaledFp32Ranks);
+  for (std::size_t i = 0; i < scaled.size(); ++i) {
+    scaled[i] = scaling.mean(scaling.encode(in.x[i]) + scaling.encode(in.y[i]));
+  }
+  auto bytes = bytes_of(plain);
+  const auto more = bytes_of(scaled);
+  bytes.insert(bytes.end(), more.begin(), more.end());
+  return bytes;
+}
+
 std::vector<std::byte> cpu_reference(DeviceCaseKind kind, const HostCaseInputs& in) {
   switch (kind) {
     case DeviceCaseKind::linear8_encode: return bytes_of(cpu_levels(in.x, scale_for(in, kLevels8), kLevels8, kRank0));
@@ -182,6 +200,7 @@ std::vector<std::byte> cpu_reference(DeviceCaseKind kind, const HostCaseInputs& 
     case DeviceCaseKind::intsgd_round: return intsgd_round(in);
     case DeviceCaseKind::intsgd_sum_decode: return intsgd_sum_decode(in);
     case DeviceCaseKind::fp16: return fp16(in);
+    case DeviceCaseKind::fp32_sums: return fp32_sums(in);
     case DeviceCaseKind::norms: return norms(in);
   }
   return {};

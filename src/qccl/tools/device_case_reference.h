@@ -57,8 +57,12 @@ enum class DeviceCaseKind {
   intsgd_round,
   intsgd_sum_decode,
   fp16,
+  fp32_sums,
   norms,
 };
+// The scaling the fp32 case sums with (fp32_mean.h: 3 ranks of values that
+// could overflow, so 2^-2 on the wire and 4/3 at the end).
+inline constexpr int kScaledFp32Ranks = 3;
 // The case's output bytes from the CPU kernels.
 std::vector<std::byte> cpu_reference(DeviceCaseKind kind, const HostCaseInputs& in);
 

@@ -150,6 +150,22 @@ std::vector<DeviceCase> integer_and_float_cases() {
          dk::fp16_decode(a.data(), out.data(), in.count, s);
          return bytes_of(out, s);
        }},
+      {"fp32 sums (plain, scaled)", DeviceCaseKind::fp32_sums,
+       [](const DeviceCaseInputs& in, cudaStream_t s) {
+         DeviceBuffer<float> a(in.count), b(in.count), out(in.count);
+         dk::fp32_scale(in.device.x.data(), a.data(), in.count, 1.0f, s);
+         dk::fp32_add(a.data(), in.device.y.data(), in.count, s);
+         dk::fp32_mean(a.data(), out.data(), in.count, 2.0f, 0.0, s);
+         auto bytes = bytes_of(out, s);
+         dk::fp32_scale(in.device.x.data(), a.data(), in.count, 0.25f, s);
+         dk::fp32_scale(in.device.y.data(), b.data(), in.count, 0.25f, s);
+         dk::fp32_add(a.data(), b.data(), in.count, s);
+         dk::fp32_mean(a.data(), out.data(), in.count, static_cast<float>(kScaledFp32Ranks),
+                       4.0 / kScaledFp32Ranks, s);
+         const auto scaled = bytes_of(out, s);
+         bytes.insert(bytes.end(), scaled.begin(), scaled.end());
+         return bytes;
+       }},
       {"norms (max |x|, sum x^2)", DeviceCaseKind::norms,
        [](const DeviceCaseInputs& in, cudaStream_t s) {
          auto status = zero_status(s);

@@ -11,6 +11,7 @@
 #include "qccl/codecs/device/cuda_stream.h"
 #include "qccl/codecs/device/cuda_vector.h"
 #include "qccl/codecs/registry/codec_registry.h"
+#include "qccl/codecs/tensor_layout.h"
 #include "qccl/collectives/communicator.h"
 #include "qccl/common/counter_rng.h"
 #include "qccl/transport/local_transport.h"
@@ -19,7 +20,24 @@ namespace qccl::tools {
 namespace {
 
 constexpr const char* kSpecs[] = {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
-                                  "fp16"};
+                                  "fp16", "fp32", "intsgd-heuristic", "intsgd"};
+
+// The codec of a row. IntSGD's adaptive scheme gets a layout of three
+// tensors and one optimizer update first, so that its step is an integer
+// one with a scale per tensor (its first step would be exact fp32).
+std::unique_ptr<Codec> row_codec(const char* spec, std::size_t count) {
+  auto codec = make_codec(spec, CodecSettings{.seed = 11, .bucket = 1});
+  if (StepFeedback* feedback = codec->step_feedback()) {
+    const std::size_t third = count / 3;
+    const std::vector<std::size_t> sizes{third, third, count - 2 * third};
+    codec->set_layout(TensorLayout::of_sizes(sizes));
+    const CounterRng rng(5, 0, 0, 0, RngStream::data);
+    std::vector<float> update(count);
+    for (std::size_t i = 0; i < count; ++i) update[i] = 1e-3f * (rng.uniform(i) * 2 - 1);
+    feedback->observe_step(0.05, update);
+  }
+  return codec;
+}
 
 // Rank r's values: uniform in [-1, 1] times 2^(i mod 9 − 4) (fp16 can carry
 // their mean).
@@ -44,7 +62,7 @@ PerRank run_step(const char* spec, const PerRank& inputs, bool reduce_scatter, b
   run_in_process(static_cast<int>(inputs.size()), [&](Transport& transport) {
     Communicator comm(transport, CommunicatorOptions{std::chrono::seconds(120), true});
     const auto r = static_cast<std::size_t>(comm.rank());
-    auto codec = make_codec(spec, CodecSettings{.seed = 11, .bucket = 1});
+    auto codec = row_codec(spec, inputs[r].size());
     const Range mine = codec->reduce_scatter_blocks(inputs[r].size(), comm.size())[r];
     results[r] = reduce_scatter ? std::vector<float>(mine.count) : inputs[r];
     if (!on_device) {
@@ -88,7 +106,7 @@ DeviceRanksRow check_step(const char* spec, const PerRank& inputs, bool reduce_s
                                  return same_bytes(v, device[0]);
                                });
   row.equals_host_step = true;
-  const auto codec = make_codec(spec);
+  const auto codec = row_codec(spec, mean.size());
   const auto blocks = codec->reduce_scatter_blocks(mean.size(), ranks);
   for (std::size_t r = 0; r < device.size(); ++r) {
     row.equals_host_step = row.equals_host_step && same_bytes(device[r], host[r]);

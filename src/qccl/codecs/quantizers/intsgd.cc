@@ -292,6 +292,29 @@ void IntegerCodec::observe_step(double next_step_size, std::span<const double> u
   observe(next_step_size, update);
 }
 
+// Proposition 2's r_k from ||x_k − x_{k−1}||² per tensor, given as sums.
+void IntegerCodec::observe_step_norms(double next_step_size, std::span<const double> squared_norms,
+                                      std::size_t elements) {
+  if (config_.scheme == IntegerScheme::heuristic) return;
+  check_step_size(next_step_size);
+  layout().check(elements, spec() + " observe_step_norms");
+  const auto tensors = layout().tensors(elements);
+  if (squared_norms.size() != tensors.size()) {
+    throw InvalidArgument(spec() + " observe_step_norms: " + std::to_string(squared_norms.size()) +
+                          " squared norms for a layout of " + std::to_string(tensors.size()) +
+                          " tensors; pass one per tensor, in layout order");
+  }
+  for (std::size_t l = 0; l < tensors.size(); ++l) {
+    if (!(squared_norms[l] >= 0) || std::isinf(squared_norms[l])) {
+      throw InvalidArgument(spec() + " observe_step_norms: tensor " + std::to_string(l) +
+                            "'s squared norm is " + std::to_string(squared_norms[l]) +
+                            "; it must be finite and non-negative");
+    }
+    scale_.observe(scale_state(tensors[l]), squared_norms[l], next_step_size);
+  }
+  observed_length_ = elements;
+}
+
 template <class T>
 void IntegerCodec::observe(double next_step_size, std::span<const T> update) {
   if (config_.scheme == IntegerScheme::heuristic) return;

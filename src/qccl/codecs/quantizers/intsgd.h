@@ -61,6 +61,8 @@ class IntegerCodec final : public Codec, public StepFeedback {
   // scales follow the model's updates; not by the heuristic).
   void observe_step(double next_step_size, std::span<const float> update) override;
   void observe_step(double next_step_size, std::span<const double> update);
+  void observe_step_norms(double next_step_size, std::span<const double> squared_norms,
+                          std::size_t elements) override;
   std::vector<std::byte> save_state() const override;
   void load_state(std::span<const std::byte> state) override;
 
