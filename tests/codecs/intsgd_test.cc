@@ -167,6 +167,37 @@ TEST(IntSgdCodecTest, ScalesAgreeAcrossRanksAndDisagreementIsCaught) {
   EXPECT_THAT(message, ::testing::HasSubstr("scales#"));
 }
 
+// Feedback as squared norms per tensor (an update that lives on a GPU):
+// the same sums give the same scales, bit for bit, as the update itself;
+// sums that do not fit the layout, or are negative or not finite, are
+// refused naming the fix.
+TEST(IntSgdCodecTest, SquaredNormFeedbackGivesTheUpdatesScales) {
+  constexpr std::size_t d = 300;
+  const std::vector<std::size_t> blocks{100, 0, 200};
+  auto from_update = make_integer_codec("intsgd");
+  auto from_norms = make_integer_codec("intsgd");
+  for (auto* codec : {from_update.get(), from_norms.get()}) {
+    codec->set_layout(TensorLayout::of_sizes(blocks));
+  }
+  for (int step = 0; step < 3; ++step) {
+    const auto update = make_vector(d, [&](std::size_t i) { return 1e-3f * noise(step, i); });
+    std::vector<double> norms{0, 0, 0};
+    for (std::size_t i = 0; i < d; ++i) {
+      norms[i < 100 ? 0 : 2] += static_cast<double>(update[i]) * static_cast<double>(update[i]);
+    }
+    from_update->observe_step(0.05, update);
+    from_norms->observe_step_norms(0.05, norms, d);
+    const auto expected = from_update->scales(d, 4);
+    ASSERT_EQ(expected.size(), 3u);
+    EXPECT_EQ(from_norms->scales(d, 4), expected) << "step " << step;
+  }
+  EXPECT_THROW(from_norms->observe_step_norms(0.05, std::vector<double>{1, 1}, d), InvalidArgument);
+  EXPECT_THROW(from_norms->observe_step_norms(0.05, std::vector<double>{1, 1, 1}, d + 1), InvalidArgument);
+  for (double bad : {-1.0, std::numeric_limits<double>::infinity(), std::nan("")}) {
+    EXPECT_THROW(from_norms->observe_step_norms(0.05, std::vector<double>{1, bad, 1}, d), InvalidArgument);
+  }
+}
+
 // A scale so large that every coordinate clips: the int8 sum of n ranks is
 // n·c <= 127, never wraps, and decodes to n·c/(nα) exactly; every clipped
 // coordinate is counted. Checked for n up to 64.
