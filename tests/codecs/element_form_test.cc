@@ -147,47 +147,37 @@ TEST_P(ElementFormTest, TheFormGivesTheEncodingsBytes) {
 
 INSTANTIATE_TEST_SUITE_P(Codecs, ElementFormTest, testing::ValuesIn(all_cases()), name_of);
 
-// An in-transit sum beyond n·s is refused by both.
+// An in-transit sum beyond n·s (Global-QSGD's levels) or n·c (IntSGD's
+// integers) is refused by both: 63 per rank at 2 ranks, so 63 + 64 = 127
+// exceeds 126. A finished chunk holding such a sum, which no valid
+// aggregation produces, is out of bounds for IntSGD's form as for its
+// encoding's decode.
 TEST(ElementFormBoundsTest, ASumOutOfBoundsIsRefusedByTheFormToo) {
-  auto codec = make_codec("global-qsgd:bits=8", CodecSettings{.seed = 1});
-  std::vector<float> x(8, 1.0f);
-  auto encoding = codec->encoding_for(1.0, 2, 0, Algorithm::ring, x);
-  const auto form = encoding->element_form();
-  ASSERT_TRUE(form.has_value());
-  // s = 63 levels per rank at 2 ranks: 63 + 64 = 127 exceeds n·s = 126.
-  std::vector<std::byte> a(8, std::byte{63}), b(8, std::byte{63});
-  b[3] = std::byte{64};
-  const ReduceContext context{.first = 0, .count = 8, .rank = 0, .hop = 0};
-  EXPECT_FALSE(reduce_by_form(*form, b, a, context));
-  std::vector<std::byte> again(8, std::byte{63});
-  EXPECT_THROW(encoding->in_transit()->reduce(b, again, 8, context), CommError);
-}
-
-// IntSGD's integers: a partial sum beyond n·c is refused in transit, and a
-// finished chunk holding one (which no valid aggregation can produce) is
-// out of bounds, as the encoding's decode says.
-TEST(ElementFormBoundsTest, IntegerSumsBeyondTheirBoundAreRefused) {
+  for (const char* spec : {"global-qsgd:bits=8", "intsgd-heuristic"}) {
+    auto codec = make_codec(spec, CodecSettings{.seed = 1});
+    std::vector<float> x(8, 1.0f);
+    auto encoding = codec->encoding_for(1.0, 2, 0, Algorithm::ring, x);
+    const auto form = encoding->element_form();
+    ASSERT_TRUE(form.has_value()) << spec;
+    ASSERT_EQ(form->limit, 126) << spec;
+    std::vector<std::byte> a(8, std::byte{63}), b(8, std::byte{63});
+    const ReduceContext context{.first = 0, .count = 8, .rank = 0, .hop = 0};
+    EXPECT_TRUE(reduce_by_form(*form, b, a, context)) << spec;
+    EXPECT_TRUE(codes_within_bounds(*form, a)) << spec;
+    b[3] = std::byte{64};
+    std::vector<std::byte> again(8, std::byte{63});
+    EXPECT_FALSE(reduce_by_form(*form, b, again, context)) << spec;
+    again.assign(8, std::byte{63});
+    EXPECT_THROW(encoding->in_transit()->reduce(b, again, 8, context), CommError) << spec;
+  }
   auto codec = make_codec("intsgd-heuristic", CodecSettings{.seed = 1});
   std::vector<float> x(8, 1.0f);
   auto encoding = codec->encoding_for(1.0, 2, 0, Algorithm::ring, x);
-  const auto form = encoding->element_form();
-  ASSERT_TRUE(form.has_value());
-  ASSERT_EQ(form->code, ElementForm::Code::int_i8_summed);
-  const auto c = static_cast<std::int8_t>(form->levels);  // per rank; n·c = 2c
-  ASSERT_EQ(form->limit, 2 * form->levels);
-  std::vector<std::int8_t> accum(8, c), incoming(8, c);
-  const auto bytes = [](std::vector<std::int8_t>& v) { return std::as_writable_bytes(std::span(v)); };
-  const ReduceContext context{.first = 0, .count = 8, .rank = 0, .hop = 0};
-  EXPECT_TRUE(reduce_by_form(*form, bytes(incoming), bytes(accum), context));
-  EXPECT_TRUE(codes_within_bounds(*form, bytes(accum)));
-  accum.assign(8, c);
-  incoming[5] = static_cast<std::int8_t>(c + 1);
-  EXPECT_FALSE(reduce_by_form(*form, bytes(incoming), bytes(accum), context));
-  std::vector<std::int8_t> beyond(8, 0);
-  beyond[2] = static_cast<std::int8_t>(-2 * c - 1);
-  EXPECT_FALSE(codes_within_bounds(*form, bytes(beyond)));
+  std::vector<std::byte> beyond(8, std::byte{0});
+  beyond[2] = static_cast<std::byte>(-127);
+  EXPECT_FALSE(codes_within_bounds(*encoding->element_form(), beyond));
   std::vector<float> out(8);
-  EXPECT_THROW(encoding->decode(bytes(beyond), 0, out), CommError);
+  EXPECT_THROW(encoding->decode(beyond, 0, out), CommError);
 }
 
 // Norms beyond fp32's range take the encodings' double path: no form.

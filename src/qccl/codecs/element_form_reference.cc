@@ -27,6 +27,17 @@ const T* codes(std::span<const std::byte> chunk, const ElementForm& form) {
   return reinterpret_cast<const T*>(chunk.data() + form.header_bytes);
 }
 
+// Summed integer codes: accum's element i plus incoming's, and whether the
+// sum lies within ±form.limit (n·s or n·c).
+template <class Int>
+bool add_within(const ElementForm& form, std::span<const std::byte> incoming,
+                std::span<std::byte> accum, std::size_t i) {
+  Int* acc = codes<Int>(accum, form);
+  const std::int64_t sum = std::int64_t{acc[i]} + codes<Int>(incoming, form)[i];
+  acc[i] = static_cast<Int>(sum);
+  return ops::sum_within(sum, form.limit);
+}
+
 std::int8_t packed_level(const std::uint8_t* packed, std::size_t i) {
   return i % 2 ? ops::high_nibble(packed[i / 2]) : ops::low_nibble(packed[i / 2]);
 }
@@ -162,13 +173,9 @@ bool reduce_by_form(const ElementForm& form, std::span<const std::byte> incoming
   for (std::size_t i = 0; i < context.count; ++i) {
     const std::uint32_t random = ops::random_bits(rng.key_low(), rng.key_high(), context.first + i);
     switch (form.code) {
-      case Code::linear_i8_summed: {
-        auto* acc = codes<std::int8_t>(accum, form);
-        const std::int64_t sum = std::int64_t{acc[i]} + codes<std::int8_t>(incoming, form)[i];
-        valid &= ops::sum_within(sum, form.limit);
-        acc[i] = static_cast<std::int8_t>(sum);
-        break;
-      }
+      case Code::linear_i8_summed:
+      case Code::int_i8_summed: valid &= add_within<std::int8_t>(form, incoming, accum, i); break;
+      case Code::int_i32_summed: valid &= add_within<std::int32_t>(form, incoming, accum, i); break;
       case Code::linear_i8_averaged: {
         auto* acc = codes<std::int8_t>(accum, form);
         acc[i] = ops::averaged_level(acc[i], codes<std::int8_t>(incoming, form)[i], static_cast<std::int32_t>(ka),
@@ -197,20 +204,6 @@ bool reduce_by_form(const ElementForm& form, std::span<const std::byte> incoming
         break;
       }
       case Code::fp32_summed: codes<float>(accum, form)[i] += codes<float>(incoming, form)[i]; break;
-      case Code::int_i8_summed: {
-        auto* acc = codes<std::int8_t>(accum, form);
-        const std::int64_t sum = std::int64_t{acc[i]} + codes<std::int8_t>(incoming, form)[i];
-        valid &= ops::sum_within(sum, form.limit);
-        acc[i] = static_cast<std::int8_t>(sum);
-        break;
-      }
-      case Code::int_i32_summed: {
-        auto* acc = codes<std::int32_t>(accum, form);
-        const std::int64_t sum = std::int64_t{acc[i]} + codes<std::int32_t>(incoming, form)[i];
-        valid &= ops::sum_within(sum, form.limit);
-        acc[i] = static_cast<std::int32_t>(sum);
-        break;
-      }
     }
   }
   if (form.header_bytes > 0) write_header(accum, ka + kb);

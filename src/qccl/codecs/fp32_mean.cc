@@ -11,17 +11,20 @@
 namespace qccl {
 namespace {
 
-// fp32 values times 2^-k on the wire, summed in fp32 hop by hop; decoded
-// to the mean (SumScaling).
-class ScaledFp32Sum final : public Reduction {
+// fp32 values summed hop by hop in fp32 (Fp32Sum's reduce), decoded to
+// the mean (SumScaling). Without scaling the values travel as they are,
+// on the caller's buffer (identity layout, as Fp32Sum), and the sum is
+// divided by n when the step completes (finish_fp32_mean); with it, they
+// travel times 2^-k and decode to the mean. Either way its element form
+// says the whole arithmetic, the division included.
+class Fp32MeanSum final : public Reduction {
  public:
-  ScaledFp32Sum(SumScaling scaling, int summed) : scaling_(scaling), summed_(summed) {}
+  Fp32MeanSum(SumScaling scaling, int summed) : scaling_(scaling), summed_(summed) {}
 
-  std::string name() const override { return "fp32-sum-scaled"; }
+  std::string name() const override { return scaling_.active() ? "fp32-sum-scaled" : sum_.name(); }
   std::size_t max_encoded_bytes(std::size_t count) const override { return count * sizeof(float); }
-  std::optional<NativeReduction> native_equivalent() const override {
-    return NativeReduction{DataType::f32, ReduceOp::sum};
-  }
+  bool identity_layout() const override { return !scaling_.active(); }
+  std::optional<NativeReduction> native_equivalent() const override { return sum_.native_equivalent(); }
 
   std::size_t encode(std::span<const float> in, std::size_t, std::span<std::byte> out) override {
     auto* values = reinterpret_cast<float*>(out.data());
@@ -51,40 +54,6 @@ class ScaledFp32Sum final : public Reduction {
   Fp32Sum sum_;
 };
 
-// The plain sum (Fp32Sum on the caller's buffer, divided by n when the
-// step completes), which also says so as an element form: the fp32 values
-// summed and decoded to the sum over n.
-class PlainFp32Mean final : public Reduction {
- public:
-  explicit PlainFp32Mean(int summed) : summed_(summed) {}
-
-  std::string name() const override { return sum_.name(); }
-  std::size_t max_encoded_bytes(std::size_t count) const override { return sum_.max_encoded_bytes(count); }
-  bool identity_layout() const override { return true; }
-  std::optional<NativeReduction> native_equivalent() const override { return sum_.native_equivalent(); }
-  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override {
-    return sum_.encode(in, first, out);
-  }
-  void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) override {
-    sum_.decode(in, first, out);
-  }
-  void decode_contribution(std::span<const std::byte> in, std::size_t first,
-                           std::span<float> out) override {
-    sum_.decode_contribution(in, first, out);
-  }
-  std::size_t reduce(std::span<const std::byte> incoming, std::span<std::byte> accum,
-                     std::size_t accum_bytes, const ReduceContext& context) override {
-    return sum_.reduce(incoming, accum, accum_bytes, context);
-  }
-  std::optional<ElementForm> element_form() const override {
-    return SumScaling::for_sum(0, summed_).element_form(summed_);
-  }
-
- private:
-  int summed_;
-  Fp32Sum sum_;
-};
-
 }  // namespace
 
 SumScaling SumScaling::for_sum(double bound, int summed) {
@@ -109,9 +78,7 @@ ElementForm SumScaling::element_form(int summed) const {
 }
 
 std::unique_ptr<Reduction> make_fp32_mean_reduction(double norm, int summed) {
-  const SumScaling scaling = SumScaling::for_sum(norm, summed);
-  if (!scaling.active()) return std::make_unique<PlainFp32Mean>(summed);
-  return std::make_unique<ScaledFp32Sum>(scaling, summed);
+  return std::make_unique<Fp32MeanSum>(SumScaling::for_sum(norm, summed), summed);
 }
 
 void finish_fp32_mean(double norm, int summed, std::span<float> output) {
