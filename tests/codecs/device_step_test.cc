@@ -6,9 +6,9 @@
 // this is the device step's data path checked without a GPU. IntSGD's
 // adaptive codec takes its exact first step, then (fed an optimizer
 // update, device_step_codecs.h) an integer step with one scale per tensor
-// of three. Also: ranks
-// mixing device and host data in one collective, the step over a process
-// group's collectives, and the refusals.
+// of three. Also: ranks mixing device and host data in one collective, the
+// step over a process group's collectives, the reduce-scatter and the
+// allgather on device data, and the refusals.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -261,6 +261,64 @@ TEST(DeviceReduceScatterTest, EqualsTheHostReduceScatterBitForBit) {
       }
     }
   }
+}
+
+// The allgather of shards on device data: every rank's output, bit for bit
+// the host allgather's, two steps, every codec with a device step that
+// gathers, ranks {1, 2, 3, 4, 7}, both algorithms, shards of awkward (odd)
+// lengths, so that a rank's shard starts at an odd element and its
+// generator counters start there.
+TEST(DeviceAllgatherTest, EqualsTheHostAllgatherBitForBit) {
+  for (const std::string& spec : test::device_step_specs()) {
+    if (!make_codec(spec)->traits().operations.allgather) continue;
+    for (int ranks : {1, 2, 3, 4, 7}) {
+      for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
+        for (std::size_t shard : {std::size_t{1}, std::size_t{333}, std::size_t{23335}}) {
+          if (spec.find("bits=4") != std::string::npos && shard % 2 == 1) continue;  // pairs of levels
+          test::run_world(ranks, [&](Communicator& comm) {
+            auto on_device = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
+            auto on_host = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
+            const std::size_t total = shard * static_cast<std::size_t>(ranks);
+            const auto input = input_of(comm.rank(), shard);
+            std::vector<float> device_shard = input, device_output(total), host_output(total);
+            DeferredCodesVector in(device_shard);
+            DeferredCodesVector out(device_output);
+            for (int step = 0; step < 2; ++step) {
+              on_device->allgather(comm, in, out, {.algorithm = algorithm});
+              on_host->allgather(comm, input, host_output, {.algorithm = algorithm});
+              ASSERT_EQ(test::bytes_hash(device_output), test::bytes_hash(host_output))
+                  << spec << " ranks " << ranks << " shard " << shard << " step " << step;
+              test::expect_identical_across_ranks(comm, device_output);
+              EXPECT_EQ(device_shard, input) << "the shard changed";
+              EXPECT_TRUE(out.finished() && out.decoded_everything()) << spec;
+            }
+            EXPECT_EQ(on_device->step(), 2u);
+          });
+        }
+      }
+    }
+  }
+}
+
+TEST(DeviceAllgatherTest, WrongSizesCodecsWithoutAllgatherAndProcessGroupsAreRefused) {
+  test::run_world(3, [](Communicator& comm) {
+    std::vector<float> shard = input_of(comm.rank(), 10), output(29);
+    HostMemoryVector in(shard), out(output);
+    EXPECT_THROW(make_codec("global-qsgd:bits=8")->allgather(comm, in, out), InvalidArgument);
+    std::vector<float> whole(30);
+    HostMemoryVector all(whole);
+    EXPECT_THROW(make_codec("intsgd-heuristic")->allgather(comm, in, all), InvalidArgument);
+  });
+  run_group_world(2, [](Communicator& comm, test::GroupLikeTransport&) {
+    std::vector<float> shard = input_of(comm.rank(), 15), output(30);
+    HostMemoryVector in(shard), out(output);
+    try {
+      make_codec("global-qsgd:bits=8")->allgather(comm, in, out);
+      ADD_FAILURE() << "an allgather ran over a process group";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("MPI mode"), std::string::npos) << e.what();
+    }
+  });
 }
 
 TEST(DeviceReduceScatterTest, WrongOutputSizesAndProcessGroupsAreRefused) {

@@ -295,11 +295,12 @@ class Codec {
   // norm statistic, the encoding and the decoding of the mean run where the
   // data is, and only encoded chunks pass through host memory to the ring
   // or halving-doubling collective. For codecs whose step's encoding
-  // follows from the global norm alone and combines in transit (Global-QSGD
-  // and fp16; Global-QSGD's dense path, also for sparse=auto); others, and
-  // other algorithms, are refused with InvalidArgument. Over a caller's
-  // process group (group_data_path.h) the codes move by the group's own
-  // allreduce (Global-QSGD's linear levels, fp16). Advances the step.
+  // follows from the global norm and the codec's own state and combines in
+  // transit (CodecTraits::device_step: Global-QSGD's dense path, also for
+  // sparse=auto, fp16, fp32, IntSGD but IntDIANA); others, and other
+  // algorithms, are refused with InvalidArgument. Over a caller's process
+  // group (group_data_path.h) the codes move by the group's own allreduce
+  // (integer levels, fp16, fp32). Advances the step.
   void allreduce_mean(Communicator& comm, DeviceVector& data, const CollectiveOptions& options = {});
   // reduce_scatter_mean of values in a device's memory: rank r gets the
   // mean of block r of `input` (reduce_scatter_blocks) in `output`, with the
@@ -308,6 +309,13 @@ class Codec {
   // communicator only, not a process group). Advances the step.
   void reduce_scatter_mean(Communicator& comm, DeviceVector& input, DeviceVector& output,
                            const CollectiveOptions& options = {});
+  // allgather of shards in a device's memory: every rank's `output` gets
+  // every rank's `shard` (all the same length), encoded once by its rank
+  // and decoded where the data is, with the same bits as on the host; for
+  // the codecs above that gather (Global-QSGD, fp16, fp32), qccl's own
+  // communicator only. Advances the step.
+  void allgather(Communicator& comm, DeviceVector& shard, DeviceVector& output,
+                 const CollectiveOptions& options = {});
   // Empty when this codec's steps can run on device data with `algorithm`
   // (any, over a process group), else why not and what to do instead.
   std::string device_step_refusal(Algorithm algorithm, bool on_group) const;
@@ -481,10 +489,10 @@ class Codec {
   std::vector<Range> checked_blocks(const Communicator& comm, std::size_t count,
                                     std::size_t output_count) const;
   // A step on device data (device_step.cc): the allreduce mean (`output`
-  // is `input`) or the reduce-scatter mean (`output`: this rank's block of
-  // `blocks`).
+  // is `input`), the reduce-scatter mean (`output`: this rank's block of
+  // `pieces`) or the allgather (`input`: this rank's shard of `pieces`).
   void run_device_step(Communicator& comm, CodecOperation kind, DeviceVector& input,
-                       DeviceVector& output, std::span<const Range> blocks,
+                       DeviceVector& output, std::span<const Range> pieces,
                        const CollectiveOptions& options);
 
   // The data movement of a hierarchical step, per operation, inside the

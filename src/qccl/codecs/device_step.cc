@@ -1,5 +1,5 @@
-// A codec step on device data (Codec::allreduce_mean and
-// reduce_scatter_mean on DeviceVectors):
+// A codec step on device data (Codec::allreduce_mean, reduce_scatter_mean
+// and allgather on DeviceVectors):
 // the host step's three parts with the data's work moved to the device.
 // 1. The norm statistic is computed where the data is; the step's exchange
 //    (call check, global norm) is the host step's.
@@ -36,7 +36,9 @@
 #include "qccl/codecs/element_form_reference.h"
 #include "qccl/codecs/group_data_path.h"
 #include "qccl/codecs/staged_reduction.h"
+#include "qccl/collectives/allgather.h"
 #include "qccl/collectives/allreduce.h"
+#include "qccl/collectives/layout.h"
 #include "qccl/collectives/reduce_scatter.h"
 #include "qccl/collectives/validate.h"
 #include "qccl/common/errors.h"
@@ -65,23 +67,25 @@ void move_codes_over_group(Communicator& comm, GroupCollectives& group, Encoding
   }
 }
 
-// The ring or halving-doubling allreduce or reduce-scatter on the staged
-// codes. The collective's fp32 spans give it the element counts; the
-// staged reduction neither reads nor writes them, so they are never
-// touched (nor, as allocated, backed by memory).
+// The ring or halving-doubling allreduce, reduce-scatter or allgather on
+// the staged codes. The collective's fp32 spans give it the element
+// counts; the staged reduction neither reads nor writes them, so they are
+// never touched (nor, as allocated, backed by memory).
 void run_staged_collective(Communicator& comm, int tag, CodecOperation kind,
-                           StagedReduction& staged, std::size_t count,
-                           std::span<const Range> blocks, std::size_t block_count,
+                           StagedReduction& staged, std::size_t input_count,
+                           std::span<const Range> pieces, std::size_t output_count,
                            const CollectiveOptions& options) {
   const bool allreduce = kind == CodecOperation::allreduce_mean;
-  const std::unique_ptr<float[]> untouched(new float[count + (allreduce ? 0 : block_count)]);
-  const std::span<float> input(untouched.get(), count);
-  if (allreduce) {
-    allreduce_body(comm, tag, input, input, staged, options);
-    return;
+  const std::unique_ptr<float[]> untouched(new float[input_count + (allreduce ? 0 : output_count)]);
+  const std::span<float> input(untouched.get(), input_count);
+  const std::span<float> output(untouched.get() + input_count, output_count);
+  switch (kind) {
+    case CodecOperation::allreduce_mean: allreduce_body(comm, tag, input, input, staged, options); return;
+    case CodecOperation::reduce_scatter_mean:
+      reduce_scatter_body(comm, tag, input, pieces, output, staged, options);
+      return;
+    case CodecOperation::allgather: allgather_body(comm, tag, input, pieces, output, staged, options); return;
   }
-  const std::span<float> output(untouched.get() + count, block_count);
-  reduce_scatter_body(comm, tag, input, blocks, output, staged, options);
 }
 
 }  // namespace
@@ -116,8 +120,25 @@ void Codec::reduce_scatter_mean(Communicator& comm, DeviceVector& input, DeviceV
   run_device_step(comm, CodecOperation::reduce_scatter_mean, input, output, blocks, options);
 }
 
+void Codec::allgather(Communicator& comm, DeviceVector& shard, DeviceVector& output,
+                      const CollectiveOptions& options) {
+  check_supported(CodecOperation::allgather);
+  if (group_collectives(comm) != nullptr) {
+    throw InvalidArgument(spec() + ": a process group runs qccl's allreduce mean only; the "
+                          "allgather on device data needs qccl's MPI mode");
+  }
+  const std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), shard.size());
+  try {
+    check_allgather_arguments(shard.size(), output.size(), counts, comm.size(), comm.rank(), "elements");
+  } catch (const InvalidArgument&) {
+    rethrow_with_context(spec() + " ");
+  }
+  const auto shards = ranges_from_counts(counts);
+  run_device_step(comm, CodecOperation::allgather, shard, output, shards, options);
+}
+
 void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVector& input,
-                            DeviceVector& output, std::span<const Range> blocks,
+                            DeviceVector& output, std::span<const Range> pieces,
                             const CollectiveOptions& options) {
   validate_options(options, to_string(kind));
   GroupCollectives* const group = group_collectives(comm);
@@ -127,12 +148,13 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   }
   StepSetup setup = step_setup(kind, options.algorithm, comm.size(), comm.rank());
   setup.input_length = input.size();  // its values stay on the device
-  setup.pieces = blocks;
+  setup.pieces = pieces;
   step_stats() = CodecStepStats{};  // a device step counts no clipping (docs/gpu.md)
-  const Operation operation{kind, {}, {}, blocks, {}, false, {}};
+  const Operation operation{kind, {}, {}, pieces, {}, false, {}};
   const StepPreparation preparation = prepare(comm, setup, operation, options);
-  CollectiveCall call = begin_step(comm, setup, input.norm_statistic(norm_kind()), input.size(),
-                                   options, preparation);
+  const bool gather = kind == CodecOperation::allgather;
+  CollectiveCall call = begin_step(comm, setup, input.norm_statistic(norm_kind()),
+                                   gather ? output.size() : input.size(), options, preparation);
   const std::unique_ptr<Encoding> encoding = step_encoding(setup);
   if (!encoding) {  // every rank's input is zero
     output.fill_zero();
@@ -151,7 +173,14 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
       throw InvalidArgument(refusal);
     }
   }
-  const std::span<const std::byte> codes = input.encode(*form);
+  // An allgather's shard is elements pieces[rank] of the step (their
+  // generator counters); a reduce-scatter's output, its block.
+  const std::size_t mine = static_cast<std::size_t>(comm.rank());
+  const std::size_t input_first = gather ? pieces[mine].first : 0;
+  const std::size_t output_first = kind == CodecOperation::reduce_scatter_mean ? pieces[mine].first : 0;
+  ElementForm input_form = *form;
+  input_form.vector_first = input_first;
+  const std::span<const std::byte> codes = input.encode(input_form);
   const std::span<std::byte> result = output.result_codes(form_payload_bytes(*form, output.size()));
   if (group != nullptr) {  // allreduce only (reduce_scatter_mean refused a group)
     call.move([&](int) {
@@ -162,10 +191,10 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
     ++step_;
     return;
   }
-  const std::size_t output_first = blocks.empty() ? 0 : blocks[static_cast<std::size_t>(comm.rank())].first;
-  StagedReduction staged(in_transit(*encoding), *form, input, codes, output, result, output_first);
+  StagedReduction staged(in_transit(*encoding), *form, input, codes, output, result,
+                         {.input_first = input_first, .output_first = output_first});
   call.move([&](int tag) {
-    run_staged_collective(comm, tag, kind, staged, input.size(), blocks, output.size(), options);
+    run_staged_collective(comm, tag, kind, staged, input.size(), pieces, output.size(), options);
   });
   output.finish_decoding();  // every chunk's decoding was started as it finished
   ++step_;

@@ -28,8 +28,9 @@ class DeviceVector {
   // local_norm_statistic of the values for `kind`, the same double: NaN
   // when some value is not finite.
   virtual double norm_statistic(NormKind kind) = 0;
-  // Starts encoding the whole vector by `form` (element i drawing with
-  // counter i; no chunk header) into host memory the vector owns, and
+  // Starts encoding the whole vector by `form` (element i is the step's
+  // element form.vector_first + i, drawing with that counter; no chunk
+  // header) into host memory the vector owns, and
   // returns that memory, valid until the next encode. The codes of
   // elements [first, first + count) may be read once codes_ready(first,
   // count) has returned: a device fills them piece by piece, so the

@@ -10,7 +10,7 @@ double HostMemoryVector::norm_statistic(NormKind kind) { return local_norm_stati
 
 std::span<const std::byte> HostMemoryVector::encode(const ElementForm& form) {
   codes_.assign(form_payload_bytes(form, values_.size()), std::byte{0});
-  encode_payload_by_form(form, values_, 0, codes_);
+  encode_payload_by_form(form, values_, form.vector_first, codes_);
   return codes_;
 }
 

@@ -16,8 +16,15 @@ std::size_t StagedReduction::encode(std::span<const float> in, std::size_t first
     std::memcpy(out.data(), &one_rank, sizeof one_rank);
   }
   const std::size_t bytes = form_payload_bytes(form_, in.size());
-  input_.codes_ready(first, in.size());
-  std::memcpy(out.data() + form_.header_bytes, codes_.data() + form_payload_offset(form_, first), bytes);
+  const std::size_t at = first - where_.input_first;
+  if (first < where_.input_first || form_payload_offset(form_, at) + bytes > codes_.size()) {
+    throw Error(name() + ": a chunk of elements [" + std::to_string(first) + ", " +
+                std::to_string(first + in.size()) + ") to send lies outside the input, which "
+                "starts at " + std::to_string(where_.input_first) + " (a bug in the collective: "
+                "report it)");
+  }
+  input_.codes_ready(at, in.size());
+  std::memcpy(out.data() + form_.header_bytes, codes_.data() + form_payload_offset(form_, at), bytes);
   return form_.header_bytes + bytes;
 }
 
@@ -32,11 +39,11 @@ void StagedReduction::decode(std::span<const std::byte> in, std::size_t first, s
                       std::to_string(form_.ranks) + " ranks (incomplete or corrupt aggregation)");
     }
   }
-  const std::size_t at = first - output_first_;
-  if (first < output_first_ || form_payload_offset(form_, at) + bytes > result_.size()) {
+  const std::size_t at = first - where_.output_first;
+  if (first < where_.output_first || form_payload_offset(form_, at) + bytes > result_.size()) {
     throw Error(name() + ": a finished chunk of elements [" + std::to_string(first) + ", " +
                 std::to_string(first + out.size()) + ") lies outside the output, which starts at " +
-                std::to_string(output_first_) + " (a bug in the collective: report it)");
+                std::to_string(where_.output_first) + " (a bug in the collective: report it)");
   }
   const auto payload = in.subspan(form_.header_bytes, bytes);
   if (!codes_within_bounds(form_, payload)) {

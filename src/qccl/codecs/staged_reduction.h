@@ -19,19 +19,26 @@
 
 namespace qccl {
 
+// Where the input's and the output's element 0 lie among the step's
+// elements: 0 and 0 for an allreduce (its output is its input); 0 and this
+// rank's block's first for a reduce-scatter; this rank's shard's first and
+// 0 for an allgather.
+struct StagedVectors {
+  std::size_t input_first = 0;
+  std::size_t output_first = 0;
+};
+
 class StagedReduction final : public Reduction {
  public:
-  // `codes`: this rank's codes of the whole vector, from input.encode;
-  // `result`: output.result_codes, where the finished chunks' codes go,
-  // for the elements from `output_first` on (0 for an allreduce, whose
-  // output is its input; this rank's block's first for a reduce-scatter).
-  // `inner` does the combining.
+  // `codes`: this rank's codes of its input vector, from input.encode;
+  // `result`: output.result_codes, where the finished chunks' codes go.
+  // `inner` does the combining (an allgather's encoding combines nothing).
   StagedReduction(Reduction& inner, const ElementForm& form, DeviceVector& input,
                   std::span<const std::byte> codes, DeviceVector& output,
-                  std::span<std::byte> result, std::size_t output_first)
+                  std::span<std::byte> result, StagedVectors where)
       : inner_(inner), form_(form), output_form_(form), input_(input), codes_(codes),
-        output_(output), result_(result), output_first_(output_first) {
-    output_form_.vector_first = output_first;
+        output_(output), result_(result), where_(where) {
+    output_form_.vector_first = where.output_first;
   }
 
   std::string name() const override { return inner_.name(); }
@@ -57,7 +64,7 @@ class StagedReduction final : public Reduction {
   std::span<const std::byte> codes_;
   DeviceVector& output_;
   std::span<std::byte> result_;
-  std::size_t output_first_;
+  StagedVectors where_;
 };
 
 }  // namespace qccl

@@ -52,40 +52,65 @@ std::vector<float> rank_input(int rank, std::size_t count) {
 
 using PerRank = std::vector<std::vector<float>>;
 
+enum class RowOperation { allreduce, reduce_scatter, allgather };
+
+const char* name_of(RowOperation operation) {
+  switch (operation) {
+    case RowOperation::allreduce: return "allreduce";
+    case RowOperation::reduce_scatter: return "reduce-scatter";
+    case RowOperation::allgather: return "allgather";
+  }
+  return "?";
+}
+
+// Rank r's input to the operation: its whole vector, or for the allgather
+// its shard, the first 1/n of it.
+std::vector<float> operation_input(RowOperation operation, const std::vector<float>& x, int ranks) {
+  if (operation != RowOperation::allgather) return x;
+  return {x.begin(), x.begin() + static_cast<std::ptrdiff_t>(x.size() / static_cast<std::size_t>(ranks))};
+}
+
 // One step of `spec` on every rank, on device data (one stream per rank)
-// or on host data: the allreduce mean, or the reduce-scatter mean (rank r's
-// block). Returns each rank's result and the slowest step's time.
-PerRank run_step(const char* spec, const PerRank& inputs, bool reduce_scatter, bool on_device,
+// or on host data: the allreduce mean, the reduce-scatter mean (rank r's
+// block) or the allgather of the shards. Returns each rank's result and
+// the slowest step's time.
+PerRank run_step(const char* spec, const PerRank& inputs, RowOperation operation, bool on_device,
                  double* slowest_ms) {
   PerRank results(inputs.size());
   std::vector<double> ms(inputs.size());
-  run_in_process(static_cast<int>(inputs.size()), [&](Transport& transport) {
+  const int ranks = static_cast<int>(inputs.size());
+  run_in_process(ranks, [&](Transport& transport) {
     Communicator comm(transport, CommunicatorOptions{std::chrono::seconds(120), true});
     const auto r = static_cast<std::size_t>(comm.rank());
-    auto codec = row_codec(spec, inputs[r].size());
-    const Range mine = codec->reduce_scatter_blocks(inputs[r].size(), comm.size())[r];
-    results[r] = reduce_scatter ? std::vector<float>(mine.count) : inputs[r];
+    const std::vector<float> input = operation_input(operation, inputs[r], ranks);
+    auto codec = row_codec(spec, input.size());
+    const Range mine = codec->reduce_scatter_blocks(input.size(), ranks)[r];
+    const std::size_t output_size = operation == RowOperation::reduce_scatter ? mine.count
+                                    : operation == RowOperation::allgather
+                                        ? input.size() * static_cast<std::size_t>(ranks)
+                                        : input.size();
+    results[r] = operation == RowOperation::allreduce ? input : std::vector<float>(output_size);
     if (!on_device) {
-      if (reduce_scatter) {
-        codec->reduce_scatter_mean(comm, inputs[r], results[r]);
-      } else {
-        codec->allreduce_mean(comm, std::span<float>(results[r]));
+      switch (operation) {
+        case RowOperation::allreduce: codec->allreduce_mean(comm, std::span<float>(results[r])); break;
+        case RowOperation::reduce_scatter: codec->reduce_scatter_mean(comm, input, results[r]); break;
+        case RowOperation::allgather: codec->allgather(comm, input, results[r]); break;
       }
       return;
     }
     const CudaStream stream;
-    DeviceBuffer<float> values(inputs[r], stream.get());
-    DeviceBuffer<float> block(reduce_scatter ? mine.count : 0);
+    DeviceBuffer<float> values(input, stream.get());
+    DeviceBuffer<float> output(operation == RowOperation::allreduce ? 0 : output_size);
     CudaVector vector(values.data(), values.size(), stream.get());
-    CudaVector block_vector(block.data(), block.size(), stream.get());
+    CudaVector output_vector(output.data(), output.size(), stream.get());
     const auto start = std::chrono::steady_clock::now();
-    if (reduce_scatter) {
-      codec->reduce_scatter_mean(comm, vector, block_vector);
-    } else {
-      codec->allreduce_mean(comm, vector);
+    switch (operation) {
+      case RowOperation::allreduce: codec->allreduce_mean(comm, vector); break;
+      case RowOperation::reduce_scatter: codec->reduce_scatter_mean(comm, vector, output_vector); break;
+      case RowOperation::allgather: codec->allgather(comm, vector, output_vector); break;
     }
     ms[r] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    results[r] = (reduce_scatter ? block : values).to_host(stream.get());
+    results[r] = (operation == RowOperation::allreduce ? values : output).to_host(stream.get());
   });
   if (slowest_ms != nullptr) *slowest_ms = *std::max_element(ms.begin(), ms.end());
   return results;
@@ -95,29 +120,53 @@ bool same_bytes(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-DeviceRanksRow check_step(const char* spec, const PerRank& inputs, bool reduce_scatter,
-                          const std::vector<double>& mean, double inf_norm) {
+// The exact result rank r should approach: the mean (its block, for the
+// reduce-scatter) or every rank's shard.
+std::vector<double> exact_result(RowOperation operation, const PerRank& inputs, std::size_t r,
+                                 std::span<const Range> blocks) {
   const int ranks = static_cast<int>(inputs.size());
-  DeviceRanksRow row{.spec = spec, .operation = reduce_scatter ? "reduce-scatter" : "allreduce",
-                     .ranks = ranks};
-  const PerRank device = run_step(spec, inputs, reduce_scatter, true, &row.step_ms);
-  const PerRank host = run_step(spec, inputs, reduce_scatter, false, nullptr);
-  row.identical_across_ranks = reduce_scatter || std::all_of(device.begin(), device.end(), [&](const auto& v) {
+  std::vector<double> exact;
+  if (operation == RowOperation::allgather) {
+    for (const auto& x : inputs) {
+      for (float v : operation_input(operation, x, ranks)) exact.push_back(v);
+    }
+    return exact;
+  }
+  const std::size_t count = inputs[0].size();
+  exact.assign(count, 0.0);
+  for (const auto& x : inputs) {
+    for (std::size_t i = 0; i < count; ++i) exact[i] += static_cast<double>(x[i]) / ranks;
+  }
+  if (operation == RowOperation::allreduce) return exact;
+  const Range block = blocks[r];
+  return {exact.begin() + static_cast<std::ptrdiff_t>(block.first),
+          exact.begin() + static_cast<std::ptrdiff_t>(block.first + block.count)};
+}
+
+DeviceRanksRow check_step(const char* spec, const PerRank& inputs, RowOperation operation,
+                          double inf_norm) {
+  const int ranks = static_cast<int>(inputs.size());
+  DeviceRanksRow row{.spec = spec, .operation = name_of(operation), .ranks = ranks};
+  const PerRank device = run_step(spec, inputs, operation, true, &row.step_ms);
+  const PerRank host = run_step(spec, inputs, operation, false, nullptr);
+  row.identical_across_ranks = operation == RowOperation::reduce_scatter ||
+                               std::all_of(device.begin(), device.end(), [&](const auto& v) {
                                  return same_bytes(v, device[0]);
                                });
   row.equals_host_step = true;
-  const auto codec = row_codec(spec, mean.size());
-  const auto blocks = codec->reduce_scatter_blocks(mean.size(), ranks);
+  const auto codec = row_codec(spec, inputs[0].size());
+  const auto blocks = codec->reduce_scatter_blocks(inputs[0].size(), ranks);
   for (std::size_t r = 0; r < device.size(); ++r) {
     row.equals_host_step = row.equals_host_step && same_bytes(device[r], host[r]);
-    const std::size_t first = reduce_scatter ? blocks[r].first : 0;
+    const auto exact = exact_result(operation, inputs, r, blocks);
     for (std::size_t i = 0; i < device[r].size(); ++i) {
-      row.max_error = std::max(row.max_error, std::abs(device[r][i] - mean[first + i]));
+      row.max_error = std::max(row.max_error, std::abs(device[r][i] - exact[i]));
     }
   }
-  row.bound = codec->error_bound(
-      inf_norm, ranks, Algorithm::ring,
-      reduce_scatter ? CodecOperation::reduce_scatter_mean : CodecOperation::allreduce_mean);
+  const CodecOperation kind = operation == RowOperation::allreduce        ? CodecOperation::allreduce_mean
+                              : operation == RowOperation::reduce_scatter ? CodecOperation::reduce_scatter_mean
+                                                                          : CodecOperation::allgather;
+  row.bound = codec->error_bound(inf_norm, ranks, Algorithm::ring, kind);
   return row;
 }
 
@@ -127,16 +176,16 @@ std::vector<DeviceRanksRow> check_ranks_on_one_gpu(int ranks, std::size_t count)
   PerRank inputs;
   for (int r = 0; r < ranks; ++r) inputs.push_back(rank_input(r, count));
   double inf_norm = 0;
-  std::vector<double> mean(count, 0.0);
   for (const auto& x : inputs) {
-    for (std::size_t i = 0; i < count; ++i) {
-      mean[i] += static_cast<double>(x[i]) / ranks;
-      inf_norm = std::max(inf_norm, std::abs(static_cast<double>(x[i])));
-    }
+    for (float v : x) inf_norm = std::max(inf_norm, std::abs(static_cast<double>(v)));
   }
   std::vector<DeviceRanksRow> rows;
-  for (const bool reduce_scatter : {false, true}) {
-    for (const char* spec : kSpecs) rows.push_back(check_step(spec, inputs, reduce_scatter, mean, inf_norm));
+  for (const RowOperation operation :
+       {RowOperation::allreduce, RowOperation::reduce_scatter, RowOperation::allgather}) {
+    for (const char* spec : kSpecs) {
+      if (operation == RowOperation::allgather && !make_codec(spec)->traits().operations.allgather) continue;
+      rows.push_back(check_step(spec, inputs, operation, inf_norm));
+    }
   }
   return rows;
 }

@@ -68,24 +68,26 @@ double CudaVector::norm_statistic(NormKind kind) {
 }
 
 // Elements [first, first + count) into their codes at the payload's offset
-// (element i drawing with counter i, as the whole vector's encoding).
+// (element i is the step's form.vector_first + i, drawing with that
+// counter, as the host encoding of the whole vector or shard).
 void CudaVector::encode_piece(const ElementForm& form, std::size_t first, std::size_t count,
                               std::byte* codes) {
   const float* x = values_ + first;
   std::byte* out = codes + form_payload_offset(form, first);
+  const std::size_t index = form.vector_first + first;
   switch (form.code) {
     case Code::linear_i8_summed:
     case Code::linear_i8_averaged:
       dk::linear_encode_i8(x, reinterpret_cast<std::int8_t*>(out), count, form.scale, form.levels,
-                           form.key_low, form.key_high, first, stream_);
+                           form.key_low, form.key_high, index, stream_);
       break;
     case Code::linear_i4_averaged:
       dk::linear_encode_i4(x, reinterpret_cast<std::uint8_t*>(out), count, form.scale, form.levels,
-                           form.key_low, form.key_high, first, stream_);
+                           form.key_low, form.key_high, index, stream_);
       break;
     case Code::exp_i8:
       dk::exp_encode(x, reinterpret_cast<std::uint8_t*>(out), count, form.scale, form.headroom,
-                     form.levels, form.key_low, form.key_high, first, stream_);
+                     form.levels, form.key_low, form.key_high, index, stream_);
       break;
     case Code::fp16:
       dk::fp16_encode(x, reinterpret_cast<std::uint16_t*>(out), count, form.scale, stream_);
@@ -97,15 +99,15 @@ void CudaVector::encode_piece(const ElementForm& form, std::size_t first, std::s
     case Code::int_i32_summed:
       // One launch per tensor the piece holds (IntSGD's α per tensor); the
       // clipped counts go to the status, which the step does not read.
-      for_each_form_block(form, first, count, [&](const IntegerBlock* block, std::size_t offset, std::size_t n) {
+      for_each_form_block(form, index, count, [&](const IntegerBlock* block, std::size_t offset, std::size_t n) {
         if (form.code == Code::int_i8_summed) {
           dk::int_round_i8(x + offset, reinterpret_cast<std::int8_t*>(out) + offset, n, block->alpha,
                            form.levels, form.random_rounding, form.key_low, form.key_high,
-                           first + offset, status_.data(), stream_);
+                           index + offset, status_.data(), stream_);
         } else {
           dk::int_round_i32(x + offset, reinterpret_cast<std::int32_t*>(out) + offset, n, block->alpha,
                             form.levels, form.random_rounding, form.key_low, form.key_high,
-                            first + offset, status_.data(), stream_);
+                            index + offset, status_.data(), stream_);
         }
       });
       break;
