@@ -112,10 +112,6 @@ void Codec::allreduce_mean(Communicator& comm, DeviceVector& data, const Collect
 void Codec::reduce_scatter_mean(Communicator& comm, DeviceVector& input, DeviceVector& output,
                                 const CollectiveOptions& options) {
   check_supported(CodecOperation::reduce_scatter_mean);
-  if (group_collectives(comm) != nullptr) {
-    throw InvalidArgument(spec() + ": a process group runs qccl's allreduce mean only; the "
-                          "reduce-scatter mean on device data needs qccl's MPI mode");
-  }
   const auto blocks = checked_blocks(comm, input.size(), output.size());
   run_device_step(comm, CodecOperation::reduce_scatter_mean, input, output, blocks, options);
 }
@@ -123,10 +119,6 @@ void Codec::reduce_scatter_mean(Communicator& comm, DeviceVector& input, DeviceV
 void Codec::allgather(Communicator& comm, DeviceVector& shard, DeviceVector& output,
                       const CollectiveOptions& options) {
   check_supported(CodecOperation::allgather);
-  if (group_collectives(comm) != nullptr) {
-    throw InvalidArgument(spec() + ": a process group runs qccl's allreduce mean only; the "
-                          "allgather on device data needs qccl's MPI mode");
-  }
   const std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), shard.size());
   try {
     check_allgather_arguments(shard.size(), output.size(), counts, comm.size(), comm.rank(), "elements");
@@ -142,6 +134,10 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
                             const CollectiveOptions& options) {
   validate_options(options, to_string(kind));
   GroupCollectives* const group = group_collectives(comm);
+  if (group != nullptr && kind != CodecOperation::allreduce_mean) {
+    throw InvalidArgument(spec() + ": a process group runs qccl's allreduce mean only; the " +
+                          std::string(to_string(kind)) + " on device data needs qccl's MPI mode");
+  }
   if (const std::string refusal = device_step_refusal(options.algorithm, group != nullptr);
       !refusal.empty()) {
     throw InvalidArgument(refusal);
@@ -182,7 +178,7 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   input_form.vector_first = input_first;
   const std::span<const std::byte> codes = input.encode(input_form);
   const std::span<std::byte> result = output.result_codes(form_payload_bytes(*form, output.size()));
-  if (group != nullptr) {  // allreduce only (reduce_scatter_mean refused a group)
+  if (group != nullptr) {  // allreduce only (refused above otherwise)
     call.move([&](int) {
       move_codes_over_group(comm, *group, *encoding, *form, codes, result, input,
                             comm.timeout(options.timeout));
