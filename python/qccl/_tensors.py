@@ -17,8 +17,8 @@ def fp32_buffer(tensor, what, writable=False, devices=("cpu",)):
         raise InvalidArgument(f"{what} must be a torch.Tensor, not {type(tensor).__name__}")
     if tensor.device.type not in devices:
         raise InvalidArgument(f"{what} is on {tensor.device}; this qccl call takes tensors on "
-                              f"{' or '.join(devices)} (move it with .cpu(); allreduce_mean_ and "
-                              "the DDP hook also take CUDA tensors)")
+                              f"{' or '.join(devices)} (move it with .cpu(); the collectives "
+                              "and the DDP hook also take CUDA tensors)")
     if tensor.dtype != torch.float32:
         raise InvalidArgument(f"{what} has dtype {tensor.dtype}; qccl's codecs take float32 "
                               "(convert with .float())")

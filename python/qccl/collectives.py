@@ -182,19 +182,19 @@ class Compressor:
         the codecs with a device step, global-qsgd, fp16, fp32, intsgd and
         intsgd-heuristic (others are refused, naming them); the call
         returns when the mean is on the device."""
-        memory = "cuda" if getattr(tensor, "is_cuda", False) else self._host_tensors
+        memory = self._memory_of(tensor)
         tensor, address, count = fp32_buffer(tensor, "allreduce_mean_'s tensor", writable=True,
                                              devices=("cpu", "cuda"))
         if memory == "host":
             self._native.allreduce_mean(address, count)
             return tensor
-        stream, device = 0, 0
-        if memory == "cuda":  # a build without CUDA refuses it, saying how to build one
-            import torch
-            stream = torch.cuda.current_stream(tensor.device).cuda_stream
-            device = tensor.device.index or 0
-        self._native.allreduce_mean_on_device(address, count, memory, stream, device)
+        self._native.allreduce_mean_on_device(address, count, *_device_of(tensor, memory))
         return tensor
+
+    def _memory_of(self, tensor):
+        """Where a tensor's step runs: "cuda", or for a CPU tensor "host"
+        (or the device step's host reference, in tests)."""
+        return "cuda" if getattr(tensor, "is_cuda", False) else self._host_tensors
 
     def error_bound(self, inf_norm):
         """A bound |allreduce result - exact mean| never exceeds, for inputs
@@ -208,21 +208,36 @@ class Compressor:
 
     def reduce_scatter_mean(self, tensor):
         """This rank's block (blocks(numel)[rank]) of the mean over the ranks
-        of the flattened `tensor`, as a new 1-d tensor."""
+        of the flattened `tensor`, as a new 1-d tensor on its device. On a
+        CUDA device, the codec's device step on the current stream, as for
+        allreduce_mean_."""
         import torch
-        tensor, address, count = fp32_buffer(tensor, "reduce_scatter_mean's tensor")
+        memory = self._memory_of(tensor)
+        tensor, address, count = fp32_buffer(tensor, "reduce_scatter_mean's tensor",
+                                             devices=("cpu", "cuda"))
         first_count = self.blocks(count)[context().rank][1]
-        out = torch.empty(first_count, dtype=torch.float32)
-        self._native.reduce_scatter_mean(address, count, out.data_ptr(), first_count)
+        out = torch.empty(first_count, dtype=torch.float32, device=tensor.device)
+        if memory == "host":
+            self._native.reduce_scatter_mean(address, count, out.data_ptr(), first_count)
+        else:
+            self._native.reduce_scatter_mean_on_device(address, count, out.data_ptr(), first_count,
+                                                       *_device_of(tensor, memory))
         return out
 
     def allgather(self, shard):
         """Every rank's decoded `shard` (all of one length), concatenated in
-        rank order, as a new 1-d tensor identical on every rank."""
+        rank order, as a new 1-d tensor on its device, identical on every
+        rank. On a CUDA device, the codec's device step on the current
+        stream (codecs global-qsgd, fp16, fp32)."""
         import torch
-        shard, address, count = fp32_buffer(shard, "allgather's shard")
-        out = torch.empty(count * context().size, dtype=torch.float32)
-        self._native.allgather(address, count, out.data_ptr(), out.numel())
+        memory = self._memory_of(shard)
+        shard, address, count = fp32_buffer(shard, "allgather's shard", devices=("cpu", "cuda"))
+        out = torch.empty(count * context().size, dtype=torch.float32, device=shard.device)
+        if memory == "host":
+            self._native.allgather(address, count, out.data_ptr(), out.numel())
+        else:
+            self._native.allgather_on_device(address, count, out.data_ptr(), out.numel(),
+                                             *_device_of(shard, memory))
         return out
 
     def state_dict(self):
@@ -233,6 +248,16 @@ class Compressor:
             raise InvalidArgument(f"this state was saved by codec '{state.get('codec')}'; "
                                   f"this compressor runs '{self.codec}'")
         self._native.load_state(state["state"], state["step"])
+
+
+def _device_of(tensor, memory):
+    """(memory, CUDA stream, device index) of a device step on `tensor`:
+    the current stream of its CUDA device (0, 0 for the host reference).
+    A build without CUDA refuses "cuda", saying how to build one."""
+    if memory != "cuda":
+        return memory, 0, 0
+    import torch
+    return memory, torch.cuda.current_stream(tensor.device).cuda_stream, tensor.device.index or 0
 
 
 def _compressor(operation, tensor, codec, name, algorithm, seed):

@@ -49,6 +49,10 @@ class Compressor {
                            std::size_t output_count);
   void allgather(std::uintptr_t shard, std::size_t count, std::uintptr_t output,
                  std::size_t output_count);
+  // The same two on vectors in one device's memory (both on `input`'s
+  // stream and device): the codec's device steps.
+  void reduce_scatter_mean_on_device(const DeviceBucket& input, const DeviceBucket& output);
+  void allgather_on_device(const DeviceBucket& shard, const DeviceBucket& output);
 
   // Checkpoints: the codec's state and its step.
   std::vector<std::byte> save_state();
@@ -63,7 +67,9 @@ class Compressor {
   std::unique_ptr<Codec> codec_;
   std::string spec_;
   CollectiveOptions options_;
-  DeviceVectorCache device_vectors_;  // allreduce_mean_on_device's, while it holds the codec
+  // The device steps' vectors (the input's, and a second operation's
+  // output), while a call holds the codec.
+  DeviceVectorCache device_vectors_, output_vectors_;
   Lifecycle codec_use_{"this Compressor", "this Compressor's codec"};  // never closed
 };
 

@@ -65,11 +65,15 @@ def test_allgather_concatenates_every_rank_shard(rank, size):
 
 
 def test_device_path_on_the_host_reference_equals_the_host_path(rank, size):
-    """allreduce_mean_'s CUDA path (the codec's device step) run on CPU
+    """The collectives' CUDA paths (the codec's device steps) run on CPU
     tensors through the device step's host reference: the host path's bits,
-    two steps, for the codecs with a device step and both algorithms; a
-    codec without one is refused on every rank, naming those that run."""
-    for codec in ("global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp", "fp16"):
+    two steps, for the codecs with a device step and both algorithms —
+    allreduce_mean_, reduce_scatter_mean and (codecs that gather)
+    allgather; a codec without one is refused on every rank, naming those
+    that run."""
+    for codec in ("global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp", "fp16",
+                  "fp32", "intsgd-heuristic"):
+        gathers = not codec.startswith("intsgd")
         for algorithm in ("ring", "halving-doubling"):
             on_host = qccl.Compressor(codec, algorithm=algorithm, seed=3)
             on_device = qccl.Compressor(codec, algorithm=algorithm, seed=3)
@@ -82,15 +86,24 @@ def test_device_path_on_the_host_reference_equals_the_host_path(rank, size):
                     assert on_device.allreduce_mean_(a) is a
                     on_host.allreduce_mean_(b)
                     assert torch.equal(a, b), f"{codec} {algorithm} n={n}: device path differs"
+                    block = on_device.reduce_scatter_mean(a)
+                    assert torch.equal(block, on_host.reduce_scatter_mean(b)), \
+                        f"{codec} {algorithm} n={n}: device reduce-scatter differs"
+                    if gathers and not (codec.endswith("bits=4") and n % 2):
+                        gathered = on_device.allgather(a)
+                        assert torch.equal(gathered, on_host.allgather(b)), \
+                            f"{codec} {algorithm} n={n}: device allgather differs"
+                        assert same_everywhere(gathered)
                 assert same_everywhere(a)
     refused = qccl.Compressor("qsgd")
     refused._host_tensors = "host-reference"  # pylint: disable=protected-access
-    try:
-        refused.allreduce_mean_(torch.ones(8))
-    except qccl.InvalidArgument as error:
-        assert "device" in str(error) and "global-qsgd" in str(error), error
-    else:
-        raise AssertionError("qsgd ran on the device path")
+    for call in (refused.allreduce_mean_, refused.reduce_scatter_mean, refused.allgather):
+        try:
+            call(torch.ones(8))
+        except qccl.InvalidArgument as error:
+            assert "device" in str(error) and "global-qsgd" in str(error), error
+        else:
+            raise AssertionError(f"qsgd ran on the device path ({call.__name__})")
 
 
 def test_bad_tensors_are_refused_naming_the_problem(rank, size):
