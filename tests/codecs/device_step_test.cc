@@ -92,7 +92,8 @@ TEST_P(DeviceStepTest, EqualsTheHostStepBitForBit) {
       on_device->allreduce_mean(comm, vector, options);
       on_host->allreduce_mean(comm, std::span<float>(host_values), options);
       if (c.spec.starts_with("intsgd")) {  // the exact first step, then integers (or always: heuristic)
-        EXPECT_EQ(on_host->last_step_stats().integer, step == 1 || c.spec != "intsgd") << step;
+        EXPECT_EQ(on_host->last_step_stats().integer, step == 1 || !test::adapts_to_the_optimizer(c.spec))
+            << step;
         EXPECT_FALSE(on_device->last_step_stats().integer) << "a device step counts no clipping";
       }
       for (std::size_t i = 0; i < c.length; ++i) {
@@ -109,19 +110,24 @@ TEST_P(DeviceStepTest, EqualsTheHostStepBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Codecs, DeviceStepTest, testing::ValuesIn(all_cases()), name_of);
 
 // Even ranks on device data, odd ranks on host data, in one collective:
-// the wire carries the same bytes either way.
+// the wire carries the same bytes either way (fp32: the host ranks sum on
+// their buffers, the device ranks through staged codes). Two steps: fed
+// intsgd's second is an integer one.
 TEST(DeviceStepMixedTest, DeviceAndHostRanksShareOneCollective) {
-  for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp"}) {
+  for (const std::string& spec : test::device_step_specs()) {
     std::vector<std::vector<float>> mixed(4), reference(4);
     for (bool all_host : {false, true}) {
       test::run_world(4, [&](Communicator& comm) {
         auto codec = make_codec(spec, CodecSettings{.seed = 9});
         auto values = input_of(comm.rank(), 4099);
-        if (!all_host && comm.rank() % 2 == 0) {
-          HostMemoryVector vector(values);
-          codec->allreduce_mean(comm, vector);
-        } else {
-          codec->allreduce_mean(comm, std::span<float>(values));
+        for (int step = 0; step < 2; ++step) {
+          if (step == 1) test::feed(*codec, values.size(), 0);
+          if (!all_host && comm.rank() % 2 == 0) {
+            HostMemoryVector vector(values);
+            codec->allreduce_mean(comm, vector);
+          } else {
+            codec->allreduce_mean(comm, std::span<float>(values));
+          }
         }
         (all_host ? reference : mixed)[static_cast<std::size_t>(comm.rank())] = values;
       });
@@ -274,7 +280,7 @@ TEST(DeviceAllgatherTest, EqualsTheHostAllgatherBitForBit) {
     for (int ranks : {1, 2, 3, 4, 7}) {
       for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
         for (std::size_t shard : {std::size_t{1}, std::size_t{333}, std::size_t{23335}}) {
-          if (spec.find("bits=4") != std::string::npos && shard % 2 == 1) continue;  // pairs of levels
+          if (spec.find("bits=4") != std::string::npos && shard % 2 == 1) continue;  // refused below
           test::run_world(ranks, [&](Communicator& comm) {
             auto on_device = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
             auto on_host = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
@@ -308,6 +314,15 @@ TEST(DeviceAllgatherTest, WrongSizesCodecsWithoutAllgatherAndProcessGroupsAreRef
     std::vector<float> whole(30);
     HostMemoryVector all(whole);
     EXPECT_THROW(make_codec("intsgd-heuristic")->allgather(comm, in, all), InvalidArgument);
+    // Packed 4-bit codes of odd shards would share a byte at each shard's end.
+    std::vector<float> odd = input_of(comm.rank(), 333), gathered(999);
+    HostMemoryVector odd_in(odd), odd_out(gathered);
+    try {
+      make_codec("global-qsgd:bits=4")->allgather(comm, odd_in, odd_out);
+      ADD_FAILURE() << "odd 4-bit shards were gathered on device data";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("multiple of 2"), std::string::npos) << e.what();
+    }
   });
   run_group_world(2, [](Communicator& comm, test::GroupLikeTransport&) {
     std::vector<float> shard = input_of(comm.rank(), 15), output(30);
@@ -372,7 +387,7 @@ TEST(DeviceStepGroupTest, EqualsTheHostStepOverTheGroup) {
           // One integer sum per integer step and side: intsgd's first step is exact (fp32).
           const int integer_steps = spec.starts_with("global-qsgd") || spec.starts_with("intsgd-heuristic")
                                         ? 2
-                                        : spec == "intsgd" ? 1 : 0;
+                                        : test::adapts_to_the_optimizer(spec) ? 1 : 0;
           EXPECT_EQ(group.sums(), 2 * integer_steps) << spec;
         });
       }
@@ -423,6 +438,26 @@ TEST(DeviceStepGroupTest, HopByHopEncodingsAreRefusedOverAGroup) {
     });
     EXPECT_EQ(refused.load(), 3) << spec;
   }
+}
+
+// fp32 sums that could overflow travel scaled by 2^-k and decode to the
+// mean in fp64 (fp32_mean.h): values near FLT_MAX on 3 ranks, device and
+// host alike, finite, on every rank the same.
+TEST(DeviceStepMixedTest, Fp32SumsNearTheTopOfTheRangeTravelScaled) {
+  test::run_world(3, [](Communicator& comm) {
+    auto on_device = make_codec("fp32");
+    auto on_host = make_codec("fp32");
+    auto device_values = test::make_vector(1001, [&](std::size_t i) {
+      return 3e38f * (i % 2 ? 1.0f : -1.0f) * (0.5f + 0.5f * test::noise(comm.rank(), i));
+    });
+    auto host_values = device_values;
+    HostMemoryVector vector(device_values);
+    on_device->allreduce_mean(comm, vector);
+    on_host->allreduce_mean(comm, std::span<float>(host_values));
+    ASSERT_EQ(test::bytes_hash(device_values), test::bytes_hash(host_values));
+    for (float v : device_values) ASSERT_TRUE(std::isfinite(v)) << v;
+    test::expect_identical_across_ranks(comm, device_values);
+  });
 }
 
 // All-zero input on every rank: nothing moves, the result is zero.

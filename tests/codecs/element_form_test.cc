@@ -49,7 +49,7 @@ std::vector<FormCase> all_cases() {
   std::vector<FormCase> cases;
   for (const std::string& spec : test::device_step_specs()) {
     for (bool fed : {false, true}) {
-      if (fed && !spec.starts_with("intsgd:") && spec != "intsgd") continue;
+      if (fed && !test::adapts_to_the_optimizer(spec)) continue;
       for (int ranks : {1, 2, 3, 4, 7}) {
         for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
           cases.push_back({spec, ranks, algorithm, fed});

@@ -68,15 +68,22 @@ class Looper(threading.Thread):
 def mid_call(looper):
     """Returns about half-way through one of `looper`'s calls: it times two
     calls, waits for the next to start and half its duration more. On
-    several ranks a call may stall when a peer closed first, so the waits
-    here give up quietly; the race is only likelier then, not required."""
+    several ranks a peer may shut down first: this rank's calls then fail
+    (skew errors) and never succeed again, so the waits give up at once;
+    the race is only likelier then, not required. A thread that neither
+    succeeds nor fails for JOIN seconds fails the test."""
+    def progressed(count):
+        return looper.calls >= count or looper.skew or looper.last is not None
+
     try:
-        until(lambda: looper.calls >= 2, "the thread's first calls")
+        until(lambda: progressed(2), "the thread's first calls")
         first, start = looper.calls, time.monotonic()
-        until(lambda: looper.calls >= first + 2, "two more calls")
+        until(lambda: progressed(first + 2), "two more calls")
     except AssertionError as error:
         raise AssertionError(f"{error}; the thread made {looper.calls} calls and stopped with "
                              f"{looper.last!r} (skew errors {looper.skew})") from None
+    if looper.skew or looper.last is not None:
+        return
     duration = (time.monotonic() - start) / 2
     now = looper.calls
     deadline = time.monotonic() + 4 * duration

@@ -18,8 +18,14 @@ namespace qccl::test {
 
 inline std::vector<std::string> device_step_specs() {
   return {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
-          "global-qsgd:bits=8,norm=2", "fp16", "fp32", "intsgd",
+          "global-qsgd:bits=8,norm=2", "fp16", "fp32", "intsgd", "intsgd:wire=int32",
           "intsgd-heuristic", "intsgd-heuristic:round=deterministic,wire=int32"};
+}
+
+// IntSGD's adaptive scheme (its first step exact, the later ones integers
+// once fed).
+inline bool adapts_to_the_optimizer(const std::string& spec) {
+  return spec == "intsgd" || spec.starts_with("intsgd:");
 }
 
 // The specs that a process group sums as a whole vector (no hop-by-hop
