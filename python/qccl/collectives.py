@@ -220,8 +220,8 @@ class Compressor:
         if memory == "host":
             self._native.reduce_scatter_mean(address, count, out.data_ptr(), first_count)
         else:
-            self._native.reduce_scatter_mean_on_device(address, count, out.data_ptr(), first_count,
-                                                       *_device_of(tensor, memory))
+            self._native.step_on_device("reduce_scatter_mean", address, count, out.data_ptr(),
+                                        first_count, *_device_of(tensor, memory))
         return out
 
     def allgather(self, shard):
@@ -236,8 +236,8 @@ class Compressor:
         if memory == "host":
             self._native.allgather(address, count, out.data_ptr(), out.numel())
         else:
-            self._native.allgather_on_device(address, count, out.data_ptr(), out.numel(),
-                                             *_device_of(shard, memory))
+            self._native.step_on_device("allgather", address, count, out.data_ptr(), out.numel(),
+                                        *_device_of(shard, memory))
         return out
 
     def state_dict(self):

@@ -79,24 +79,19 @@ void bind_context(py::module_& module) {
            py::arg("device"), release_gil())
       .def("reduce_scatter_mean", &Compressor::reduce_scatter_mean, release_gil())
       .def("allgather", &Compressor::allgather, release_gil())
-      .def("reduce_scatter_mean_on_device",
-           [](Compressor& c, std::uintptr_t input, std::size_t count, std::uintptr_t output,
-              std::size_t output_count, const std::string& memory, std::uintptr_t stream, int device) {
+      .def("step_on_device",
+           [](Compressor& c, const std::string& operation, std::uintptr_t input, std::size_t count,
+              std::uintptr_t output, std::size_t output_count, const std::string& memory,
+              std::uintptr_t stream, int device) {
              const BucketMemory where = parse_bucket_memory(memory);
-             c.reduce_scatter_mean_on_device(DeviceBucket{where, input, count, stream, device},
-                                             DeviceBucket{where, output, output_count, stream, device});
+             c.step_on_device(operation == "allgather" ? CodecOperation::allgather
+                                                       : CodecOperation::reduce_scatter_mean,
+                              DeviceBucket{where, input, count, stream, device},
+                              DeviceBucket{where, output, output_count, stream, device});
            },
-           py::arg("input"), py::arg("count"), py::arg("output"), py::arg("output_count"),
-           py::arg("memory"), py::arg("stream"), py::arg("device"), release_gil())
-      .def("allgather_on_device",
-           [](Compressor& c, std::uintptr_t shard, std::size_t count, std::uintptr_t output,
-              std::size_t output_count, const std::string& memory, std::uintptr_t stream, int device) {
-             const BucketMemory where = parse_bucket_memory(memory);
-             c.allgather_on_device(DeviceBucket{where, shard, count, stream, device},
-                                   DeviceBucket{where, output, output_count, stream, device});
-           },
-           py::arg("shard"), py::arg("count"), py::arg("output"), py::arg("output_count"),
-           py::arg("memory"), py::arg("stream"), py::arg("device"), release_gil())
+           py::arg("operation"), py::arg("input"), py::arg("count"), py::arg("output"),
+           py::arg("output_count"), py::arg("memory"), py::arg("stream"), py::arg("device"),
+           release_gil())
       .def("save_state", [](Compressor& c) {
         std::vector<std::byte> state;
         {

@@ -61,22 +61,23 @@ void Compressor::allreduce_mean_on_device(const DeviceBucket& data) {
   codec_->allreduce_mean(world.communicator(), vector.get(), options_);
 }
 
-void Compressor::reduce_scatter_mean_on_device(const DeviceBucket& input, const DeviceBucket& output) {
-  const std::string what = "reduce_scatter_mean";
+void Compressor::step_on_device(CodecOperation kind, const DeviceBucket& input,
+                                const DeviceBucket& output) {
+  if (kind == CodecOperation::allreduce_mean) {
+    throw InvalidArgument("step_on_device runs a reduce-scatter mean or an allgather (a bug in "
+                          "qccl's Python package: report it)");
+  }
+  const bool gather = kind == CodecOperation::allgather;
+  const std::string what = gather ? "allgather" : "reduce_scatter_mean";
   const auto held = hold_codec(what);
   auto world = context_->use_world(what + " (" + spec_ + ")", timeout());
   DeviceStepVector in(input, timeout(), device_vectors_);
   DeviceStepVector out(output, timeout(), output_vectors_);
-  codec_->reduce_scatter_mean(world.communicator(), in.get(), out.get(), options_);
-}
-
-void Compressor::allgather_on_device(const DeviceBucket& shard, const DeviceBucket& output) {
-  const std::string what = "allgather";
-  const auto held = hold_codec(what);
-  auto world = context_->use_world(what + " (" + spec_ + ")", timeout());
-  DeviceStepVector in(shard, timeout(), device_vectors_);
-  DeviceStepVector out(output, timeout(), output_vectors_);
-  codec_->allgather(world.communicator(), in.get(), out.get(), options_);
+  if (gather) {
+    codec_->allgather(world.communicator(), in.get(), out.get(), options_);
+  } else {
+    codec_->reduce_scatter_mean(world.communicator(), in.get(), out.get(), options_);
+  }
 }
 
 void Compressor::reduce_scatter_mean(std::uintptr_t input, std::size_t count,

@@ -49,10 +49,9 @@ class Compressor {
                            std::size_t output_count);
   void allgather(std::uintptr_t shard, std::size_t count, std::uintptr_t output,
                  std::size_t output_count);
-  // The same two on vectors in one device's memory (both on `input`'s
-  // stream and device): the codec's device steps.
-  void reduce_scatter_mean_on_device(const DeviceBucket& input, const DeviceBucket& output);
-  void allgather_on_device(const DeviceBucket& shard, const DeviceBucket& output);
+  // One of those two (`kind`) on vectors in one device's memory (both on
+  // `input`'s stream and device): the codec's device step.
+  void step_on_device(CodecOperation kind, const DeviceBucket& input, const DeviceBucket& output);
 
   // Checkpoints: the codec's state and its step.
   std::vector<std::byte> save_state();

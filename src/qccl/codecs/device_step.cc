@@ -119,15 +119,6 @@ void Codec::reduce_scatter_mean(Communicator& comm, DeviceVector& input, DeviceV
 void Codec::allgather(Communicator& comm, DeviceVector& shard, DeviceVector& output,
                       const CollectiveOptions& options) {
   check_supported(CodecOperation::allgather);
-  // The gathered shards' codes lie back to back in one buffer: packed
-  // codes (4-bit pairs) need every shard to start on a whole byte. The
-  // same on every rank (the shards are of one length).
-  if (const std::size_t unit = traits().granularity; shard.size() % unit != 0) {
-    throw InvalidArgument(spec() + " allgather on device data: shards of " +
-                          std::to_string(shard.size()) + " elements; its codes pack " +
-                          std::to_string(unit) + " elements a unit, so pass shards of a multiple "
-                          "of " + std::to_string(unit) + " elements (or gather host data)");
-  }
   const std::vector<std::size_t> counts(static_cast<std::size_t>(comm.size()), shard.size());
   try {
     check_allgather_arguments(shard.size(), output.size(), counts, comm.size(), comm.rank(), "elements");
@@ -150,6 +141,16 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   if (const std::string refusal = device_step_refusal(options.algorithm, group != nullptr);
       !refusal.empty()) {
     throw InvalidArgument(refusal);
+  }
+  // The gathered shards' codes lie back to back in one buffer: packed
+  // codes (4-bit pairs) need every shard to start on a whole byte. The
+  // same on every rank (the shards are of one length).
+  if (const std::size_t unit = traits().granularity;
+      kind == CodecOperation::allgather && input.size() % unit != 0) {
+    throw InvalidArgument(spec() + " allgather on device data: shards of " +
+                          std::to_string(input.size()) + " elements; its codes pack " +
+                          std::to_string(unit) + " elements a unit, so pass shards of a multiple "
+                          "of " + std::to_string(unit) + " elements (or gather host data)");
   }
   StepSetup setup = step_setup(kind, options.algorithm, comm.size(), comm.rank());
   setup.input_length = input.size();  // its values stay on the device
