@@ -198,10 +198,11 @@ class DDPHookState:
             def finish():
                 future.set_result(buffer)  # the mean, written in the bucket's dtype
         else:
+            feedback = self._native.wants_step_feedback
             arguments, options, finish = _device_bucket(bucket.index(), buffer, numbers, memory,
-                                                        future, self._stream_on(buffer.device))
-            if self._native.wants_step_feedback:
-                arguments = arguments[:5] + (self._step_size(),) + arguments[6:]
+                                                        future, self._stream_on(buffer.device),
+                                                        self._step_size() if feedback else None)
+            if feedback:
                 options["update_norms"] = self._device_update_norms(parameters, numbers)
         if self._native.on_group:  # averaged before submit returns
             try:
@@ -280,7 +281,7 @@ class DDPHookState:
             raise failure
 
 
-def _device_bucket(index, buffer, numbers, memory, future, stream):
+def _device_bucket(index, buffer, numbers, memory, future, stream, step_size):
     """The native submit's arguments for a bucket averaged by the codec's
     device step, and what completes it. `stream` (CUDA; None on the host
     reference) is the hook's own stream on the bucket's device: it waits
@@ -291,7 +292,9 @@ def _device_bucket(index, buffer, numbers, memory, future, stream):
     the bucket, on its device) and its mean narrowed back, rounded to
     nearest even as PyTorch casts. `finish` (on the thread that completes
     the bucket) writes the mean back on that stream and completes the
-    future, which records that stream's progress for DDP to wait on."""
+    future, which records that stream's progress for DDP to wait on.
+    `step_size`: the learning rate, for codecs that adapt to it (else
+    None)."""
     import contextlib
     import torch
     on_stream = contextlib.nullcontext
@@ -300,7 +303,7 @@ def _device_bucket(index, buffer, numbers, memory, future, stream):
         on_stream = lambda: torch.cuda.stream(stream)  # noqa: E731
     with on_stream():
         values = buffer if buffer.dtype == torch.float32 else buffer.float()
-    arguments = (index, values.data_ptr(), values.numel(), numbers, [], None, None, 0)
+    arguments = (index, values.data_ptr(), values.numel(), numbers, [], step_size, None, 0)
     options = {"memory": memory, "stream": stream.cuda_stream if stream is not None else 0,
                "device": buffer.device.index or 0}
 

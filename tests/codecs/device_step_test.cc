@@ -88,8 +88,8 @@ TEST_P(DeviceStepTest, EqualsTheHostStepBitForBit) {
     HostMemoryVector vector(device_values);
     for (int step = 0; step < 2; ++step) {
       if (step == 1) {
-        test::feed(*on_device, c.length, 0);
-        test::feed(*on_host, c.length, 0);
+        test::feed(*on_device, c.length);
+        test::feed(*on_host, c.length);
       }
       on_device->allreduce_mean(comm, vector, options);
       on_host->allreduce_mean(comm, std::span<float>(host_values), options);
@@ -123,7 +123,7 @@ TEST(DeviceStepMixedTest, DeviceAndHostRanksShareOneCollective) {
         auto codec = make_codec(spec, CodecSettings{.seed = 9});
         auto values = input_of(comm.rank(), 4099);
         for (int step = 0; step < 2; ++step) {
-          if (step == 1) test::feed(*codec, values.size(), 0);
+          if (step == 1) test::feed(*codec, values.size());
           if (!all_host && comm.rank() % 2 == 0) {
             HostMemoryVector vector(values);
             codec->allreduce_mean(comm, vector);
@@ -215,8 +215,8 @@ TEST(DeviceStepPipelineTest, WaitsForCodesAndDecodesEveryChunk) {
           test::run_world(ranks, [&](Communicator& comm) {
             auto on_device = make_codec(spec, CodecSettings{.seed = 4});
             auto on_host = make_codec(spec, CodecSettings{.seed = 4});
-            test::feed(*on_device, length, 0);  // intsgd: an integer step
-            test::feed(*on_host, length, 0);
+            test::feed(*on_device, length);  // intsgd: an integer step
+            test::feed(*on_host, length);
             auto device_values = input_of(comm.rank(), length);
             auto host_values = device_values;
             DeferredCodesVector vector(device_values);
@@ -253,8 +253,8 @@ TEST(DeviceReduceScatterTest, EqualsTheHostReduceScatterBitForBit) {
             DeferredCodesVector out(device_block);
             for (int step = 0; step < 2; ++step) {
               if (step == 1) {
-                test::feed(*on_device, length, 0);
-                test::feed(*on_host, length, 0);
+                test::feed(*on_device, length);
+                test::feed(*on_host, length);
               }
               on_device->reduce_scatter_mean(comm, in, out, {.algorithm = algorithm});
               on_host->reduce_scatter_mean(comm, input, host_block, {.algorithm = algorithm});
@@ -368,8 +368,8 @@ TEST(DeviceStepGroupTest, EqualsTheHostStepOverTheGroup) {
           DeferredCodesVector vector(device_values);
           for (int step = 0; step < 2; ++step) {
             if (step == 1) {
-              test::feed(*on_device, length, 0);
-              test::feed(*on_host, length, 0);
+              test::feed(*on_device, length);
+              test::feed(*on_host, length);
             }
             on_device->allreduce_mean(comm, vector);
             on_host->allreduce_mean(comm, std::span<float>(host_values));

@@ -76,7 +76,7 @@ class ElementFormTest : public testing::TestWithParam<FormCase> {
     const FormCase& c = GetParam();
     codecs_.push_back(make_codec(c.spec, CodecSettings{.seed = 17, .bucket = 4}));
     Codec& codec = *codecs_.back();
-    if (c.fed) test::feed(codec, kLength, 0);
+    if (c.fed) test::feed(codec, kLength);
     codec.set_step(9);
     double norm = 0;
     for (int r = 0; r < c.ranks; ++r) {

@@ -35,20 +35,18 @@ inline std::vector<std::string> device_group_specs() {
           "intsgd-heuristic:round=deterministic,wire=int32"};
 }
 
-// Sets a codec that adapts to the optimizer up for `length` elements in
-// three tensors (once) and observes one update, the same on every rank;
-// does nothing to the others. Call it on twin codecs alike.
-inline void feed(Codec& codec, std::size_t length, int step) {
+// Gives a codec that adapts to the optimizer a layout of three tensors of
+// `length` elements in all and one observed update, the same on every
+// rank; does nothing to the others. Call it on twin codecs alike.
+inline void feed(Codec& codec, std::size_t length) {
   StepFeedback* feedback = codec.step_feedback();
   if (feedback == nullptr) return;
-  if (step == 0) {
-    const std::size_t third = length / 3;
-    const std::vector<std::size_t> sizes = length < 3 ? std::vector<std::size_t>{length}
-                                                      : std::vector<std::size_t>{third, third, length - 2 * third};
-    codec.set_layout(TensorLayout::of_sizes(sizes));
-  }
-  const auto update = make_vector(length, [step](std::size_t i) {
-    return 1e-3f * noise(100 + step, i) * std::ldexp(1.0f, static_cast<int>(i % 5));
+  const std::size_t third = length / 3;
+  const std::vector<std::size_t> sizes = length < 3 ? std::vector<std::size_t>{length}
+                                                    : std::vector<std::size_t>{third, third, length - 2 * third};
+  codec.set_layout(TensorLayout::of_sizes(sizes));
+  const auto update = make_vector(length, [](std::size_t i) {
+    return 1e-3f * noise(100, i) * std::ldexp(1.0f, static_cast<int>(i % 5));
   });
   feedback->observe_step(0.05, update);
 }
