@@ -51,8 +51,11 @@ add_library(qccl_core_objects OBJECT
   qccl/codecs/kernels/kernels.cc
   qccl/codecs/levels.cc
   qccl/codecs/element_form_reference.cc
+  qccl/codecs/minmax_records.cc
+  qccl/codecs/packed_indices.cc
   qccl/codecs/host_memory_vector.cc
   qccl/codecs/staged_reduction.cc
+  qccl/codecs/gathered_staging.cc
   qccl/codecs/device_step.cc
   qccl/codecs/codec_spec.cc
   qccl/codecs/registry/codec_registry.cc

@@ -179,8 +179,9 @@ class Compressor:
         ranks, bitwise identical on every rank; returns it. On a CUDA device
         (a qccl built with CUDA), the codec's device step runs on the
         current stream, with only the codes crossing to the host:
-        the codecs with a device step, global-qsgd, fp16, fp32, intsgd and
-        intsgd-heuristic (others are refused, naming them); the call
+        the codecs with a device step, global-qsgd, fp16, fp32, intsgd,
+        intsgd-heuristic and minmax with uniform levels and buckets (others
+        are refused, naming them); the call
         returns when the mean is on the device."""
         memory = self._memory_of(tensor)
         tensor, address, count = fp32_buffer(tensor, "allreduce_mean_'s tensor", writable=True,

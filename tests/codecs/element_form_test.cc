@@ -13,6 +13,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,7 @@ std::string name_of(const testing::TestParamInfo<FormCase>& info) {
 std::vector<FormCase> all_cases() {
   std::vector<FormCase> cases;
   for (const std::string& spec : test::device_step_specs()) {
+    if (test::is_gathered(spec)) continue;  // GatheredFormTest
     for (bool fed : {false, true}) {
       if (fed && !test::adapts_to_the_optimizer(spec)) continue;
       for (int ranks : {1, 2, 3, 4, 7}) {
@@ -146,6 +149,103 @@ TEST_P(ElementFormTest, TheFormGivesTheEncodingsBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Codecs, ElementFormTest, testing::ValuesIn(all_cases()), name_of);
+
+// A gathered form (min-max's bucket records, minmax_records.h) against
+// its encoding: the records of a chunk that starts at an odd element give
+// the chunk the encoding sends byte for byte (ranges, packed indices) and
+// come back from it unchanged; `ranks` ranks' records decode to what the
+// host's gathering decode gives (decode, decode_add in rank order, one
+// fp32 division); an allgather's one rank's records to the encoding's
+// decode. Every min-max device spec, ranks {1, 2, 3, 4, 7}.
+class GatheredFormTest : public testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(GatheredFormTest, RecordsGiveTheEncodingsChunksAndMeans) {
+  const auto& [spec, ranks] = GetParam();
+  constexpr std::size_t kFirst = 38, kCount = 1001;
+  std::vector<std::unique_ptr<Codec>> codecs;
+  std::vector<std::unique_ptr<Encoding>> encodings;
+  std::vector<std::vector<std::byte>> chunks, records;
+  for (int r = 0; r < ranks; ++r) {
+    const auto x = test::make_vector(kFirst + kCount, [r](std::size_t i) {
+      return test::noise(r, i) * std::ldexp(1.0f, static_cast<int>(i % 13) - 6) + (i % 300 == 7 ? 5.0f : 0.0f);
+    });
+    codecs.push_back(make_codec(spec, CodecSettings{.seed = 17, .bucket = 4}));
+    codecs.back()->set_step(9);
+    encodings.push_back(codecs.back()->encoding_for(1.0, ranks, r, Algorithm::ring, x));
+    const auto form = encodings.back()->element_form();
+    ASSERT_TRUE(form.has_value()) << spec;
+    ASSERT_TRUE(form_is_gathered(*form));
+    const auto chunk_of = std::span<const float>(x).subspan(kFirst, kCount);
+    chunks.emplace_back(encodings.back()->max_encoded_bytes(kCount));
+    chunks.back().resize(encodings.back()->encode(chunk_of, kFirst, chunks.back()));
+    records.emplace_back(form_payload_bytes(*form, kCount));
+    encode_payload_by_form(*form, chunk_of, kFirst, records.back());
+    std::vector<std::byte> sent(chunks.back().size() + 8);
+    ASSERT_EQ(gathered_chunk_from_codes(*form, records.back(), kCount, sent), chunks.back().size());
+    ASSERT_TRUE(std::equal(chunks.back().begin(), chunks.back().end(), sent.begin())) << "rank " << r;
+    std::vector<std::byte> back(records.back().size());
+    gathered_codes_from_chunk(*form, spec, chunks.back(), kCount, back);
+    ASSERT_EQ(back, records.back()) << "rank " << r;
+  }
+  ElementForm result = *encodings[0]->element_form();
+  result.ranks = ranks;
+  result.divide_by = ranks;
+  std::vector<std::byte> all;
+  for (const auto& r : records) all.insert(all.end(), r.begin(), r.end());
+  ASSERT_EQ(all.size(), form_payload_bytes(result, kCount));
+  std::vector<float> expected(kCount), scratch(kCount), mean(kCount);
+  encodings[0]->decode(chunks[0], kFirst, expected);
+  for (int r = 1; r < ranks; ++r) encodings[0]->decode_add(chunks[r], kFirst, expected, scratch);
+  for (float& v : expected) v /= static_cast<float>(ranks);
+  decode_payload_by_form(result, all, 0, mean);
+  expect_same_floats(expected, mean, "the mean");
+  result.ranks = 1;
+  result.divide_by = 1;
+  encodings[0]->decode(chunks[ranks - 1], kFirst, expected);
+  decode_payload_by_form(result, records[ranks - 1], 0, mean);
+  expect_same_floats(expected, mean, "one rank's values");
+}
+
+INSTANTIATE_TEST_SUITE_P(Codecs, GatheredFormTest,
+                         testing::Combine(testing::ValuesIn(test::device_gathered_specs()),
+                                          testing::Values(1, 2, 3, 4, 7)),
+                         [](const testing::TestParamInfo<std::tuple<std::string, int>>& info) {
+                           std::string name = std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param));
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
+
+// A received chunk whose range is not finite or not ordered, or whose size
+// is wrong, is refused as the encoding's decode refuses it.
+TEST(GatheredFormTest, CorruptChunksAreRefused) {
+  auto codec = make_codec("minmax:bits=4,bucket=16", CodecSettings{.seed = 1});
+  const auto x = test::make_vector(40, [](std::size_t i) { return test::noise(0, i); });
+  auto encoding = codec->encoding_for(1.0, 2, 0, Algorithm::ring, x);
+  const auto form = *encoding->element_form();
+  std::vector<std::byte> chunk(encoding->max_encoded_bytes(40));
+  chunk.resize(encoding->encode(x, 0, chunk));
+  std::vector<std::byte> records(form_payload_bytes(form, 40));
+  std::vector<float> out(40);
+  for (float bad : {std::numeric_limits<float>::infinity(), std::nanf(""), -10.0f}) {
+    auto corrupt = chunk;
+    std::memcpy(corrupt.data() + 12, &bad, 4);  // bucket 1's max
+    EXPECT_THROW(gathered_codes_from_chunk(form, "minmax", corrupt, 40, records), CommError) << bad;
+    EXPECT_THROW(encoding->decode(corrupt, 0, out), CommError) << bad;
+  }
+  EXPECT_ANY_THROW(gathered_codes_from_chunk(form, "minmax", std::span(chunk).first(chunk.size() - 1), 40, records));
+}
+
+// Learned levels and one range per vector read the input on the host: no form.
+TEST(GatheredFormTest, LearnedLevelsAndWholeVectorRangesHaveNoForm) {
+  for (const char* spec : {"minmax:levels=learned", "minmax:bucket=0"}) {
+    auto codec = make_codec(spec);
+    std::vector<float> x(4, 1.0f);
+    EXPECT_FALSE(codec->encoding_for(1.0, 2, 0, Algorithm::ring, x)->element_form().has_value()) << spec;
+    EXPECT_FALSE(codec->traits().device_step) << spec;
+  }
+}
 
 // An in-transit sum beyond n·s (Global-QSGD's levels) or n·c (IntSGD's
 // integers) is refused by both: 63 per rank at 2 ranks, so 63 + 64 = 127

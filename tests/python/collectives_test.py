@@ -68,11 +68,13 @@ def test_device_path_on_the_host_reference_equals_the_host_path(rank, size):
     """The collectives' CUDA paths (the codec's device steps) run on CPU
     tensors through the device step's host reference: the host path's bits,
     two steps, for the codecs with a device step and both algorithms —
-    allreduce_mean_, reduce_scatter_mean and (codecs that gather)
-    allgather; a codec without one is refused on every rank, naming those
-    that run."""
+    allreduce_mean_, reduce_scatter_mean and (codecs that gather, shards
+    of whole units of their codes) allgather; min-max's buckets are
+    gathered and decoded on the device; a codec without one is refused on
+    every rank, naming those that run."""
+    units = {"global-qsgd:bits=4": 2, "minmax:bits=4,bucket=7,rounding=shift": 7}
     for codec in ("global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp", "fp16",
-                  "fp32", "intsgd-heuristic"):
+                  "fp32", "intsgd-heuristic", "minmax:bits=4,bucket=7,rounding=shift"):
         gathers = not codec.startswith("intsgd")
         for algorithm in ("ring", "halving-doubling"):
             on_host = qccl.Compressor(codec, algorithm=algorithm, seed=3)
@@ -89,7 +91,7 @@ def test_device_path_on_the_host_reference_equals_the_host_path(rank, size):
                     block = on_device.reduce_scatter_mean(a)
                     assert torch.equal(block, on_host.reduce_scatter_mean(b)), \
                         f"{codec} {algorithm} n={n}: device reduce-scatter differs"
-                    if gathers and not (codec.endswith("bits=4") and n % 2):
+                    if gathers and n % units.get(codec, 1) == 0:
                         gathered = on_device.allgather(a)
                         assert torch.equal(gathered, on_host.allgather(b)), \
                             f"{codec} {algorithm} n={n}: device allgather differs"

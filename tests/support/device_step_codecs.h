@@ -16,11 +16,23 @@
 
 namespace qccl::test {
 
-inline std::vector<std::string> device_step_specs() {
-  return {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
-          "global-qsgd:bits=8,norm=2", "fp16", "fp32", "intsgd", "intsgd:wire=int32",
-          "intsgd-heuristic", "intsgd-heuristic:round=deterministic,wire=int32"};
+// Min-max (QSDP's buckets) is gathered, not combined in transit: 8-bit
+// buckets of 1024, and buckets of odd sizes whose records are not aligned,
+// with packed 4- and 3-bit indices and the lattice roundings.
+inline std::vector<std::string> device_gathered_specs() {
+  return {"minmax", "minmax:bits=4,bucket=111,rounding=shift",
+          "minmax:bits=3,bucket=37,rounding=dither"};
 }
+
+inline std::vector<std::string> device_step_specs() {
+  std::vector<std::string> specs{"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
+                                 "global-qsgd:bits=8,norm=2", "fp16", "fp32", "intsgd", "intsgd:wire=int32",
+                                 "intsgd-heuristic", "intsgd-heuristic:round=deterministic,wire=int32"};
+  for (std::string& spec : device_gathered_specs()) specs.push_back(std::move(spec));
+  return specs;
+}
+
+inline bool is_gathered(const std::string& spec) { return spec.starts_with("minmax"); }
 
 // IntSGD's adaptive scheme (its first step exact, the later ones integers
 // once fed).

@@ -13,11 +13,17 @@
 // decodes each chunk as it finishes (DeviceVector::codes_ready,
 // decode_range).
 // The encoding must follow from the global norm and the codec's own state
-// (CodecTraits::device_step: no input read when building it) and combine in
-// transit, and have an element form for this step (norms within fp32's
-// range; IntSGD's scales finite in fp32). The codecs that run: Global-QSGD,
-// fp16, fp32, and the IntSGD family but IntDIANA on the int8 and int32
-// wires (IntSGD Algorithm 1's integer sums; its first, exact step as fp32).
+// (CodecTraits::device_step: no input read on the host when building it),
+// and have an element form for this step (norms within fp32's range;
+// IntSGD's scales finite in fp32). The codecs that run: Global-QSGD, fp16,
+// fp32, and the IntSGD family but IntDIANA on the int8 and int32 wires
+// (IntSGD Algorithm 1's integer sums; its first, exact step as fp32), all
+// combined in transit; and min-max with evenly spaced levels in buckets
+// (QSDP §4.1 and §5.1's quantizers), whose ranks' encodings are gathered:
+// the device finds each bucket's range and encodes it, the host's
+// gathering bodies move the encoding's own chunks (GatheredStaging), and
+// the device decodes every rank's chunk and forms the mean in rank order
+// (decode_sum.h's arithmetic), or for an allgather each shard's values.
 //
 // Over a caller's process group (group_data_path.h) the codes move by the
 // group's whole-vector collectives instead of qccl's ring: Global-QSGD's
@@ -25,7 +31,8 @@
 // wire), IntSGD's integers by the same integer SUM, fp16 and fp32 by the
 // group's float SUM allreduce, all of the codes the device made. The bytes are those of the host step over the same group.
 // Encodings that combine hop by hop (exponential, 4-bit averaging) are
-// refused there as on host data.
+// refused there as on host data; gathered ones (min-max) are refused there
+// on device data (not yet built).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -34,10 +41,12 @@
 #include "qccl/codecs/codec.h"
 #include "qccl/codecs/device_vector.h"
 #include "qccl/codecs/element_form_reference.h"
+#include "qccl/codecs/gathered_staging.h"
 #include "qccl/codecs/group_data_path.h"
 #include "qccl/codecs/staged_reduction.h"
 #include "qccl/collectives/allgather.h"
 #include "qccl/collectives/allreduce.h"
+#include "qccl/collectives/decode_sum.h"
 #include "qccl/collectives/layout.h"
 #include "qccl/collectives/reduce_scatter.h"
 #include "qccl/collectives/validate.h"
@@ -67,24 +76,59 @@ void move_codes_over_group(Communicator& comm, GroupCollectives& group, Encoding
   }
 }
 
+// The fp32 spans a collective body is given for its element counts: a
+// staged step neither reads nor writes them, so they are never touched
+// (nor, as allocated, backed by memory).
+class UntouchedSpans {
+ public:
+  UntouchedSpans(CodecOperation kind, std::size_t input_count, std::size_t output_count)
+      : allreduce_(kind == CodecOperation::allreduce_mean),
+        memory_(new float[input_count + (allreduce_ ? 0 : output_count)]),
+        input_(memory_.get(), input_count),
+        output_(allreduce_ ? input_ : std::span<float>(memory_.get() + input_count, output_count)) {}
+  std::span<float> input() const { return input_; }
+  std::span<float> output() const { return output_; }
+
+ private:
+  bool allreduce_;
+  std::unique_ptr<float[]> memory_;
+  std::span<float> input_, output_;
+};
+
 // The ring or halving-doubling allreduce, reduce-scatter or allgather on
-// the staged codes. The collective's fp32 spans give it the element
-// counts; the staged reduction neither reads nor writes them, so they are
-// never touched (nor, as allocated, backed by memory).
+// the staged codes, combined in transit.
 void run_staged_collective(Communicator& comm, int tag, CodecOperation kind,
-                           StagedReduction& staged, std::size_t input_count,
-                           std::span<const Range> pieces, std::size_t output_count,
-                           const CollectiveOptions& options) {
-  const bool allreduce = kind == CodecOperation::allreduce_mean;
-  const std::unique_ptr<float[]> untouched(new float[input_count + (allreduce ? 0 : output_count)]);
-  const std::span<float> input(untouched.get(), input_count);
-  const std::span<float> output(untouched.get() + input_count, output_count);
+                           StagedReduction& staged, const UntouchedSpans& spans,
+                           std::span<const Range> pieces, const CollectiveOptions& options) {
   switch (kind) {
-    case CodecOperation::allreduce_mean: allreduce_body(comm, tag, input, input, staged, options); return;
-    case CodecOperation::reduce_scatter_mean:
-      reduce_scatter_body(comm, tag, input, pieces, output, staged, options);
+    case CodecOperation::allreduce_mean:
+      allreduce_body(comm, tag, spans.input(), spans.output(), staged, options);
       return;
-    case CodecOperation::allgather: allgather_body(comm, tag, input, pieces, output, staged, options); return;
+    case CodecOperation::reduce_scatter_mean:
+      reduce_scatter_body(comm, tag, spans.input(), pieces, spans.output(), staged, options);
+      return;
+    case CodecOperation::allgather:
+      allgather_body(comm, tag, spans.input(), pieces, spans.output(), staged, options);
+      return;
+  }
+}
+
+// The same with a gathered codec's staged chunks: every rank's encoding
+// travels as it is and is decoded where the data is (decode_sum.h; the
+// staging divides, so the bodies' division is off).
+void run_gathered_collective(Communicator& comm, int tag, CodecOperation kind,
+                             GatheredStaging& staged, const UntouchedSpans& spans,
+                             std::span<const Range> pieces, const CollectiveOptions& options) {
+  switch (kind) {
+    case CodecOperation::allreduce_mean:
+      allreduce_by_allgather_body(comm, tag, spans.input(), spans.output(), staged, options);
+      return;
+    case CodecOperation::reduce_scatter_mean:
+      reduce_scatter_by_exchange_body(comm, tag, spans.input(), pieces, spans.output(), staged, options);
+      return;
+    case CodecOperation::allgather:
+      allgather_body(comm, tag, spans.input(), pieces, spans.output(), staged, options);
+      return;
   }
 }
 
@@ -92,10 +136,15 @@ void run_staged_collective(Communicator& comm, int tag, CodecOperation kind,
 
 std::string Codec::device_step_refusal(Algorithm algorithm, bool on_group) const {
   const CodecTraits traits = this->traits();
-  if (!traits.device_step || traits.aggregation != Aggregation::compressed_domain) {
-    return spec() + " cannot run on device data: its step reads the input, keeps per-rank "
-           "state or gathers encodings; device steps run global-qsgd, fp16, fp32, intsgd and "
-           "intsgd-heuristic (wire int8 or int32); move the data to the host for this codec";
+  if (!traits.device_step) {
+    return spec() + " cannot run on device data: its step reads the input on the host or "
+           "keeps per-rank state; device steps run global-qsgd, fp16, fp32, intsgd and "
+           "intsgd-heuristic (wire int8 or int32), and minmax with uniform levels and "
+           "bucket > 0; move the data to the host for this codec";
+  }
+  if (on_group && traits.aggregation != Aggregation::compressed_domain) {
+    return spec() + " gathers every rank's encoding, which a process group does not yet run on "
+           "device data: use qccl's MPI mode, or move the data to the host";
   }
   if (!on_group && algorithm != Algorithm::ring && algorithm != Algorithm::halving_doubling) {
     return spec() + ": device data runs the ring or halving-doubling algorithm, not " +
@@ -187,7 +236,12 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   ElementForm input_form = *form;
   input_form.vector_first = input_first;
   const std::span<const std::byte> codes = input.encode(input_form);
-  const std::span<std::byte> result = output.result_codes(form_payload_bytes(*form, output.size()));
+  // A gathered form's result holds every rank's codes of each element it
+  // decodes into a mean (one rank's for an allgather's).
+  const int result_ranks = form_is_gathered(*form) && !gather ? comm.size() : 1;
+  ElementForm result_form = *form;
+  result_form.ranks = form_is_gathered(*form) ? result_ranks : form->ranks;
+  const std::span<std::byte> result = output.result_codes(form_payload_bytes(result_form, output.size()));
   if (group != nullptr) {  // allreduce only (refused above otherwise)
     call.move([&](int) {
       move_codes_over_group(comm, *group, *encoding, *form, codes, result, input,
@@ -197,11 +251,16 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
     ++step_;
     return;
   }
-  StagedReduction staged(in_transit(*encoding), *form, input, codes, output, result,
-                         {.input_first = input_first, .output_first = output_first});
-  call.move([&](int tag) {
-    run_staged_collective(comm, tag, kind, staged, input.size(), pieces, output.size(), options);
-  });
+  const UntouchedSpans spans(kind, input.size(), output.size());
+  const StagedVectors where{.input_first = input_first, .output_first = output_first};
+  if (form_is_gathered(*form)) {
+    GatheredStaging staged(*encoding, *form, input, codes, output, result, where, result_ranks,
+                           traits().means_of_decoded_values && !gather ? setup.summed : 1);
+    call.move([&](int tag) { run_gathered_collective(comm, tag, kind, staged, spans, pieces, options); });
+  } else {
+    StagedReduction staged(in_transit(*encoding), *form, input, codes, output, result, where);
+    call.move([&](int tag) { run_staged_collective(comm, tag, kind, staged, spans, pieces, options); });
+  }
   output.finish_decoding();  // every chunk's decoding was started as it finished
   ++step_;
 }

@@ -4,6 +4,8 @@
 
 #include "qccl/codecs/kernels/element_ops.h"
 #include "qccl/codecs/levels.h"
+#include "qccl/codecs/minmax_records.h"
+#include "qccl/common/errors.h"
 
 namespace qccl {
 namespace {
@@ -73,9 +75,19 @@ void decode_values(const ElementForm& form, std::span<const std::byte> payload, 
                        : ops::level_value(v, block->mean_step);
           break;
         }
+        case Code::minmax_gathered: break;  // decode_minmax_records
       }
     }
   });
+}
+
+// The chunk-level functions combine chunks in transit; a gathered form's
+// chunks are converted (minmax_records.h), never combined.
+void require_combined(const ElementForm& form, const char* what) {
+  if (form.code == Code::minmax_gathered) {
+    throw InvalidArgument(std::string(what) + ": a min-max form's chunks are gathered, not combined "
+                          "in transit; convert them with minmax_records.h (a bug in the caller)");
+  }
 }
 
 }  // namespace
@@ -86,20 +98,42 @@ std::size_t form_payload_bytes(const ElementForm& form, std::size_t count) {
     case Code::fp16: return 2 * count;
     case Code::fp32_summed:
     case Code::int_i32_summed: return 4 * count;
+    case Code::minmax_gathered: return static_cast<std::size_t>(form.ranks) * minmax_record_bytes(form, count);
     default: return count;
   }
 }
 
+// first is even for packed codes, a bucket's start for min-max.
 std::size_t form_payload_offset(const ElementForm& form, std::size_t first) {
-  return form_payload_bytes(form, first);  // first is even for packed codes
+  if (form.code == Code::minmax_gathered) {
+    return static_cast<std::size_t>(form.ranks) * minmax_record_offset(form, first);
+  }
+  return form_payload_bytes(form, first);
 }
 
 std::size_t form_chunk_bytes(const ElementForm& form, std::size_t count) {
   return form.header_bytes + form_payload_bytes(form, count);
 }
 
+bool form_is_gathered(const ElementForm& form) { return form.code == Code::minmax_gathered; }
+
+std::size_t gathered_chunk_from_codes(const ElementForm& form, std::span<const std::byte> codes,
+                                      std::size_t count, std::span<std::byte> chunk) {
+  return minmax_chunk_from_records(form, codes, count, chunk);
+}
+
+void gathered_codes_from_chunk(const ElementForm& form, const std::string& codec,
+                               std::span<const std::byte> chunk, std::size_t count,
+                               std::span<std::byte> codes) {
+  minmax_records_from_chunk(form, codec, chunk, count, codes);
+}
+
 void encode_payload_by_form(const ElementForm& form, std::span<const float> in, std::size_t first,
                             std::span<std::byte> payload) {
+  if (form.code == Code::minmax_gathered) {
+    encode_minmax_records(form, in, first, payload);
+    return;
+  }
   const float below_scale = float_from_bits(static_cast<std::uint32_t>(127 + form.levels - 1) << 23);
   for (std::size_t i = 0; i < in.size(); ++i) {
     const std::uint32_t random = ops::random_bits(form.key_low, form.key_high, first + i);
@@ -123,7 +157,8 @@ void encode_payload_by_form(const ElementForm& form, std::span<const float> in, 
         break;
       case Code::fp32_summed: reinterpret_cast<float*>(payload.data())[i] = in[i] * form.scale; break;
       case Code::int_i8_summed:
-      case Code::int_i32_summed: break;  // below, block by block
+      case Code::int_i32_summed:  // below, block by block
+      case Code::minmax_gathered: break;  // above
     }
   }
   if (form.code != Code::int_i8_summed && form.code != Code::int_i32_summed) return;
@@ -143,6 +178,7 @@ void encode_payload_by_form(const ElementForm& form, std::span<const float> in, 
 
 std::size_t encode_by_form(const ElementForm& form, std::span<const float> in, std::size_t first,
                            std::span<std::byte> out) {
+  require_combined(form, "encode_by_form");
   if (form.header_bytes > 0) write_header(out, 1);
   encode_payload_by_form(form, in, first, out.subspan(form.header_bytes));
   return form_chunk_bytes(form, in.size());
@@ -165,6 +201,7 @@ bool codes_within_bounds(const ElementForm& form, std::span<const std::byte> pay
 
 bool reduce_by_form(const ElementForm& form, std::span<const std::byte> incoming,
                     std::span<std::byte> accum, const ReduceContext& context) {
+  require_combined(form, "reduce_by_form");
   const CounterRng rng = reduce_rng(CodecSettings{form.seed, form.bucket}, form.step, context);
   const std::uint32_t ka = form.header_bytes > 0 ? read_header(accum) : 0;
   const std::uint32_t kb = form.header_bytes > 0 ? read_header(incoming) : 0;
@@ -204,6 +241,7 @@ bool reduce_by_form(const ElementForm& form, std::span<const std::byte> incoming
         break;
       }
       case Code::fp32_summed: codes<float>(accum, form)[i] += codes<float>(incoming, form)[i]; break;
+      case Code::minmax_gathered: break;  // refused above
     }
   }
   if (form.header_bytes > 0) write_header(accum, ka + kb);
@@ -212,16 +250,22 @@ bool reduce_by_form(const ElementForm& form, std::span<const std::byte> incoming
 
 void decode_payload_by_form(const ElementForm& form, std::span<const std::byte> payload,
                             std::size_t first, std::span<float> out) {
+  if (form.code == Code::minmax_gathered) {
+    decode_minmax_records(form, payload, out);
+    return;
+  }
   decode_values(form, payload, first, out, false);
 }
 
 void decode_by_form(const ElementForm& form, std::span<const std::byte> in, std::size_t first,
                     std::span<float> out) {
+  require_combined(form, "decode_by_form");
   decode_values(form, in.subspan(form.header_bytes), first, out, false);
 }
 
 void decode_contribution_by_form(const ElementForm& form, std::span<const std::byte> in,
                                  std::size_t first, std::span<float> out) {
+  require_combined(form, "decode_contribution_by_form");
   decode_values(form, in.subspan(form.header_bytes), first, out, true);
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <span>
+#include <string>
 
 #include "qccl/collectives/element_form.h"
 #include "qccl/collectives/reduction.h"
@@ -38,6 +39,20 @@ void for_each_form_block(const ElementForm& form, std::size_t first, std::size_t
     done += piece;
   }
 }
+
+// Whether the form's chunks are gathered and decoded rather than combined
+// in transit (min-max's); then its codes are one rank's per element
+// (form.ranks = 1) or, in a result, form.ranks ranks' one after another.
+bool form_is_gathered(const ElementForm& form);
+// A gathered form's chunk as its encoding sends it, for `count` elements
+// from one rank's codes of them; returns its bytes. And one rank's codes
+// from a received chunk, which is refused with CommError naming `codec`
+// when malformed.
+std::size_t gathered_chunk_from_codes(const ElementForm& form, std::span<const std::byte> codes,
+                                      std::size_t count, std::span<std::byte> chunk);
+void gathered_codes_from_chunk(const ElementForm& form, const std::string& codec,
+                               std::span<const std::byte> chunk, std::size_t count,
+                               std::span<std::byte> codes);
 
 // The codes of elements [first, first + in.size()), no header.
 void encode_payload_by_form(const ElementForm& form, std::span<const float> in, std::size_t first,

@@ -37,6 +37,9 @@ struct ElementForm {
     fp32_summed,         // fp32 of x·scale summed in fp32 (fp32_mean.h), decoded to the mean
     int_i8_summed,       // IntSGD's integers (Algorithm 1), int8, summed exactly in transit
     int_i32_summed,      // the same in int32
+    // Min-max buckets (QSDP §4.1, minmax.h), gathered and decoded: not
+    // combined in transit. Its codes are bucket records (gathered_form.h).
+    minmax_gathered,
   };
   Code code = Code::fp16;
   // Bytes before a chunk's elements: the averaging chunks' count of ranks
@@ -60,6 +63,19 @@ struct ElementForm {
   // output block starts at its block's first): blocks are looked up by the
   // step's index.
   std::size_t vector_first = 0;
+
+  // Min-max: `values_per_range` values per bucket (buckets start at the
+  // step's element 0, every values_per_range), level indices 0..`levels`
+  // sent in `code_bits` bits each; random rounding, or on the lattice with
+  // `lattice_offset`, and decoded on the lattice shifted by `shift` (ρ;
+  // 0 off the shifted lattice). `ranks` is how many ranks' records a
+  // result holds per element (one encoding per element for an allgather),
+  // and their decoded sum is divided by `divide_by` (1: no division).
+  std::size_t values_per_range = 0;
+  std::int32_t code_bits = 8;
+  bool lattice = false;
+  double lattice_offset = 0, shift = 0;
+  std::int32_t divide_by = 1;
 
   // Decoding: one unit of the complete mean, and of one rank's own
   // encoding (fp16: factors of the decoded values, 1 and n; fp32: the

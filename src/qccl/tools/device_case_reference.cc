@@ -6,6 +6,7 @@
 
 #include "qccl/codecs/fp32_mean.h"
 #include "qccl/codecs/kernels/kernels.h"
+#include "qccl/codecs/minmax_records.h"
 #include "qccl/codecs/quantizers/exp_dither.h"
 
 namespace qccl::tools {
@@ -187,6 +188,41 @@ std::vector<std::byte> fp32_sums(const HostCaseInputs& in) {
   return bytes;
 }
 
+ElementForm records_form(int rank) {
+  const CounterRng& rng = rank == 0 ? kRank0 : kRank1;
+  ElementForm form;
+  form.code = ElementForm::Code::minmax_gathered;
+  form.levels = 255;
+  form.values_per_range = kRecordBucket;
+  form.lattice = rank == 1;
+  form.lattice_offset = 0.5 - kRecordShift;
+  form.shift = kRecordShift;
+  form.key_low = rng.key_low();
+  form.key_high = rng.key_high();
+  form.ranks = 1;
+  return form;
+}
+
+namespace {
+
+// Both ranks' records, then their mean.
+std::vector<std::byte> minmax_records(const HostCaseInputs& in) {
+  const ElementForm rank0 = records_form(0), rank1 = records_form(1);
+  const std::size_t bytes = minmax_record_bytes(rank0, in.x.size());
+  std::vector<std::byte> records(2 * bytes);
+  encode_minmax_records(rank0, in.x, kFirst, std::span(records).first(bytes));
+  encode_minmax_records(rank1, in.y, kFirst, std::span(records).subspan(bytes));
+  ElementForm mean = rank0;
+  mean.ranks = mean.divide_by = 2;
+  std::vector<float> out(in.x.size());
+  decode_minmax_records(mean, records, out);
+  const auto values = bytes_of(out);
+  records.insert(records.end(), values.begin(), values.end());
+  return records;
+}
+
+}  // namespace
+
 std::vector<std::byte> cpu_reference(DeviceCaseKind kind, const HostCaseInputs& in) {
   switch (kind) {
     case DeviceCaseKind::linear8_encode: return bytes_of(cpu_levels(in.x, scale_for(in, kLevels8), kLevels8, kRank0));
@@ -197,6 +233,7 @@ std::vector<std::byte> cpu_reference(DeviceCaseKind kind, const HostCaseInputs& 
     case DeviceCaseKind::exp_encode: return bytes_of(cpu_exp_codes(in, in.x, kRank0));
     case DeviceCaseKind::exp_reduce_decode: return exp_reduce_decode(in);
     case DeviceCaseKind::minmax: return minmax(in);
+    case DeviceCaseKind::minmax_records: return minmax_records(in);
     case DeviceCaseKind::intsgd_round: return intsgd_round(in);
     case DeviceCaseKind::intsgd_sum_decode: return intsgd_sum_decode(in);
     case DeviceCaseKind::fp16: return fp16(in);

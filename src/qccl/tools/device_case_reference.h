@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "qccl/collectives/element_form.h"
 #include "qccl/common/counter_rng.h"
 
 namespace qccl::tools {
@@ -38,6 +39,13 @@ struct MinMaxParameters {
   double lo, scale;
 };
 MinMaxParameters minmax_parameters(const std::vector<float>& x);
+// Min-max bucket records (minmax_records.h) of an 8-bit step: buckets of
+// 1000 (records not aligned), rank 0 random rounding, rank 1 on the
+// shifted lattice at ρ = kRecordShift, both decoded with that shift and
+// averaged over the two ranks.
+inline constexpr std::size_t kRecordBucket = 1000;
+inline constexpr double kRecordShift = -0.3125;
+ElementForm records_form(int rank);
 
 // The CPU's encodings of one input, which the device reductions start from.
 std::vector<std::int8_t> cpu_levels(const std::vector<float>& x, float scale, int levels, const CounterRng& rng);
@@ -54,6 +62,7 @@ enum class DeviceCaseKind {
   exp_encode,
   exp_reduce_decode,
   minmax,
+  minmax_records,
   intsgd_round,
   intsgd_sum_decode,
   fp16,

@@ -5,8 +5,10 @@
 
 #include <cstring>
 #include <memory>
+#include <tuple>
 
 #include "qccl/codecs/device/device_kernels.h"
+#include "qccl/codecs/kernels/element_ops.h"
 #include "qccl/codecs/quantizers/exp_dither.h"
 
 namespace qccl::tools {
@@ -110,6 +112,24 @@ std::vector<DeviceCase> exponential_and_minmax_cases() {
          auto bytes = bytes_of(out, s);
          for (const auto& b : {bytes_of(q, s), bytes_of(lattice, s)}) bytes.insert(bytes.end(), b.begin(), b.end());
          return bytes;
+       }},
+      {"min-max bucket records + mean", DeviceCaseKind::minmax_records,
+       [](const DeviceCaseInputs& in, cudaStream_t s) {
+         const ElementForm rank0 = records_form(0), rank1 = records_form(1);
+         const std::size_t bytes = element_ops::record_bytes(in.count, kRecordBucket);
+         DeviceBuffer<std::uint8_t> records(2 * bytes);
+         for (const auto& [form, x, at] : {std::tuple{rank0, in.device.x.data(), std::size_t{0}},
+                                           std::tuple{rank1, in.device.y.data(), bytes}}) {
+           dk::minmax_records_encode(x, records.data() + at, in.count, kRecordBucket, form.levels, form.lattice,
+                                     form.lattice_offset, form.key_low, form.key_high, kFirst, s);
+         }
+         DeviceBuffer<float> out(in.count);
+         dk::minmax_records_mean(records.data(), out.data(), in.count, kRecordBucket, rank0.levels, rank0.shift,
+                                 2, 2, s);
+         auto result = bytes_of(records, s);
+         const auto values = bytes_of(out, s);
+         result.insert(result.end(), values.begin(), values.end());
+         return result;
        }},
   };
 }
@@ -237,16 +257,16 @@ std::vector<DeviceCodecTiming> device_codec_timings() {
              },
              [=, n = in.count](const std::uint8_t* q, float* out) { dk::exp_decode(q, out, n, c, norm, s); });
        }},
-      {"min-max 8-bit",
+      {"min-max 8-bit (buckets 1024)",  // the device step's kernels: ranges + codes, then one rank's values
        [](const DeviceCaseInputs& in, cudaStream_t s) {
-         const auto [lo, scale] = minmax_parameters(in.host.x);
+         const ElementForm form = records_form(0);
          return round_trip<std::uint8_t>(
-             in, in.count,
-             [=, n = in.count](const float* x, std::uint8_t* q) {
-               dk::minmax_encode_u8(x, q, n, lo, scale, 255, kRank0.key_low(), kRank0.key_high(), 0, s);
+             in, element_ops::record_bytes(in.count, 1024),
+             [=, n = in.count](const float* x, std::uint8_t* records) {
+               dk::minmax_records_encode(x, records, n, 1024, form.levels, false, 0, form.key_low, form.key_high, 0, s);
              },
-             [=, n = in.count](const std::uint8_t* q, float* out) {
-               dk::affine_decode_u8(q, out, n, lo, 1 / scale, s);
+             [=, n = in.count](const std::uint8_t* records, float* out) {
+               dk::minmax_records_mean(records, out, n, 1024, form.levels, 0, 1, 1, s);
              });
        }},
       {"intsgd int8 (random)",

@@ -23,6 +23,13 @@ PinnedHostBuffer& at_least(PinnedHostBuffer& buffer, std::size_t bytes) {
   return buffer;
 }
 
+// kPieceElements, or whole min-max buckets (records start at a bucket's).
+std::size_t piece_elements(const ElementForm& form) {
+  if (form.code != Code::minmax_gathered) return CudaVector::kPieceElements;
+  const std::size_t per_range = form.values_per_range;
+  return std::max(per_range, CudaVector::kPieceElements / per_range * per_range);
+}
+
 }  // namespace
 
 CudaVector::CudaVector(float* values, std::size_t count, cudaStream_t stream,
@@ -111,6 +118,11 @@ void CudaVector::encode_piece(const ElementForm& form, std::size_t first, std::s
         }
       });
       break;
+    case Code::minmax_gathered:
+      dk::minmax_records_encode(x, reinterpret_cast<std::uint8_t*>(out), count, form.values_per_range,
+                                form.levels, form.lattice, form.lattice_offset, form.key_low,
+                                form.key_high, index, stream_);
+      break;
   }
 }
 
@@ -122,11 +134,12 @@ std::span<const std::byte> CudaVector::encode(const ElementForm& form) {
   const std::size_t bytes = form_payload_bytes(form, count_);
   if (codes_.size() < bytes) codes_ = DeviceBuffer<std::byte>(bytes);
   std::byte* host = at_least(codes_host_, bytes).data();
-  const std::size_t pieces = (count_ + kPieceElements - 1) / kPieceElements;
+  piece_elements_ = piece_elements(form);
+  const std::size_t pieces = (count_ + piece_elements_ - 1) / piece_elements_;
   while (copied_.size() < pieces) copied_.emplace_back();
   for (std::size_t k = 0; k < pieces; ++k) {
-    const std::size_t first = k * kPieceElements;
-    const std::size_t count = std::min(kPieceElements, count_ - first);
+    const std::size_t first = k * piece_elements_;
+    const std::size_t count = std::min(piece_elements_, count_ - first);
     encode_piece(form, first, count, codes_.data());
     check_cuda(cudaEventRecord(encoded_.get(), stream_), "marking a piece encoded");
     check_cuda(cudaStreamWaitEvent(copy_stream_.get(), encoded_.get(), 0), "ordering a piece's copy");
@@ -144,7 +157,7 @@ std::span<const std::byte> CudaVector::encode(const ElementForm& form) {
 // piece waits for all before it.
 void CudaVector::codes_ready(std::size_t first, std::size_t count) {
   if (count == 0) return;
-  const std::size_t last = (first + count - 1) / kPieceElements;
+  const std::size_t last = (first + count - 1) / piece_elements_;
   if (last < pieces_ready_) return;
   wait_for_event(copied_[last].get(), timeout_, "encoding on the device and copying the codes");
   pieces_ready_ = last + 1;
@@ -204,6 +217,11 @@ void CudaVector::decode_range(const ElementForm& form, std::size_t first, std::s
                                                  out + offset, n, block->mean_step, status_.data(), stream_);
                             }
                           });
+      break;
+    case Code::minmax_gathered:
+      dk::minmax_records_mean(reinterpret_cast<const std::uint8_t*>(codes), out, count,
+                              form.values_per_range, form.levels, form.shift, form.ranks,
+                              form.divide_by, stream_);
       break;
   }
 }

@@ -24,7 +24,8 @@ namespace qccl {
 
 class CudaVector final : public DeviceVector {
  public:
-  // Elements per piece of the encoding's pipeline (even, for packed codes).
+  // Elements per piece of the encoding's pipeline (even, for packed codes;
+  // min-max's pieces are whole buckets, the most that fit in this many).
   static constexpr std::size_t kPieceElements = std::size_t{1} << 20;
 
   // `values`: `count` floats in device memory of the current device.
@@ -63,6 +64,7 @@ class CudaVector final : public DeviceVector {
   CudaStream copy_stream_;          // the codes' copies to the host
   CudaEvent encoded_;               // the latest piece's encoding, which its copy waits for
   std::vector<CudaEvent> copied_;   // piece k's codes are on the host
+  std::size_t piece_elements_ = kPieceElements;  // this step's elements per piece
   std::size_t pieces_ready_ = 0;    // pieces known to be on the host
   DeviceBuffer<std::byte> codes_{0}, result_device_{0};
   DeviceBuffer<device_kernels::DeviceStatus> status_{1};

@@ -265,6 +265,66 @@ void affine_decode_add_u8(const std::uint8_t* q, float* out, std::size_t n, doub
          [=] __device__(std::size_t i) { out[i] += ops::affine_value(q[i], base, step); });
 }
 
+namespace {
+
+// One thread block per bucket: the block's threads take the min and max of
+// their elements' order keys, combine them with shared-memory atomics (exact
+// in any order), then encode the bucket's elements against that range.
+__global__ void bucket_records(const float* x, std::uint8_t* records, std::size_t n,
+                               std::size_t per_range, std::int32_t top, bool lattice, double offset,
+                               std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first) {
+  __shared__ std::int32_t lo, hi;
+  const std::size_t start = static_cast<std::size_t>(blockIdx.x) * per_range;
+  const std::size_t end = start + per_range < n ? start + per_range : n;
+  if (threadIdx.x == 0) {
+    lo = ops::order_key(x[start]);
+    hi = lo;
+  }
+  __syncthreads();
+  std::int32_t low = lo, high = lo;
+  for (std::size_t i = start + threadIdx.x; i < end; i += blockDim.x) {
+    low = ops::smaller(low, ops::order_key(x[i]));
+    high = ops::larger(high, ops::order_key(x[i]));
+  }
+  atomicMin(&lo, low);
+  atomicMax(&hi, high);
+  __syncthreads();
+  const float range_lo = ops::from_order_key(lo), range_hi = ops::from_order_key(hi);
+  if (threadIdx.x == 0) {
+    ops::store_float(records + ops::record_range_at(start, per_range), range_lo);
+    ops::store_float(records + ops::record_range_at(start, per_range) + 4, range_hi);
+  }
+  for (std::size_t i = start + threadIdx.x; i < end; i += blockDim.x) {
+    records[ops::record_index_at(i, per_range)] = ops::minmax_bucket_level(
+        x[i], range_lo, range_hi, top, lattice, offset, ops::random_bits(k_low, k_high, first + i));
+  }
+}
+
+}  // namespace
+
+void minmax_records_encode(const float* x, std::uint8_t* records, std::size_t n,
+                           std::size_t per_range, std::int32_t top, bool lattice, double offset,
+                           std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first,
+                           cudaStream_t stream) {
+  if (n == 0) return;
+  const std::size_t buckets = (n + per_range - 1) / per_range;
+  const auto threads = static_cast<unsigned>(std::min<std::size_t>(kThreads, (per_range + 31) / 32 * 32));
+  bucket_records<<<static_cast<unsigned>(buckets), threads, 0, stream>>>(
+      x, records, n, per_range, top, lattice, offset, k_low, k_high, first);
+  check_cuda(cudaGetLastError(), "minmax_records_encode");
+}
+
+void minmax_records_mean(const std::uint8_t* records, float* out, std::size_t n,
+                         std::size_t per_range, std::int32_t top, double shift, std::int32_t ranks,
+                         std::int32_t divide_by, cudaStream_t stream) {
+  const std::size_t stride = ops::record_bytes(n, per_range);
+  launch(n, stream, "minmax_records_mean", [=] __device__(std::size_t i) {
+    out[i] = ops::mean_in_rank_order(ranks, divide_by, [&](std::int32_t q) {
+      return ops::record_value(records + static_cast<std::size_t>(q) * stride, i, per_range, top, shift);
+    });
+  });
+}
+
 void fp16_encode(const float* x, std::uint16_t* h, std::size_t n, float factor,
                  cudaStream_t stream) {
   launch(n, stream, "fp16_encode",

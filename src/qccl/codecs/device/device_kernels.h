@@ -84,6 +84,21 @@ void affine_decode_u8(const std::uint8_t* q, float* out, std::size_t n, double b
 void affine_decode_add_u8(const std::uint8_t* q, float* out, std::size_t n, double base,
                           double step, cudaStream_t stream);
 
+// Min-max bucket records (element_ops.h: record_bytes), QSDP's buckets on
+// device data: the range of each bucket of `per_range` elements from x[0]
+// (exact: the min and max of order keys), then each element's level index
+// (element_ops.h: minmax_bucket_level, drawing with counter first + i).
+void minmax_records_encode(const float* x, std::uint8_t* records, std::size_t n,
+                           std::size_t per_range, std::int32_t top, bool lattice, double offset,
+                           std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first,
+                           cudaStream_t stream);
+// out[i] = the decoded values of element i in `ranks` ranks' records (one
+// rank's after another, record_bytes(n, per_range) apart) summed in rank
+// order and divided by divide_by (element_ops.h: mean_in_rank_order).
+void minmax_records_mean(const std::uint8_t* records, float* out, std::size_t n,
+                         std::size_t per_range, std::int32_t top, double shift, std::int32_t ranks,
+                         std::int32_t divide_by, cudaStream_t stream);
+
 // fp16 (IEEE bits in 16-bit words), round to nearest even.
 void fp16_encode(const float* x, std::uint16_t* h, std::size_t n, float factor,
                  cudaStream_t stream);

@@ -15,6 +15,7 @@
 // same on both.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "qccl/common/counter_rng.h"
@@ -219,6 +220,94 @@ QCCL_HOST_DEVICE inline std::uint8_t lattice_level(float x, double lo, double in
 // fp32(base + step·q), saturated.
 QCCL_HOST_DEVICE inline float affine_value(std::uint8_t q, double base, double step) {
   return saturate(static_cast<float>(base + step * static_cast<double>(q)));
+}
+
+// A key per finite float that orders as the floats do (-0 below +0): a
+// positive float's bits already do; a negative one's magnitude bits are
+// flipped. The min and max of keys are exact whatever the order they are
+// taken in, so a bucket's range is the same on every backend.
+QCCL_HOST_DEVICE inline std::int32_t order_key(float f) {
+  const auto b = static_cast<std::int32_t>(float_bits(f));
+  return b ^ ((b >> 31) & 0x7FFFFFFF);
+}
+QCCL_HOST_DEVICE inline float from_order_key(std::int32_t key) {
+  return float_from_bits(static_cast<std::uint32_t>(key ^ ((key >> 31) & 0x7FFFFFFF)));
+}
+
+// One value's level index in a min-max bucket [lo, hi] with evenly spaced
+// levels 0..top (QSDP §4.1, minmax.h): a constant bucket is all index 0;
+// else random rounding (`lattice` false) or rounding on the lattice with
+// `offset` (½ − ρ: the nearest point of Q^w_δ; ½ + ρ: the dither), in
+// double, as MinMaxEncoding quantizes.
+QCCL_HOST_DEVICE inline std::uint8_t minmax_bucket_level(float x, float lo, float hi, std::int32_t top,
+                                                         bool lattice, double offset,
+                                                         std::uint32_t random) {
+  if (!(lo < hi)) return 0;
+  const double inverse = static_cast<double>(top) / (static_cast<double>(hi) - lo);
+  return lattice ? lattice_level(x, lo, inverse, offset, top) : minmax_level(x, lo, inverse, top, random);
+}
+
+// What index q of a bucket [lo, hi] decodes to: lo for a constant bucket,
+// else fp32(base + δ·q), δ = (hi − lo)/top, base lo (or lo + δ·ρ on the
+// shifted lattice, `shift` = ρ; 0 otherwise).
+QCCL_HOST_DEVICE inline float minmax_bucket_value(std::uint8_t q, float lo, float hi, std::int32_t top,
+                                                  double shift) {
+  const double range = static_cast<double>(hi) - lo;
+  if (range == 0) return lo;
+  const double step = range / static_cast<double>(top);
+  return affine_value(q, static_cast<double>(lo) + step * shift, step);
+}
+
+// Min-max bucket records, how a vector's min-max codes lie in a device's
+// memory (and its host reference's): bucket b of every `per_range`
+// elements is [fp32 lo][fp32 hi][one uint8 level index per element], the
+// last bucket as long as the elements left. A range of elements from a
+// bucket's start is one contiguous run of records.
+QCCL_HOST_DEVICE inline std::size_t record_bytes(std::size_t count, std::size_t per_range) {
+  return (count + per_range - 1) / per_range * 2 * sizeof(float) + count;
+}
+// Where element i's index lies, and where its bucket's lo (hi 4 bytes on).
+QCCL_HOST_DEVICE inline std::size_t record_index_at(std::size_t i, std::size_t per_range) {
+  return i / per_range * (2 * sizeof(float) + per_range) + 2 * sizeof(float) + i % per_range;
+}
+QCCL_HOST_DEVICE inline std::size_t record_range_at(std::size_t i, std::size_t per_range) {
+  return i / per_range * (2 * sizeof(float) + per_range);
+}
+// A little-endian fp32 at any byte address (records are not aligned).
+QCCL_HOST_DEVICE inline float load_float(const std::uint8_t* p) {
+  return float_from_bits(static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
+                         static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24);
+}
+QCCL_HOST_DEVICE inline void store_float(std::uint8_t* p, float v) {
+  const std::uint32_t b = float_bits(v);
+  p[0] = static_cast<std::uint8_t>(b);
+  p[1] = static_cast<std::uint8_t>(b >> 8);
+  p[2] = static_cast<std::uint8_t>(b >> 16);
+  p[3] = static_cast<std::uint8_t>(b >> 24);
+}
+// Element i's decoded value in one rank's records.
+QCCL_HOST_DEVICE inline float record_value(const std::uint8_t* records, std::size_t i,
+                                           std::size_t per_range, std::int32_t top, double shift) {
+  const std::uint8_t* range = records + record_range_at(i, per_range);
+  return minmax_bucket_value(records[record_index_at(i, per_range)], load_float(range),
+                             load_float(range + 4), top, shift);
+}
+
+// One element's result from the ranks' decoded values value_of(0..ranks−1)
+// as a gathered codec forms it (collectives/decode_sum.h): the fp32 sum in
+// rank order, then one fp32 division by divide_by (none for 1); where the
+// fp32 sum overflowed, the values summed again in double and divided
+// there, so a mean of values near fp32's largest is finite.
+template <class ValueOf>
+QCCL_HOST_DEVICE inline float mean_in_rank_order(std::int32_t ranks, std::int32_t divide_by,
+                                                 ValueOf value_of) {
+  float sum = value_of(0);
+  for (std::int32_t q = 1; q < ranks; ++q) sum = sum + value_of(q);
+  if (divide_by == 1) return sum;
+  if (sum - sum == 0) return sum / static_cast<float>(divide_by);  // finite
+  double wide = 0;
+  for (std::int32_t q = 0; q < ranks; ++q) wide += value_of(q);
+  return static_cast<float>(wide / divide_by);
 }
 
 // IEEE fp16 bits of x, rounded to nearest even (overflow to ±inf, NaN kept

@@ -6,6 +6,7 @@
 #include <cfloat>
 #include <cstring>
 
+#include "qccl/codecs/kernels/element_ops.h"
 #include "qccl/common/counter_rng.h"
 #include "qccl/transport/half_sum.h"
 
@@ -378,36 +379,16 @@ void average_i8(const std::int8_t* a, const std::int8_t* b, std::int8_t* out, st
   }
 }
 
-// The branch-free form of exp_dither::quantize (see there): all 32-bit
-// lanes, narrowed at the store; the hash input advances by φ per element
-// (see linear_encode_i8).
-namespace {
-
-// A key per float that orders as the floats do (finite ones): the bits of a
-// positive float already do; a negative one's magnitude bits are flipped.
-inline std::int32_t order_key(float f) {
-  const auto b = static_cast<std::int32_t>(bits_of(f));
-  return b ^ ((b >> 31) & 0x7FFFFFFF);
-}
-
-inline float from_order_key(std::int32_t key) {
-  const std::int32_t b = key ^ ((key >> 31) & 0x7FFFFFFF);
-  float f;
-  std::memcpy(&f, &b, 4);
-  return f;
-}
-
-}  // namespace
-
+// The range of keys (element_ops::order_key): exact in any order.
 QCCL_MULTIVERSION
 FloatRange value_range(const float* x, std::size_t n) {
-  std::int32_t lo = order_key(x[0]), hi = lo;
+  std::int32_t lo = element_ops::order_key(x[0]), hi = lo;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::int32_t key = order_key(x[i]);
+    const std::int32_t key = element_ops::order_key(x[i]);
     lo = std::min(lo, key);
     hi = std::max(hi, key);
   }
-  return {from_order_key(lo), from_order_key(hi)};
+  return {element_ops::from_order_key(lo), element_ops::from_order_key(hi)};
 }
 
 // In double, as the scalar paths: fp32 would err by ulps of the bucket's

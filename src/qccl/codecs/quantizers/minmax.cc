@@ -10,6 +10,7 @@
 #include "qccl/codecs/quantizers/level_statistics.h"
 #include "qccl/codecs/quantizers/levels_sgd.h"
 #include "qccl/codecs/levels.h"
+#include "qccl/codecs/packed_indices.h"
 #include "qccl/codecs/quantizers/quantization_levels.h"
 #include "qccl/codecs/quantizers/statistics_exchange.h"
 #include "qccl/common/counter_rng.h"
@@ -35,45 +36,6 @@ std::pair<float, float> value_range(std::span<const float> v) {
   if (v.empty()) return {0.0f, 0.0f};
   const auto range = kernels::value_range(v.data(), v.size());
   return {range.lo, range.hi};
-}
-
-// Level indices of `bits` bits each (below 8), most significant bit first
-// and the last byte zero padded: BitWriter's format, eight indices (`bits`
-// whole bytes) at a time.
-void pack_indices(std::span<const std::uint8_t> q, int bits, std::byte* out) {
-  std::size_t i = 0;
-  for (; i + 8 <= q.size(); i += 8) {
-    std::uint64_t acc = 0;
-    for (std::size_t j = 0; j < 8; ++j) acc = (acc << bits) | q[i + j];
-    for (int k = bits - 1; k >= 0; --k) *out++ = static_cast<std::byte>(acc >> (8 * k));
-  }
-  std::uint64_t acc = 0;
-  int pending = 0;  // at most 7 indices of 8 bits
-  for (; i < q.size(); ++i, pending += bits) acc = (acc << bits) | q[i];
-  for (; pending >= 8; pending -= 8) *out++ = static_cast<std::byte>(acc >> (pending - 8));
-  if (pending > 0) *out = static_cast<std::byte>(acc << (8 - pending));
-}
-
-// pack_indices' inverse; `in` holds (count·bits + 7)/8 bytes.
-void unpack_indices(const std::byte* in, int bits, std::span<std::uint8_t> q) {
-  const std::uint64_t mask = (std::uint64_t{1} << bits) - 1;
-  std::size_t i = 0;
-  for (; i + 8 <= q.size(); i += 8) {
-    std::uint64_t acc = 0;
-    for (int k = 0; k < bits; ++k) acc = (acc << 8) | std::to_integer<std::uint64_t>(*in++);
-    for (std::size_t j = 0; j < 8; ++j) {
-      q[i + j] = static_cast<std::uint8_t>((acc >> (bits * static_cast<int>(7 - j))) & mask);
-    }
-  }
-  const std::size_t rest = q.size() - i;
-  const auto bytes = static_cast<int>((rest * static_cast<std::size_t>(bits) + 7) / 8);
-  std::uint64_t acc = 0;
-  for (int k = 0; k < bytes; ++k) acc = (acc << 8) | std::to_integer<std::uint64_t>(*in++);
-  const int padding = 8 * bytes - static_cast<int>(rest) * bits;
-  for (std::size_t j = 0; j < rest; ++j) {
-    const int shift = padding + bits * static_cast<int>(rest - 1 - j);
-    q[i + j] = static_cast<std::uint8_t>((acc >> shift) & mask);
-  }
 }
 
 // The learned levels moved as the random-shift lattice moves (QSDP §4.1
@@ -136,6 +98,24 @@ class MinMaxEncoding final : public Encoding {
 
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
     decode_buckets<false>(in, out);
+  }
+  // Evenly spaced levels in buckets: each value's index and decoded value
+  // follow from its bucket's range, the shared shift and its own counter.
+  // The device step sets the result's ranks and division.
+  std::optional<ElementForm> element_form() const override {
+    if (config_.learned || config_.bucket == 0) return std::nullopt;
+    ElementForm form;
+    form.code = ElementForm::Code::minmax_gathered;
+    form.levels = static_cast<std::int32_t>(tables_->index.levels().size() - 1);
+    form.values_per_range = config_.bucket;
+    form.code_bits = config_.bits;
+    form.lattice = config_.rounding != MinMaxRounding::stochastic;
+    form.lattice_offset = config_.rounding == MinMaxRounding::shift ? 0.5 - shift_ : 0.5 + shift_;
+    form.shift = config_.rounding == MinMaxRounding::shift ? shift_ : 0.0;
+    form.key_low = rng_.key_low();
+    form.key_high = rng_.key_high();
+    form.ranks = 1;
+    return form;
   }
   // The reduce-scatter and allreduce add every rank's decoding: fused here.
   void decode_add(std::span<const std::byte> in, std::size_t, std::span<float> out,

@@ -1,0 +1,63 @@
+// The Encoding a device step of a gathered codec (min-max: its ranks'
+// encodings are decoded, not combined, Aggregation::allgather_decode)
+// hands to the host's gathering bodies (collectives/decode_sum.h, the
+// allgather): they cut, move and hand back the encoding's own chunks, as
+// for host data, while the values stay on the device. Its encode() builds
+// a chunk from this rank's codes that the device made (codes_ready first)
+// as the real encoding would send it; its decode() and decode_add() — the
+// bodies call them for each chunk in rank order, decode for rank 0 — place
+// each rank's chunk among the result's codes, and once every rank's is in,
+// start the device decoding that chunk into the mean (or, for an
+// allgather, its one rank's values). So host and device ranks can share
+// the collective, and nothing at full precision leaves the device.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include "qccl/codecs/device_vector.h"
+#include "qccl/codecs/staged_reduction.h"
+#include "qccl/collectives/element_form.h"
+#include "qccl/collectives/encoding.h"
+
+namespace qccl {
+
+class GatheredStaging final : public Encoding {
+ public:
+  // `form`: the step's form (one rank's codes, form.ranks = 1); `codes`:
+  // input.encode's; `result`: output.result_codes, sized for `ranks`
+  // ranks' codes of every output element.
+  GatheredStaging(Encoding& inner, const ElementForm& form, DeviceVector& input,
+                  std::span<const std::byte> codes, DeviceVector& output,
+                  std::span<std::byte> result, StagedVectors where, int ranks, int divide_by);
+
+  std::string name() const override { return inner_.name(); }
+  std::size_t granularity() const override { return inner_.granularity(); }
+  std::size_t max_encoded_bytes(std::size_t count) const override { return inner_.max_encoded_bytes(count); }
+
+  std::size_t encode(std::span<const float> in, std::size_t first, std::span<std::byte> out) override;
+  // Rank 0's chunk (the only one of an allgather's chunk); `out` is not written.
+  void decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) override;
+  // The next rank's chunk of the same elements; neither `out` nor `scratch` is touched.
+  void decode_add(std::span<const std::byte> in, std::size_t first, std::span<float> out,
+                  std::span<float> scratch) override;
+  // A device step returns no own contribution: refused.
+  void decode_contribution(std::span<const std::byte> in, std::size_t first, std::span<float> out) override;
+
+ private:
+  void keep(std::span<const std::byte> in, std::size_t first, std::size_t count);
+
+  Encoding& inner_;
+  ElementForm form_;         // one rank's codes
+  ElementForm output_form_;  // the result's: ranks' codes, the output's element 0
+  DeviceVector& input_;
+  std::span<const std::byte> codes_;
+  DeviceVector& output_;
+  std::span<std::byte> result_;
+  StagedVectors where_;
+  std::size_t chunk_first_ = 0;
+  int next_rank_ = 0;  // the rank whose chunk of chunk_first_ comes next
+};
+
+}  // namespace qccl
