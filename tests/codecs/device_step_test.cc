@@ -413,11 +413,10 @@ TEST(DeviceStepGroupTest, SummedLevelsEqualTheRingOnQcclsTransport) {
   }
 }
 
-// Encodings combined hop by hop need qccl's own ring, and gathered ones
-// (min-max) are not yet gathered by a group on device data: refused on
-// every rank over a group, naming the MPI mode, before anything moves.
-TEST(DeviceStepGroupTest, HopByHopAndGatheredEncodingsAreRefusedOverAGroup) {
-  for (const char* spec : {"global-qsgd:bits=4", "global-qsgd:dither=exp", "minmax"}) {
+// Encodings combined hop by hop need qccl's own ring: refused on every
+// rank over a group, naming the MPI mode, before anything moves.
+TEST(DeviceStepGroupTest, HopByHopEncodingsAreRefusedOverAGroup) {
+  for (const char* spec : {"global-qsgd:bits=4", "global-qsgd:dither=exp"}) {
     std::atomic<int> refused{0};
     run_group_world(3, [&](Communicator& comm, test::GroupLikeTransport& group) {
       std::vector<float> values = input_of(comm.rank(), 64);
@@ -456,15 +455,18 @@ TEST(DeviceStepMixedTest, Fp32SumsNearTheTopOfTheRangeTravelScaled) {
   });
 }
 
-// Min-max means of values near FLT_MAX: the fp32 sum of the decoded
-// values overflows, so those elements are summed again in double and
-// divided there (decode_sum.h), on device data as on host data.
+// Min-max means of values near FLT_MAX: where the fp32 sum of the decoded
+// values overflows, that element is summed again in double and divided
+// there (decode_sum.h), on device data as on host data, on qccl's
+// transport and over a group alike; the other elements keep the fp32 sum.
 TEST(DeviceStepMixedTest, GatheredMeansNearTheTopOfTheRangeAreFinite) {
-  test::run_world(3, [](Communicator& comm) {
+  std::vector<std::vector<float>> on_ring(3), on_group(3);
+  const auto body = [](Communicator& comm, std::vector<float>& kept) {
     auto on_device = make_codec("minmax:bucket=64");
     auto on_host = make_codec("minmax:bucket=64");
     auto device_values = test::make_vector(1001, [&](std::size_t i) {
-      return 3e38f * (i % 2 ? 1.0f : -1.0f) * (0.5f + 0.5f * test::noise(comm.rank(), i));
+      const float sign = i % 2 ? 1.0f : -1.0f;
+      return (i % 3 ? 3e38f : 1.0f) * sign * (0.5f + 0.5f * test::noise(comm.rank(), i));
     });
     auto host_values = device_values;
     HostMemoryVector vector(device_values);
@@ -473,7 +475,14 @@ TEST(DeviceStepMixedTest, GatheredMeansNearTheTopOfTheRangeAreFinite) {
     ASSERT_EQ(test::bytes_hash(device_values), test::bytes_hash(host_values));
     for (float v : device_values) ASSERT_TRUE(std::isfinite(v)) << v;
     test::expect_identical_across_ranks(comm, device_values);
+    kept = device_values;
+  };
+  test::run_world(3, [&](Communicator& comm) { body(comm, on_ring[static_cast<std::size_t>(comm.rank())]); });
+  run_group_world(3, [&](Communicator& comm, test::GroupLikeTransport&) {
+    body(comm, on_group[static_cast<std::size_t>(comm.rank())]);
   });
+  EXPECT_EQ(test::bytes_hash(on_ring[0]), test::bytes_hash(on_group[0]))
+      << "the group's gathered mean differs from the ring's";
 }
 
 // All-zero input on every rank: nothing moves, the result is zero.

@@ -127,7 +127,8 @@ def check_device_bucket_path(rank, size):
     tensors through the device step's host reference, so it is checked
     without a GPU (a GPU runs the same path on CUDA memory: docs/gpu.md):
     - fp32 buckets: the same parameters, bit for bit, as the host path over
-      three SGD steps (DDP's first and rebuilt buckets), replicas identical;
+      three SGD steps (DDP's first and rebuilt buckets), replicas identical
+      (min-max too: every rank's encoding gathered and decoded);
       for intsgd, whose optimizer feedback arrives as squared updates that
       PyTorch sums here and qccl sums in order there, within a ten-
       thousandth of the parameters' scale of it (the scales may differ in
@@ -154,7 +155,7 @@ def check_device_bucket_path(rank, size):
 
     results = {}
     for codec in ("global-qsgd:bits=8", "global-qsgd:bits=8,norm=2", "fp16", "fp32",
-                  "intsgd-heuristic", "intsgd"):
+                  "intsgd-heuristic", "intsgd", "minmax:bucket=64,rounding=shift"):
         trained = {}
         for memory in ("host", "host-reference"):
             model, state, sgd = hooked(21, codec, memory)

@@ -40,11 +40,12 @@ inline bool adapts_to_the_optimizer(const std::string& spec) {
   return spec == "intsgd" || spec.starts_with("intsgd:");
 }
 
-// The specs that a process group sums as a whole vector (no hop-by-hop
-// combining).
+// The specs that a process group moves as a whole vector (no hop-by-hop
+// combining): summed, or (min-max) gathered.
 inline std::vector<std::string> device_group_specs() {
   return {"global-qsgd:bits=8", "global-qsgd:bits=8,norm=2", "fp16", "fp32", "intsgd",
-          "intsgd-heuristic:round=deterministic,wire=int32"};
+          "intsgd-heuristic:round=deterministic,wire=int32", "minmax",
+          "minmax:bits=3,bucket=37,rounding=dither"};
 }
 
 // Gives a codec that adapts to the optimizer a layout of three tensors of

@@ -30,9 +30,10 @@
 // summed int8 levels by one integer SUM allreduce (§4.3: n·s fits the
 // wire), IntSGD's integers by the same integer SUM, fp16 and fp32 by the
 // group's float SUM allreduce, all of the codes the device made. The bytes are those of the host step over the same group.
-// Encodings that combine hop by hop (exponential, 4-bit averaging) are
-// refused there as on host data; gathered ones (min-max) are refused there
-// on device data (not yet built).
+// Min-max's encodings go through the group's allgather of bytes, each
+// rank's whole vector as one chunk, as the host step over a group sends
+// them. Encodings that combine hop by hop (exponential, 4-bit averaging)
+// are refused there as on host data.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -55,13 +56,48 @@
 namespace qccl {
 namespace {
 
+// The form the output decodes by: the step's, or for a gathered form the
+// ranks whose codes the result holds per element (every rank's for a mean,
+// one for an allgather) and the mean's division.
+ElementForm result_form_of(const ElementForm& form, CodecOperation kind, int ranks, int divide_by) {
+  ElementForm result = form;
+  if (!form_is_gathered(form)) return result;
+  const bool mean = kind != CodecOperation::allgather;
+  result.ranks = mean ? ranks : 1;
+  result.divide_by = mean ? divide_by : 1;
+  return result;
+}
+
+// A gathered form's codes through the group, as the host's group path
+// moves its encodings: this rank's whole vector as one chunk of the
+// encoding, every rank's by the group's allgather, each back into codes
+// among the result's, in rank order.
+void gather_codes_over_group(Communicator& comm, Encoding& encoding, const ElementForm& form,
+                             std::span<const std::byte> codes, std::span<std::byte> result,
+                             std::size_t count, Timeout timeout) {
+  std::vector<std::byte> mine(encoding.max_encoded_bytes(count));
+  mine.resize(gathered_chunk_from_codes(form, codes, count, mine));
+  std::vector<std::size_t> sizes;
+  const std::vector<std::byte> all = gather_encodings(comm, mine, sizes, timeout);
+  const std::size_t per_rank = form_payload_bytes(form, count);
+  for (std::size_t q = 0, offset = 0; q < sizes.size(); offset += sizes[q], ++q) {
+    gathered_codes_from_chunk(form, encoding.name(), std::span(all).subspan(offset, sizes[q]), count,
+                              result.subspan(q * per_rank, per_rank));
+  }
+}
+
 // The group's data movement of the codes (see above); `result` ends as
-// the sum's codes, which the device decodes into the mean. Sums beyond
-// their bound (IntSGD's n·c) are refused as the host's decode refuses them.
+// the sum's codes (or every rank's codes of a gathered form), which the
+// device decodes into the mean. Sums beyond their bound (IntSGD's n·c) are
+// refused as the host's decode refuses them.
 void move_codes_over_group(Communicator& comm, GroupCollectives& group, Encoding& encoding,
                            const ElementForm& form, std::span<const std::byte> codes,
                            std::span<std::byte> result, DeviceVector& data, Timeout timeout) {
   data.codes_ready(0, data.size());
+  if (form_is_gathered(form)) {
+    gather_codes_over_group(comm, encoding, form, codes, result, data.size(), timeout);
+    return;
+  }
   std::copy(codes.begin(), codes.end(), result.begin());
   if (const auto native = encoding.native_equivalent()) {
     comm.transport().allreduce(result, native->type, native->op, timeout);
@@ -142,10 +178,6 @@ std::string Codec::device_step_refusal(Algorithm algorithm, bool on_group) const
            "intsgd-heuristic (wire int8 or int32), and minmax with uniform levels and "
            "bucket > 0; move the data to the host for this codec";
   }
-  if (on_group && traits.aggregation != Aggregation::compressed_domain) {
-    return spec() + " gathers every rank's encoding, which a process group does not yet run on "
-           "device data: use qccl's MPI mode, or move the data to the host";
-  }
   if (!on_group && algorithm != Algorithm::ring && algorithm != Algorithm::halving_doubling) {
     return spec() + ": device data runs the ring or halving-doubling algorithm, not " +
            std::string(to_string(algorithm));
@@ -224,7 +256,8 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
                           "numbers); run it on host data");
   }
   if (group != nullptr) {  // the same on every rank, before anything is encoded
-    if (const std::string refusal = group_refusal(*encoding, false, spec()); !refusal.empty()) {
+    if (const std::string refusal = group_refusal(*encoding, form_is_gathered(*form), spec());
+        !refusal.empty()) {
       throw InvalidArgument(refusal);
     }
   }
@@ -238,24 +271,22 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   const std::span<const std::byte> codes = input.encode(input_form);
   // A gathered form's result holds every rank's codes of each element it
   // decodes into a mean (one rank's for an allgather's).
-  const int result_ranks = form_is_gathered(*form) && !gather ? comm.size() : 1;
-  ElementForm result_form = *form;
-  result_form.ranks = form_is_gathered(*form) ? result_ranks : form->ranks;
+  const ElementForm result_form =
+      result_form_of(*form, kind, comm.size(), traits().means_of_decoded_values ? setup.summed : 1);
   const std::span<std::byte> result = output.result_codes(form_payload_bytes(result_form, output.size()));
   if (group != nullptr) {  // allreduce only (refused above otherwise)
     call.move([&](int) {
       move_codes_over_group(comm, *group, *encoding, *form, codes, result, input,
                             comm.timeout(options.timeout));
     });
-    output.decode_result(*form);
+    output.decode_result(result_form);
     ++step_;
     return;
   }
   const UntouchedSpans spans(kind, input.size(), output.size());
   const StagedVectors where{.input_first = input_first, .output_first = output_first};
   if (form_is_gathered(*form)) {
-    GatheredStaging staged(*encoding, *form, input, codes, output, result, where, result_ranks,
-                           traits().means_of_decoded_values && !gather ? setup.summed : 1);
+    GatheredStaging staged(*encoding, *form, result_form, input, codes, output, result, where);
     call.move([&](int tag) { run_gathered_collective(comm, tag, kind, staged, spans, pieces, options); });
   } else {
     StagedReduction staged(in_transit(*encoding), *form, input, codes, output, result, where);

@@ -5,15 +5,13 @@
 
 namespace qccl {
 
-GatheredStaging::GatheredStaging(Encoding& inner, const ElementForm& form, DeviceVector& input,
+GatheredStaging::GatheredStaging(Encoding& inner, const ElementForm& form,
+                                 const ElementForm& result_form, DeviceVector& input,
                                  std::span<const std::byte> codes, DeviceVector& output,
-                                 std::span<std::byte> result, StagedVectors where, int ranks,
-                                 int divide_by)
-    : inner_(inner), form_(form), output_form_(form), input_(input), codes_(codes),
+                                 std::span<std::byte> result, StagedVectors where)
+    : inner_(inner), form_(form), output_form_(result_form), input_(input), codes_(codes),
       output_(output), result_(result), where_(where) {
   form_.ranks = 1;
-  output_form_.ranks = ranks;
-  output_form_.divide_by = divide_by;
   output_form_.vector_first = where.output_first;
 }
 

@@ -25,12 +25,13 @@ namespace qccl {
 
 class GatheredStaging final : public Encoding {
  public:
-  // `form`: the step's form (one rank's codes, form.ranks = 1); `codes`:
-  // input.encode's; `result`: output.result_codes, sized for `ranks`
-  // ranks' codes of every output element.
-  GatheredStaging(Encoding& inner, const ElementForm& form, DeviceVector& input,
-                  std::span<const std::byte> codes, DeviceVector& output,
-                  std::span<std::byte> result, StagedVectors where, int ranks, int divide_by);
+  // `form`: the step's form (one rank's codes, form.ranks = 1);
+  // `result_form`: the output's (result_form.ranks ranks' codes of each
+  // element, and their division); `codes`: input.encode's; `result`:
+  // output.result_codes, sized by result_form.
+  GatheredStaging(Encoding& inner, const ElementForm& form, const ElementForm& result_form,
+                  DeviceVector& input, std::span<const std::byte> codes, DeviceVector& output,
+                  std::span<std::byte> result, StagedVectors where);
 
   std::string name() const override { return inner_.name(); }
   std::size_t granularity() const override { return inner_.granularity(); }

@@ -47,26 +47,12 @@ void sum_integers(GroupCollectives& group, std::span<const float> input, std::sp
   encoding.decode(bytes, 0, output);
 }
 
-// Every rank's encoded size, then every rank's bytes (in rank order).
-std::vector<std::byte> gather_encodings(Communicator& comm, const std::vector<std::byte>& mine,
-                                        std::vector<std::size_t>& sizes, Timeout timeout) {
-  const auto n = static_cast<std::size_t>(comm.size());
-  std::vector<std::int64_t> table(n, 0);
-  table[static_cast<std::size_t>(comm.rank())] = static_cast<std::int64_t>(mine.size());
-  comm.transport().allreduce(std::as_writable_bytes(std::span(table)), DataType::i64,
-                             ReduceOp::sum, timeout);
-  sizes.assign(table.begin(), table.end());
-  std::size_t total = 0;
-  for (const std::size_t s : sizes) total += s;
-  std::vector<std::byte> all(total);
-  comm.transport().allgather(mine, all, sizes, timeout);
-  return all;
-}
-
-// Decodes every rank's encoding and adds them in rank order, in fp32; where
-// that sum overflowed fp32 (values near its largest), the mean is formed in
-// double instead. The same values in the same order on every rank: the
-// same bits everywhere.
+// Decodes every rank's encoding and adds them in rank order, in fp32, then
+// divides each sum once; an element whose fp32 sum overflowed (values near
+// fp32's largest) is summed again in double and divided there, as
+// collectives/decode_sum.h does chunk by chunk on qccl's own transport.
+// The same values in the same order on every rank: the same bits
+// everywhere.
 void sum_decoded(Encoding& encoding, std::span<const std::byte> all,
                  std::span<const std::size_t> sizes, std::span<float> output, int divide_by) {
   std::vector<float> scratch(output.size());
@@ -80,26 +66,42 @@ void sum_decoded(Encoding& encoding, std::span<const std::byte> all,
       encoding.decode_add(bytes, 0, output, scratch);
     }
   }
-  const bool overflowed = std::any_of(output.begin(), output.end(),
-                                      [](float x) { return !std::isfinite(x); });
-  if (divide_by > 1 && overflowed) {
-    std::vector<double> sum(output.size(), 0.0);
-    offset = 0;
-    for (const std::size_t size : sizes) {
-      encoding.decode(all.subspan(offset, size), 0, scratch);
-      offset += size;
-      for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += scratch[i];
-    }
-    for (std::size_t i = 0; i < sum.size(); ++i) output[i] = static_cast<float>(sum[i] / divide_by);
-    return;
+  if (divide_by == 1) return;
+  std::vector<std::size_t> overflowed;
+  const auto n = static_cast<float>(divide_by);
+  for (std::size_t i = 0; i < output.size(); ++i) {
+    if (!std::isfinite(output[i])) overflowed.push_back(i);
+    output[i] /= n;
   }
-  if (divide_by > 1) {
-    const auto n = static_cast<float>(divide_by);
-    for (float& x : output) x /= n;
+  if (overflowed.empty()) return;
+  std::vector<double> sum(overflowed.size(), 0.0);
+  offset = 0;
+  for (const std::size_t size : sizes) {
+    encoding.decode(all.subspan(offset, size), 0, scratch);
+    offset += size;
+    for (std::size_t j = 0; j < overflowed.size(); ++j) sum[j] += scratch[overflowed[j]];
+  }
+  for (std::size_t j = 0; j < overflowed.size(); ++j) {
+    output[overflowed[j]] = static_cast<float>(sum[j] / divide_by);
   }
 }
 
 }  // namespace
+
+std::vector<std::byte> gather_encodings(Communicator& comm, std::span<const std::byte> mine,
+                                        std::vector<std::size_t>& sizes, Timeout timeout) {
+  const auto n = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> table(n, 0);
+  table[static_cast<std::size_t>(comm.rank())] = static_cast<std::int64_t>(mine.size());
+  comm.transport().allreduce(std::as_writable_bytes(std::span(table)), DataType::i64,
+                             ReduceOp::sum, timeout);
+  sizes.assign(table.begin(), table.end());
+  std::size_t total = 0;
+  for (const std::size_t s : sizes) total += s;
+  std::vector<std::byte> all(total);
+  comm.transport().allgather(mine, all, sizes, timeout);
+  return all;
+}
 
 GroupCollectives* group_collectives(Communicator& comm) {
   return dynamic_cast<GroupCollectives*>(&comm.transport());

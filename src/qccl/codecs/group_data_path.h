@@ -23,6 +23,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/encoding.h"
@@ -62,6 +63,12 @@ GroupCollectives* group_collectives(Communicator& comm);
 // (the MPI mode). `gathered`: the codec decodes every rank's encoding before
 // adding (Aggregation::allgather_decode). `codec` names the codec.
 std::string group_refusal(Encoding& encoding, bool gathered, const std::string& codec);
+
+// Every rank's encoded bytes in rank order through the group (`mine` this
+// rank's; `sizes` receives each rank's size): one small SUM allreduce of
+// the sizes, then the group's allgather of bytes.
+std::vector<std::byte> gather_encodings(Communicator& comm, std::span<const std::byte> mine,
+                                        std::vector<std::size_t>& sizes, Timeout timeout);
 
 // The allreduce mean's data movement through the group: `output` receives
 // the sum over ranks of the decoded encodings divided by `divide_by` (1
