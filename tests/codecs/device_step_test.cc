@@ -435,23 +435,38 @@ TEST(DeviceStepGroupTest, HopByHopEncodingsAreRefusedOverAGroup) {
   }
 }
 
+// One allreduce-mean step of `spec` on `values` on device data and on
+// host data: the same bits, finite, identical on every rank; returns the
+// device step's result.
+std::vector<float> device_step_like_host_step(Communicator& comm, const std::string& spec,
+                                              std::vector<float> values) {
+  auto on_device = make_codec(spec);
+  auto on_host = make_codec(spec);
+  auto host_values = values;
+  HostMemoryVector vector(values);
+  on_device->allreduce_mean(comm, vector);
+  on_host->allreduce_mean(comm, std::span<float>(host_values));
+  EXPECT_EQ(test::bytes_hash(values), test::bytes_hash(host_values)) << spec;
+  for (float v : values) EXPECT_TRUE(std::isfinite(v)) << spec << ": " << v;
+  test::expect_identical_across_ranks(comm, values);
+  return values;
+}
+
+// Values near FLT_MAX, of both signs (`every` > 0: one element in that
+// many is near 1 instead).
+std::vector<float> near_the_top(int rank, std::size_t every) {
+  return test::make_vector(1001, [&](std::size_t i) {
+    const float sign = i % 2 ? 1.0f : -1.0f;
+    return (every > 0 && i % every == 0 ? 1.0f : 3e38f) * sign * (0.5f + 0.5f * test::noise(rank, i));
+  });
+}
+
 // fp32 sums that could overflow travel scaled by 2^-k and decode to the
 // mean in fp64 (fp32_mean.h): values near FLT_MAX on 3 ranks, device and
 // host alike, finite, on every rank the same.
 TEST(DeviceStepMixedTest, Fp32SumsNearTheTopOfTheRangeTravelScaled) {
   test::run_world(3, [](Communicator& comm) {
-    auto on_device = make_codec("fp32");
-    auto on_host = make_codec("fp32");
-    auto device_values = test::make_vector(1001, [&](std::size_t i) {
-      return 3e38f * (i % 2 ? 1.0f : -1.0f) * (0.5f + 0.5f * test::noise(comm.rank(), i));
-    });
-    auto host_values = device_values;
-    HostMemoryVector vector(device_values);
-    on_device->allreduce_mean(comm, vector);
-    on_host->allreduce_mean(comm, std::span<float>(host_values));
-    ASSERT_EQ(test::bytes_hash(device_values), test::bytes_hash(host_values));
-    for (float v : device_values) ASSERT_TRUE(std::isfinite(v)) << v;
-    test::expect_identical_across_ranks(comm, device_values);
+    device_step_like_host_step(comm, "fp32", near_the_top(comm.rank(), 0));
   });
 }
 
@@ -461,25 +476,13 @@ TEST(DeviceStepMixedTest, Fp32SumsNearTheTopOfTheRangeTravelScaled) {
 // transport and over a group alike; the other elements keep the fp32 sum.
 TEST(DeviceStepMixedTest, GatheredMeansNearTheTopOfTheRangeAreFinite) {
   std::vector<std::vector<float>> on_ring(3), on_group(3);
-  const auto body = [](Communicator& comm, std::vector<float>& kept) {
-    auto on_device = make_codec("minmax:bucket=64");
-    auto on_host = make_codec("minmax:bucket=64");
-    auto device_values = test::make_vector(1001, [&](std::size_t i) {
-      const float sign = i % 2 ? 1.0f : -1.0f;
-      return (i % 3 ? 3e38f : 1.0f) * sign * (0.5f + 0.5f * test::noise(comm.rank(), i));
-    });
-    auto host_values = device_values;
-    HostMemoryVector vector(device_values);
-    on_device->allreduce_mean(comm, vector);
-    on_host->allreduce_mean(comm, std::span<float>(host_values));
-    ASSERT_EQ(test::bytes_hash(device_values), test::bytes_hash(host_values));
-    for (float v : device_values) ASSERT_TRUE(std::isfinite(v)) << v;
-    test::expect_identical_across_ranks(comm, device_values);
-    kept = device_values;
-  };
-  test::run_world(3, [&](Communicator& comm) { body(comm, on_ring[static_cast<std::size_t>(comm.rank())]); });
+  test::run_world(3, [&](Communicator& comm) {
+    on_ring[static_cast<std::size_t>(comm.rank())] =
+        device_step_like_host_step(comm, "minmax:bucket=64", near_the_top(comm.rank(), 3));
+  });
   run_group_world(3, [&](Communicator& comm, test::GroupLikeTransport&) {
-    body(comm, on_group[static_cast<std::size_t>(comm.rank())]);
+    on_group[static_cast<std::size_t>(comm.rank())] =
+        device_step_like_host_step(comm, "minmax:bucket=64", near_the_top(comm.rank(), 3));
   });
   EXPECT_EQ(test::bytes_hash(on_ring[0]), test::bytes_hash(on_group[0]))
       << "the group's gathered mean differs from the ring's";

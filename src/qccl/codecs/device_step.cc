@@ -132,35 +132,29 @@ class UntouchedSpans {
 };
 
 // The ring or halving-doubling allreduce, reduce-scatter or allgather on
-// the staged codes, combined in transit.
-void run_staged_collective(Communicator& comm, int tag, CodecOperation kind,
-                           StagedReduction& staged, const UntouchedSpans& spans,
-                           std::span<const Range> pieces, const CollectiveOptions& options) {
+// the staged codes: combined in transit where the staging is a Reduction
+// (StagedReduction), else (GatheredStaging) every rank's encoding travels
+// as it is and is decoded where the data is (decode_sum.h; the staging
+// divides, so the bodies' division is off) — as the host step's
+// Codec::default_move_data chooses.
+void run_staged_collective(Communicator& comm, int tag, CodecOperation kind, Encoding& staged,
+                           const UntouchedSpans& spans, std::span<const Range> pieces,
+                           const CollectiveOptions& options) {
+  Reduction* const combined = staged.in_transit();
   switch (kind) {
     case CodecOperation::allreduce_mean:
-      allreduce_body(comm, tag, spans.input(), spans.output(), staged, options);
+      if (combined) {
+        allreduce_body(comm, tag, spans.input(), spans.output(), *combined, options);
+      } else {
+        allreduce_by_allgather_body(comm, tag, spans.input(), spans.output(), staged, options);
+      }
       return;
     case CodecOperation::reduce_scatter_mean:
-      reduce_scatter_body(comm, tag, spans.input(), pieces, spans.output(), staged, options);
-      return;
-    case CodecOperation::allgather:
-      allgather_body(comm, tag, spans.input(), pieces, spans.output(), staged, options);
-      return;
-  }
-}
-
-// The same with a gathered codec's staged chunks: every rank's encoding
-// travels as it is and is decoded where the data is (decode_sum.h; the
-// staging divides, so the bodies' division is off).
-void run_gathered_collective(Communicator& comm, int tag, CodecOperation kind,
-                             GatheredStaging& staged, const UntouchedSpans& spans,
-                             std::span<const Range> pieces, const CollectiveOptions& options) {
-  switch (kind) {
-    case CodecOperation::allreduce_mean:
-      allreduce_by_allgather_body(comm, tag, spans.input(), spans.output(), staged, options);
-      return;
-    case CodecOperation::reduce_scatter_mean:
-      reduce_scatter_by_exchange_body(comm, tag, spans.input(), pieces, spans.output(), staged, options);
+      if (combined) {
+        reduce_scatter_body(comm, tag, spans.input(), pieces, spans.output(), *combined, options);
+      } else {
+        reduce_scatter_by_exchange_body(comm, tag, spans.input(), pieces, spans.output(), staged, options);
+      }
       return;
     case CodecOperation::allgather:
       allgather_body(comm, tag, spans.input(), pieces, spans.output(), staged, options);
@@ -285,13 +279,13 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   }
   const UntouchedSpans spans(kind, input.size(), output.size());
   const StagedVectors where{.input_first = input_first, .output_first = output_first};
+  std::unique_ptr<Encoding> staged;
   if (form_is_gathered(*form)) {
-    GatheredStaging staged(*encoding, *form, result_form, input, codes, output, result, where);
-    call.move([&](int tag) { run_gathered_collective(comm, tag, kind, staged, spans, pieces, options); });
+    staged = std::make_unique<GatheredStaging>(*encoding, *form, result_form, input, codes, output, result, where);
   } else {
-    StagedReduction staged(in_transit(*encoding), *form, input, codes, output, result, where);
-    call.move([&](int tag) { run_staged_collective(comm, tag, kind, staged, spans, pieces, options); });
+    staged = std::make_unique<StagedReduction>(in_transit(*encoding), *form, input, codes, output, result, where);
   }
+  call.move([&](int tag) { run_staged_collective(comm, tag, kind, *staged, spans, pieces, options); });
   output.finish_decoding();  // every chunk's decoding was started as it finished
   ++step_;
 }

@@ -1,10 +1,10 @@
 #include "qccl/codecs/group_data_path.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "qccl/collectives/decode_sum.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -48,42 +48,26 @@ void sum_integers(GroupCollectives& group, std::span<const float> input, std::sp
 }
 
 // Decodes every rank's encoding and adds them in rank order, in fp32, then
-// divides each sum once; an element whose fp32 sum overflowed (values near
-// fp32's largest) is summed again in double and divided there, as
-// collectives/decode_sum.h does chunk by chunk on qccl's own transport.
+// divides each sum once (divide_sums: an element whose fp32 sum overflowed
+// is summed again in double), as collectives/decode_sum.h does chunk by
+// chunk on qccl's own transport.
 // The same values in the same order on every rank: the same bits
 // everywhere.
 void sum_decoded(Encoding& encoding, std::span<const std::byte> all,
                  std::span<const std::size_t> sizes, std::span<float> output, int divide_by) {
   std::vector<float> scratch(output.size());
-  std::size_t offset = 0;
+  std::vector<std::size_t> offsets(sizes.size(), 0);
+  for (std::size_t q = 1; q < sizes.size(); ++q) offsets[q] = offsets[q - 1] + sizes[q - 1];
+  const auto bytes_of = [&](std::size_t q) { return all.subspan(offsets[q], sizes[q]); };
   for (std::size_t q = 0; q < sizes.size(); ++q) {
-    const auto bytes = all.subspan(offset, sizes[q]);
-    offset += sizes[q];
     if (q == 0) {
-      encoding.decode(bytes, 0, output);
+      encoding.decode(bytes_of(q), 0, output);
     } else {
-      encoding.decode_add(bytes, 0, output, scratch);
+      encoding.decode_add(bytes_of(q), 0, output, scratch);
     }
   }
-  if (divide_by == 1) return;
-  std::vector<std::size_t> overflowed;
-  const auto n = static_cast<float>(divide_by);
-  for (std::size_t i = 0; i < output.size(); ++i) {
-    if (!std::isfinite(output[i])) overflowed.push_back(i);
-    output[i] /= n;
-  }
-  if (overflowed.empty()) return;
-  std::vector<double> sum(overflowed.size(), 0.0);
-  offset = 0;
-  for (const std::size_t size : sizes) {
-    encoding.decode(all.subspan(offset, size), 0, scratch);
-    offset += size;
-    for (std::size_t j = 0; j < overflowed.size(); ++j) sum[j] += scratch[overflowed[j]];
-  }
-  for (std::size_t j = 0; j < overflowed.size(); ++j) {
-    output[overflowed[j]] = static_cast<float>(sum[j] / divide_by);
-  }
+  divide_sums(output, divide_by, sizes.size(), scratch,
+              [&](std::size_t q, std::span<float> out) { encoding.decode(bytes_of(q), 0, out); });
 }
 
 }  // namespace

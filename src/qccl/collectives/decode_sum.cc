@@ -1,7 +1,6 @@
 #include "qccl/collectives/decode_sum.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "qccl/collectives/codec_steps.h"
@@ -19,34 +18,8 @@ struct SumChunk {
   std::size_t count = 0;
 };
 
-// A chunk's sum, when it is a mean: one fp32 division per element. The
-// decoded values are finite, so a non-finite sum is an overflow: those
-// elements are summed again in double, which holds any sum of fp32 values,
-// and divided there; |mean| <= the largest |decoded value|, so it is finite
-// in fp32 too. Every rank's chunk is decoded a second time only then.
-template <class BytesOf>
-void divide_chunk(Encoding& encoding, std::size_t ranks, const SumChunk& chunk,
-                  std::span<float> sum, std::span<float> decoded, int divide_by,
-                  BytesOf& bytes_of) {
-  std::vector<std::size_t> overflowed;
-  const auto n = static_cast<float>(divide_by);
-  for (std::size_t i = 0; i < sum.size(); ++i) {
-    if (!std::isfinite(sum[i])) overflowed.push_back(i);
-    sum[i] /= n;
-  }
-  if (overflowed.empty()) return;
-  std::vector<double> sums(overflowed.size(), 0.0);
-  for (std::size_t q = 0; q < ranks; ++q) {
-    encoding.decode(bytes_of(q), chunk.first, decoded);
-    for (std::size_t j = 0; j < overflowed.size(); ++j) sums[j] += decoded[overflowed[j]];
-  }
-  for (std::size_t j = 0; j < overflowed.size(); ++j) {
-    sum[overflowed[j]] = static_cast<float>(sums[j] / divide_by);
-  }
-}
-
 // output = (decoded(0) + decoded(1) + ... ) / divide_by: the fp32 sum in
-// rank order, then one fp32 division (see divide_chunk), bytes_of(q, c)
+// rank order, then one fp32 division (divide_sums), bytes_of(q, c)
 // being rank q's encoding of chunk c. It goes chunk by chunk (the
 // pipeline's chunks, at most chunk_bytes of fp32), each rank's decoding
 // added while the chunk's running sum is still in the cache
@@ -71,7 +44,9 @@ void sum_in_rank_order(Communicator& comm, Encoding& encoding, std::span<const S
     for (std::size_t q = 1; q < ranks; ++q) {
       encoding.decode_add(chunk_bytes(q), chunk.first, sum, decoded);
     }
-    if (divide_by != 1) divide_chunk(encoding, ranks, chunk, sum, decoded, divide_by, chunk_bytes);
+    divide_sums(sum, divide_by, ranks, decoded, [&](std::size_t q, std::span<float> out) {
+      encoding.decode(chunk_bytes(q), chunk.first, out);
+    });
   }
 }
 

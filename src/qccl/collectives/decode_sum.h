@@ -11,7 +11,9 @@
 // divide_by = 1 (counts a codec scales itself) the sum must fit in fp32.
 #pragma once
 
+#include <cmath>
 #include <span>
+#include <vector>
 
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/layout.h"
@@ -19,6 +21,33 @@
 #include "qccl/collectives/encoding.h"
 
 namespace qccl {
+
+// sum[i] /= divide_by in fp32, element by element (divide_by 1: nothing).
+// The decoded values are finite, so a non-finite sum is an overflow: those
+// elements are summed again in double — decode_rank(q, scratch) writes
+// rank q's decoded values of the same elements, q = 0..ranks−1 — and
+// divided there; |mean| <= the largest decoded value, so it is finite in
+// fp32 too. Ranks are decoded a second time only then.
+template <class DecodeRank>
+void divide_sums(std::span<float> sum, int divide_by, std::size_t ranks, std::span<float> scratch,
+                 DecodeRank&& decode_rank) {
+  if (divide_by == 1) return;
+  std::vector<std::size_t> overflowed;
+  const auto n = static_cast<float>(divide_by);
+  for (std::size_t i = 0; i < sum.size(); ++i) {
+    if (!std::isfinite(sum[i])) overflowed.push_back(i);
+    sum[i] /= n;
+  }
+  if (overflowed.empty()) return;
+  std::vector<double> sums(overflowed.size(), 0.0);
+  for (std::size_t q = 0; q < ranks; ++q) {
+    decode_rank(q, scratch);
+    for (std::size_t j = 0; j < overflowed.size(); ++j) sums[j] += scratch[overflowed[j]];
+  }
+  for (std::size_t j = 0; j < overflowed.size(); ++j) {
+    sum[overflowed[j]] = static_cast<float>(sums[j] / divide_by);
+  }
+}
 
 // Every rank encodes its whole input once; the encodings are allgathered
 // (ring, or recursive doubling for algorithm halving-doubling); every rank
