@@ -4,6 +4,7 @@ of `qccl train` under PyTorch DDP, several processes sharing one GPU
 once with DDP's own allreduce, once per dtype with qccl's hook, which
 averages the CUDA buckets with the codec's device step, and once in fp32
 per further codec (IntSGD, whose optimizer feedback the hook then sums on
+the device; min-max, whose ranks' encodings are gathered and decoded on
 the device). Rank 0 prints one
 row per run. Exit status 1 when a qccl run's replicas differ, or its loss
 does not fall as DDP's does.
@@ -36,8 +37,8 @@ def options(argv):
     parser.add_argument("--codec", default="global-qsgd:bits=8")
     parser.add_argument("--dtypes", default="fp32,bf16,fp16",
                         help="the dtypes of qccl's runs (DDP's own runs in fp32)")
-    parser.add_argument("--more-codecs", default="intsgd",
-                        help="comma-separated codecs run once more each, in fp32 ('' for none)")
+    parser.add_argument("--more-codecs", default="intsgd;minmax",
+                        help="semicolon-separated codecs run once more each, in fp32 ('' for none)")
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--batch", type=int, default=32, help="images per process and step")
     return parser.parse_args(argv)
@@ -118,7 +119,7 @@ def main(argv):
     else:
         device, where = torch.device("cpu"), "CPU (the device step's host reference)"
     runs = [("ddp", "fp32")] + [(args.codec, d) for d in args.dtypes.split(",")]
-    runs += [(codec, "fp32") for codec in args.more_codecs.split(",") if codec]
+    runs += [(codec, "fp32") for codec in args.more_codecs.split(";") if codec]
     rows, failures = [], []
     ddp_last = None
     for run, dtype_name in runs:
