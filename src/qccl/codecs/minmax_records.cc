@@ -24,6 +24,13 @@ const std::uint8_t* bytes_of(std::span<const std::byte> s) {
   return reinterpret_cast<const std::uint8_t*>(s.data());
 }
 
+// The bytes of min-max's chunk of `count` elements: each bucket's range,
+// then the indices packed to code_bits bits (MinMaxEncoding's layout).
+std::size_t chunk_bytes(const ElementForm& form, std::size_t count) {
+  return 2 * sizeof(float) * bucket_count(form, count) +
+         (count * static_cast<std::size_t>(form.code_bits) + 7) / 8;
+}
+
 }  // namespace
 
 std::size_t minmax_record_bytes(const ElementForm& form, std::size_t count) {
@@ -89,7 +96,7 @@ std::size_t minmax_chunk_from_records(const ElementForm& form, std::span<const s
     std::memcpy(indices + start, in + ops::record_index_at(start, per_range), n);
   }
   if (form.code_bits != 8) pack_indices(unpacked, form.code_bits, reinterpret_cast<std::byte*>(payload));
-  return 2 * sizeof(float) * buckets + (count * static_cast<std::size_t>(form.code_bits) + 7) / 8;
+  return chunk_bytes(form, count);
 }
 
 void minmax_records_from_chunk(const ElementForm& form, const std::string& codec,
@@ -97,9 +104,7 @@ void minmax_records_from_chunk(const ElementForm& form, const std::string& codec
                                std::span<std::byte> records) {
   const std::size_t per_range = form.values_per_range;
   const std::size_t buckets = bucket_count(form, count);
-  const std::size_t expected =
-      2 * sizeof(float) * buckets + (count * static_cast<std::size_t>(form.code_bits) + 7) / 8;
-  require_chunk_bytes(codec, chunk.size(), expected, count);
+  require_chunk_bytes(codec, chunk.size(), chunk_bytes(form, count), count);
   const std::uint8_t* ranges = bytes_of(chunk);
   const std::uint8_t* payload = ranges + 2 * sizeof(float) * buckets;
   std::vector<std::uint8_t> unpacked(form.code_bits == 8 ? 0 : count);
