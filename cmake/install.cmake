@@ -2,12 +2,14 @@
 #
 #   cmake --install build --prefix P [--component core|engines|program]
 #
-# installs three components:
+# installs three components, and a fourth in a build with CUDA:
 # - core:    libqccl_core.so, its headers, the CMake package (qccl::core)
 #            and the pkg-config file qccl-core.pc;
 # - engines: libqccl_engines.so and its headers (qccl::engines, libtorch);
-# - program: the qccl command line.
-# `cpack -G DEB` in the build directory packs all three into
+# - program: the qccl command line;
+# - device:  libqccl_device.so and its headers (qccl::device: codec steps on
+#            CUDA device memory; docs/gpu.md).
+# `cpack -G DEB` in the build directory packs them all into
 # qccl_<version>_amd64.deb. docs/install.md says how to use them.
 
 include(GNUInstallDirs)
@@ -22,12 +24,21 @@ install(TARGETS qccl_engines_shared EXPORT qcclEnginesTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT engines
         FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT engines)
 install(TARGETS qccl RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT program)
+if(TARGET qccl_device_shared)
+  install(TARGETS qccl_device_shared EXPORT qcclDeviceTargets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT device
+          FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT device)
+endif()
 
 # The CMake package: one targets file per library, so that a project using
 # only the core never looks for libtorch.
 install(EXPORT qcclCoreTargets NAMESPACE qccl:: DESTINATION ${QCCL_CMAKE_DIR} COMPONENT core)
 install(EXPORT qcclEnginesTargets NAMESPACE qccl:: DESTINATION ${QCCL_CMAKE_DIR}
         COMPONENT engines)
+if(TARGET qccl_device_shared)
+  install(EXPORT qcclDeviceTargets NAMESPACE qccl:: DESTINATION ${QCCL_CMAKE_DIR}
+          COMPONENT device)
+endif()
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/qcclConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/qcclConfig.cmake
                               INSTALL_DESTINATION ${QCCL_CMAKE_DIR})
@@ -58,8 +69,9 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
 set(CPACK_PACKAGE_DESCRIPTION
     "qccl's command line (bench, model, simulate, experiment, train), its core library \
 (compressed allreduce, reduce-scatter, allgather and broadcast over MPI, with Global-QSGD, \
-IntSGD and the usual baselines as codecs) and its libtorch training engines, with headers, \
-a CMake package (find_package(qccl)) and a pkg-config file (qccl-core).")
+IntSGD and the usual baselines as codecs), its libtorch training engines and, where built \
+with CUDA, its codec steps on GPU memory, with headers, a CMake package (find_package(qccl)) \
+and a pkg-config file (qccl-core).")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # qccl_<version>_amd64.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION science)

@@ -1,14 +1,15 @@
 # Checks on the installed headers, so that a header a user cannot use on its
 # own breaks qccl's build rather than theirs.
 #
-# qccl_check_public_headers(<core|engines> HEADER...), HEADER relative to
+# qccl_check_public_headers(<core|engines|device> HEADER...), HEADER relative to
 # src/. At configure time, each header must
 # - bracket its declarations with QCCL_API_BEGIN/QCCL_API_END (export.h),
 #   or the shared library does not export them;
 # - include only public qccl headers (an internal one would be missing from
 #   an install);
 # - not include MPI's, zlib's, nlohmann-json's or CLI11's headers, nor, in
-#   the core, libtorch's: those are qccl's private dependencies.
+#   the core and the device library, libtorch's: those are qccl's private
+#   dependencies (the device headers may include the CUDA runtime's).
 # At build time, each header is compiled on its own in a translation unit of
 # its own, which fails if it does not include what it uses. An engines
 # header whose .cc includes it first is compiled on its own there already;
@@ -18,10 +19,13 @@ function(qccl_check_public_headers part)
   set(headers ${ARGN})
   set(allowed ${QCCL_CORE_PUBLIC_HEADERS})
   set(forbidden "mpi\\.h|zlib\\.h|nlohmann/|CLI/")
-  if(part STREQUAL "core")
-    string(APPEND forbidden "|torch/|ATen/|c10/")
-  else()
+  if(part STREQUAL "engines")
     list(APPEND allowed ${QCCL_ENGINES_PUBLIC_HEADERS})
+  else()
+    string(APPEND forbidden "|torch/|ATen/|c10/")
+  endif()
+  if(part STREQUAL "device")
+    list(APPEND allowed ${QCCL_DEVICE_PUBLIC_HEADERS})
   endif()
   string(TOUPPER "QCCL_${part}_PUBLIC_HEADERS" list_name)
   set(where "${list_name} in src/CMakeLists.txt")
@@ -70,7 +74,7 @@ function(qccl_check_public_headers part)
     set(leak_checks "#if defined(OMPI_MPI_H) || defined(MPI_VERSION)
 #error \"${header} brings in MPI's header: MPI must stay inside qccl's .cc files\"
 #endif\n")
-    if(part STREQUAL "core")
+    if(NOT part STREQUAL "engines")
       string(APPEND leak_checks "#if defined(C10_API) || defined(TORCH_API)
 #error \"${header} brings in libtorch's headers: only the engines' headers may\"
 #endif\n")

@@ -12,13 +12,18 @@
 #      qccl-core` alone, and run;
 #   4. tests/install/find_package: version and component checks, and the
 #      engines component finding Torch (configured only: a libtorch
-#      translation unit takes ~20 s).
+#      translation unit takes ~20 s);
+#   5. with the device library (WITH_DEVICE=ON, a build with CUDA):
+#      libqccl_device.so exports the device headers' API and keeps its CUDA
+#      runtime hidden, and examples/consumer_device is built with the C++
+#      compiler alone and run: on a GPU, an allreduce on device memory
+#      checked; without one, the library's clean refusal checked.
 # Usage: install_test.sh BUILD_DIR SOURCE_DIR CMAKE CXX GENERATOR VERSION \
-#                        HEADER_LIST MPIRUN...
+#                        HEADER_LIST WITH_DEVICE MPIRUN...
 set -euo pipefail
 
-build=$1 source=$2 cmake=$3 cxx=$4 generator=$5 version=$6 header_list=$7
-shift 7
+build=$1 source=$2 cmake=$3 cxx=$4 generator=$5 version=$6 header_list=$7 with_device=$8
+shift 8
 mpirun=("$@")
 
 work=$build/install-test
@@ -117,7 +122,37 @@ step "find_package(qccl): versions, components, engines and Torch"
 quiet find-package "$cmake" -S "$source/tests/install/find_package" -B "$work/find_package" \
   -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DQCCL_EXPECTED_VERSION="$version" \
-  -DQCCL_EXPECTED_PREFIX="$prefix"
+  -DQCCL_EXPECTED_PREFIX="$prefix" -DQCCL_EXPECT_DEVICE="$with_device"
 grep "gives qccl::core" "$work/find-package.log"
+
+if [ "$with_device" = ON ]; then
+  step "the device library: exports, examples/consumer_device built and run"
+  for f in "$lib/libqccl_device.so" "$lib/libqccl_device.so.$soversion" \
+           "$lib/libqccl_device.so.$version" "$lib/cmake/qccl/qcclDeviceTargets.cmake"; do
+    [ -e "$f" ] || fail "$f was not installed"
+  done
+  device_exported=$(nm -DC --defined-only "$lib/libqccl_device.so")
+  grep -q 'qccl::CudaVector::CudaVector(' <<<"$device_exported" ||
+    fail "libqccl_device.so does not export qccl::CudaVector's constructor"
+  # Its static CUDA runtime stays inside: a program's own runtime (or
+  # PyTorch's) must not bind to it, nor it to theirs.
+  if grep -Eq ' (cudaMalloc|cudaStreamCreate|cudaGetDeviceCount)\b' <<<"$device_exported"; then
+    fail "libqccl_device.so exports the CUDA runtime's functions: hide them (link it with -Wl,--exclude-libs,ALL)"
+  fi
+  if grep -q 'qccl::device_kernels::linear_encode_i8' <<<"$device_exported"; then
+    fail "libqccl_device.so exports the internal kernel launchers: only what the installed headers declare may be"
+  fi
+  quiet consumer-device-configure "$cmake" -S "$source/examples/consumer_device" \
+    -B "$work/consumer_device" -G "$generator" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+  quiet consumer-device-build "$cmake" --build "$work/consumer_device"
+  quiet consumer-device-run "$work/consumer_device/consumer_device"
+  grep -Eq "within the bound, bitwise identical on every rank|CudaVector refused with qccl::Error: CUDA: " \
+    "$work/consumer-device-run.log" || {
+    cat "$work/consumer-device-run.log" >&2
+    fail "the device consumer printed neither a checked allreduce nor a clean refusal"
+  }
+  cat "$work/consumer-device-run.log"
+fi
 
 step "done: the install works for other projects"

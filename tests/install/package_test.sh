@@ -42,6 +42,13 @@ for f in /usr/bin/qccl "/usr/lib/libqccl_core.so.$version" "/usr/lib/libqccl_eng
          /usr/lib/cmake/qccl/qcclConfigVersion.cmake /usr/lib/pkgconfig/qccl-core.pc; do
   grep -qx "$f" "$work/contents" || fail "the package lacks $f"
 done
+# The device library, where the build has one (its headers are listed).
+if grep -qx 'qccl/codecs/device/cuda_vector.h' "$header_list"; then
+  for f in "/usr/lib/libqccl_device.so.$version" /usr/lib/libqccl_device.so \
+           /usr/lib/cmake/qccl/qcclDeviceTargets.cmake; do
+    grep -qx "$f" "$work/contents" || fail "the package lacks $f (the build has the device library)"
+  done
+fi
 # The Python package, where the build has one: in python3's own
 # dist-packages under /usr.
 if [ -d "$build/python/qccl" ]; then

@@ -15,12 +15,9 @@
 
 namespace qccl {
 
-// Bytes of the codes of `count` elements (a chunk without its header), the
-// offset of element `first`'s code among a vector's codes (`first` even for
-// packed 4-bit codes), and the bytes of a chunk of `count` elements.
-std::size_t form_payload_bytes(const ElementForm& form, std::size_t count);
-std::size_t form_payload_offset(const ElementForm& form, std::size_t first);
-std::size_t form_chunk_bytes(const ElementForm& form, std::size_t count);
+// (form_payload_bytes, form_payload_offset and form_chunk_bytes are in
+// element_form.h, public for DeviceVector implementations.)
+
 // Calls body(block, offset, count) for each piece of the step's elements
 // [first, first + count) that lies in one of an integer form's blocks
 // (offset from `first`); for other forms, body(nullptr, 0, count) once.

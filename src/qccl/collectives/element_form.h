@@ -38,7 +38,7 @@ struct ElementForm {
     int_i8_summed,       // IntSGD's integers (Algorithm 1), int8, summed exactly in transit
     int_i32_summed,      // the same in int32
     // Min-max buckets (QSDP §4.1, minmax.h), gathered and decoded: not
-    // combined in transit. Its codes are bucket records (gathered_form.h).
+    // combined in transit. Its codes are bucket records (minmax_records.h).
     minmax_gathered,
   };
   Code code = Code::fp16;
@@ -92,6 +92,15 @@ struct ElementForm {
   std::int32_t ranks = 0;
   std::uint64_t seed = 0, bucket = 0, step = 0;
 };
+
+// The layout of a form's codes, for whoever keeps them (a DeviceVector's
+// buffers): the bytes of the codes of `count` elements (a chunk without
+// its header), the offset of element `first`'s code among a vector's codes
+// (`first` even for packed 4-bit codes, a bucket's start for min-max), and
+// the bytes of a chunk of `count` elements.
+std::size_t form_payload_bytes(const ElementForm& form, std::size_t count);
+std::size_t form_payload_offset(const ElementForm& form, std::size_t first);
+std::size_t form_chunk_bytes(const ElementForm& form, std::size_t count);
 
 }  // namespace qccl
 QCCL_API_END

@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "qccl/common/errors.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 inline void check_cuda(cudaError_t status, const char* what) {
@@ -57,3 +59,4 @@ inline void wait_for_event(cudaEvent_t event, std::chrono::milliseconds timeout,
 inline constexpr std::chrono::milliseconds kDeviceTimeout = std::chrono::minutes(5);
 
 }  // namespace qccl
+QCCL_API_END

@@ -8,7 +8,9 @@
 #include <type_traits>
 
 #include "qccl/codecs/device/cuda_check.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 // A CUDA handle (a pointer to an opaque runtime object) that `Destroy`
@@ -56,3 +58,4 @@ class CudaEvent : public CudaHandle<cudaEvent_t, cudaEventDestroy> {
 };
 
 }  // namespace qccl
+QCCL_API_END

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "qccl/codecs/device/cuda_check.h"
+#include "qccl/codecs/device/device_kernels.h"
 #include "qccl/codecs/element_form_reference.h"
 #include "qccl/common/host_device.h"
 

@@ -17,9 +17,11 @@
 #include "qccl/codecs/device/cuda_check.h"
 #include "qccl/codecs/device/cuda_stream.h"
 #include "qccl/codecs/device/device_buffer.h"
-#include "qccl/codecs/device/device_kernels.h"
+#include "qccl/codecs/device/device_status.h"
 #include "qccl/codecs/device_vector.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 class CudaVector final : public DeviceVector {
@@ -73,3 +75,4 @@ class CudaVector final : public DeviceVector {
 };
 
 }  // namespace qccl
+QCCL_API_END

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "qccl/codecs/device/cuda_check.h"
+#include "qccl/common/export.h"
 
+QCCL_API_BEGIN
 namespace qccl {
 
 template <class T>
@@ -94,3 +96,4 @@ class PinnedHostBuffer {
 };
 
 }  // namespace qccl
+QCCL_API_END

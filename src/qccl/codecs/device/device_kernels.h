@@ -17,14 +17,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace qccl::device_kernels {
+#include "qccl/codecs/device/device_status.h"
 
-// What the reductions and IntSGD's rounding report, in device memory.
-struct DeviceStatus {
-  std::uint32_t out_of_range;  // non-zero: some in-transit sum left its bound
-  std::uint32_t largest;       // largest |level| or |sum| (IntSGD), max_abs_bits
-  unsigned long long clipped;  // elements clipped (IntSGD)
-};
+namespace qccl::device_kernels {
 
 // Linear dithering (Global-QSGD L_s), kernels.h's linear_encode_i8 and friends.
 void linear_encode_i8(const float* x, std::int8_t* q, std::size_t n, float scale,
