@@ -1,6 +1,6 @@
 # Installing qccl for other projects, and its Debian package.
 #
-#   cmake --install build --prefix P [--component core|engines|program]
+#   cmake --install build --prefix P [--component core|engines|program|device]
 #
 # installs three components, and a fourth in a build with CUDA:
 # - core:    libqccl_core.so, its headers, the CMake package (qccl::core)
@@ -80,7 +80,11 @@ set(CPACK_DEBIAN_PACKAGE_SECTION science)
 # the versions the installed packages declare.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # Running under mpirun needs OpenMPI's launcher; building against qccl::engines
-# needs libtorch's headers and CMake package; the core needs no -dev package.
+# needs libtorch's headers and CMake package, against qccl::device the CUDA
+# toolkit's headers; the core needs no -dev package.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "openmpi-bin")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "cmake, pkg-config, libtorch-dev")
+if(TARGET qccl_device_shared)
+  string(APPEND CPACK_DEBIAN_PACKAGE_SUGGESTS ", nvidia-cuda-toolkit")
+endif()
 include(CPack)

@@ -56,8 +56,10 @@ set_target_properties(qccl_device_shared PROPERTIES
                       SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
                       INSTALL_RPATH "$ORIGIN")
 # Every symbol resolved at its link. The static CUDA runtime's symbols are
-# hidden as NVIDIA builds them, so neither a program's own CUDA runtime
-# binds to the library's nor it to theirs (tests/install checks).
-target_link_options(qccl_device_shared PRIVATE LINKER:--no-undefined)
+# hidden as NVIDIA builds them, and the library's calls bind within it
+# (-Bsymbolic-functions: the inline waits of cuda_check.h, exported as the
+# headers declare them, are not replaced by a program's own copies, which
+# would call the program's CUDA runtime); tests/install checks both.
+target_link_options(qccl_device_shared PRIVATE LINKER:--no-undefined LINKER:-Bsymbolic-functions)
 add_library(qccl::device ALIAS qccl_device_shared)
 qccl_check_public_headers(device ${QCCL_DEVICE_PUBLIC_HEADERS})

@@ -136,15 +136,24 @@ if [ "$with_device" = ON ]; then
     fail "libqccl_device.so does not export qccl::CudaVector's constructor"
   # Its static CUDA runtime stays inside: a program's own runtime (or
   # PyTorch's) must not bind to it, nor it to theirs.
-  if grep -Eq ' (cudaMalloc|cudaStreamCreate|cudaGetDeviceCount)\b' <<<"$device_exported"; then
+  if grep -Eq ' (cuda[A-Z]|__cuda)' <<<"$device_exported"; then
     fail "libqccl_device.so exports the CUDA runtime's functions: hide them (link it with -Wl,--exclude-libs,ALL)"
   fi
-  if grep -q 'qccl::device_kernels::linear_encode_i8' <<<"$device_exported"; then
+  # Its calls to its own functions bind within it (-Bsymbolic-functions):
+  # no PLT slot names a function it defines.
+  defined=$(nm -D --defined-only "$lib/libqccl_device.so" | awk '{print $3}' | sort -u)
+  slots=$(readelf -rW "$lib/libqccl_device.so" | awk '/JUMP_SLOT/ {print $5}' | sed 's/@.*//' | sort -u)
+  rebound=$(comm -12 <(echo "$defined") <(echo "$slots") | c++filt | grep 'qccl::' || true)
+  [ -z "$rebound" ] ||
+    fail "libqccl_device.so calls its own functions through the PLT (a program's copies would replace them): $(head -3 <<<"$rebound")"
+  if grep -q 'qccl::device_kernels::' <<<"$device_exported"; then
     fail "libqccl_device.so exports the internal kernel launchers: only what the installed headers declare may be"
   fi
   quiet consumer-device-configure "$cmake" -S "$source/examples/consumer_device" \
     -B "$work/consumer_device" -G "$generator" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+  grep -q "^qccl_DIR:PATH=$lib/cmake/qccl$" "$work/consumer_device/CMakeCache.txt" ||
+    fail "the device consumer found another qccl: $(grep '^qccl_DIR' "$work/consumer_device/CMakeCache.txt")"
   quiet consumer-device-build "$cmake" --build "$work/consumer_device"
   quiet consumer-device-run "$work/consumer_device/consumer_device"
   grep -Eq "within the bound, bitwise identical on every rank|CudaVector refused with qccl::Error: CUDA: " \

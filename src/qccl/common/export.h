@@ -1,8 +1,8 @@
 // Which symbols the shared libraries export. qccl compiles with hidden
 // visibility; the declarations between QCCL_API_BEGIN and QCCL_API_END —
-// those of the installed headers — are the only ones libqccl_core.so and
-// libqccl_engines.so export, so other projects link against the public API
-// and nothing else. Each public header brackets its namespace with them.
+// those of the installed headers — are the only ones libqccl_core.so,
+// libqccl_engines.so and (with CUDA) libqccl_device.so export, so other
+// projects link against the public API and nothing else. Each public header brackets its namespace with them.
 #pragma once
 
 #if defined(__GNUC__)
