@@ -14,7 +14,7 @@ add_library(qccl_device_objects OBJECT qccl/codecs/device/device_kernels.cu
             qccl/codecs/device/cuda_vector.cu)
 target_link_libraries(qccl_device_objects PUBLIC qccl_core_objects CUDA::cudart_static)
 set_target_properties(qccl_device_objects PROPERTIES POSITION_INDEPENDENT_CODE ON
-                      CUDA_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+                      CUDA_VISIBILITY_PRESET hidden)
 qccl_cuda_options(qccl_device_objects)
 
 add_library(qccl_device STATIC $<TARGET_OBJECTS:qccl_device_objects>)
@@ -50,16 +50,14 @@ target_sources(qccl_device_shared PUBLIC FILE_SET HEADERS BASE_DIRS ${CMAKE_CURR
                FILES ${QCCL_DEVICE_PUBLIC_HEADERS})
 target_link_libraries(qccl_device_shared PUBLIC qccl_core_shared CUDA::toolkit
                       PRIVATE CUDA::cudart_static)
-set_target_properties(qccl_device_shared PROPERTIES
-                      OUTPUT_NAME qccl_device EXPORT_NAME device
-                      VERSION ${PROJECT_VERSION}
-                      SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
+set_target_properties(qccl_device_shared PROPERTIES OUTPUT_NAME qccl_device EXPORT_NAME device
                       INSTALL_RPATH "$ORIGIN")
-# Every symbol resolved at its link. The static CUDA runtime's symbols are
-# hidden as NVIDIA builds them, and the library's calls bind within it
-# (-Bsymbolic-functions: the inline waits of cuda_check.h, exported as the
-# headers declare them, are not replaced by a program's own copies, which
-# would call the program's CUDA runtime); tests/install checks both.
-target_link_options(qccl_device_shared PRIVATE LINKER:--no-undefined LINKER:-Bsymbolic-functions)
+qccl_installed_library(qccl_device_shared)
+# The static CUDA runtime's symbols are hidden as NVIDIA builds them, and
+# the library's calls bind within it (-Bsymbolic-functions: the inline
+# waits of cuda_check.h, exported as the headers declare them, are not
+# replaced by a program's own copies, which would call the program's CUDA
+# runtime); tests/install checks both.
+target_link_options(qccl_device_shared PRIVATE LINKER:-Bsymbolic-functions)
 add_library(qccl::device ALIAS qccl_device_shared)
 qccl_check_public_headers(device ${QCCL_DEVICE_PUBLIC_HEADERS})
