@@ -169,7 +169,7 @@ TEST(Checkpoint, ReplicasThatDivergeLaterAreFoundAtTheNextCheck) {
 // A replica check or a skip limit is a decision every rank must take
 // alike: a rank with another --verify-every would leave the others waiting
 // at the check, one with another limit would stop alone.
-TEST(ReplicaCheck, RanksWithOtherChecksOrLimitsFailBeforeAnyStep) {
+TEST(ReplicaCheckSettings, RanksWithOtherChecksOrLimitsFailBeforeAnyStep) {
   for (const auto& change : {+[](TrainConfig& c) { c.verify_every = 2; },
                              +[](TrainConfig& c) { c.max_skipped_total = 20; }}) {
     const auto message = test::expect_throw_on_every_rank<MismatchError>(2, [&](Communicator& comm) {
