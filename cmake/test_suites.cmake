@@ -13,10 +13,10 @@
 # The suites are listed after each build of <target> or of the script that
 # lists them (`--gtest_list_tests`, cmake/write_suite_tests.cmake), as
 # gtest_discover_tests does, so that ctest sees a new suite without a
-# configure step. A suite passes when all its
-# cases pass. A case that skips (GTEST_SKIP) says so in the suite's output
-# only: ctest's skip-by-output would also hide a failure beside it. To run a
-# single case: `<program> --gtest_filter=<Suite>.<Case>`.
+# configure step. A suite passes when all its cases pass, and fails when its
+# filter selects none. A case that skips (GTEST_SKIP) says so in the suite's
+# output only: ctest's skip-by-output would also hide a failure beside it.
+# To run a single case: `<program> --gtest_filter=<Suite>.<Case>`.
 set(QCCL_WRITE_SUITE_TESTS "${CMAKE_CURRENT_LIST_DIR}/write_suite_tests.cmake")
 
 function(qccl_add_gtest_suites target)

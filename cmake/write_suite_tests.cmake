@@ -1,5 +1,5 @@
-# Script mode (cmake -P), run after each build of a test program by
-# qccl_add_gtest_suites (cmake/test_suites.cmake): lists the program's
+# Script mode (cmake -P), run after each build of a test program that
+# qccl_add_gtest_suites (cmake/test_suites.cmake) registers: lists the program's
 # GoogleTest suites and writes one ctest test per suite to OUTPUT.
 #
 #   cmake -DPROGRAM=<test program> -DOUTPUT=<file> -DTIMEOUT=<s> -P write_suite_tests.cmake
