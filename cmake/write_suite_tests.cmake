@@ -22,8 +22,11 @@ endif()
 # ']', so the list split and the bracket arguments below are safe. A filter
 # that selected nothing would pass silently: such a run fails instead.
 string(REGEX MATCHALL "(^|\n)[^ \n][^ \n]*\\." suite_lines "${listing}")
+list(LENGTH suite_lines count)
+if(count EQUAL 0)
+  message(FATAL_ERROR "${PROGRAM} lists no test suite")
+endif()
 set(tests "")
-set(count 0)
 foreach(line IN LISTS suite_lines)
   string(STRIP "${line}" suite)
   string(REGEX REPLACE "\\.$" "" suite "${suite}")
@@ -31,9 +34,5 @@ foreach(line IN LISTS suite_lines)
          "add_test([=[${suite}.*]=] [=[${PROGRAM}]=] [=[--gtest_filter=${suite}.*]=])\n"
          "set_tests_properties([=[${suite}.*]=] PROPERTIES TIMEOUT ${TIMEOUT}"
          " FAIL_REGULAR_EXPRESSION [=[Running 0 tests from]=])\n")
-  math(EXPR count "${count} + 1")
 endforeach()
-if(count EQUAL 0)
-  message(FATAL_ERROR "${PROGRAM} lists no test suite")
-endif()
 file(WRITE "${OUTPUT}" "${tests}")
