@@ -3,7 +3,9 @@ process group (python/src/group_transport.h): each takes qccl's memory as a
 memoryview, wraps it in a tensor without copying, and waits for the group
 up to the timeout given (seconds), raising TimeoutError when it runs out."""
 
+import collections
 import datetime
+import time
 
 from .errors import InvalidArgument, TimeoutError  # pylint: disable=redefined-builtin
 
@@ -32,12 +34,68 @@ def _wait(work, seconds, what):
     return True
 
 
-class GroupOps:
-    """qccl's transport operations on `group` (None: the default group)."""
+# Why every tensor handed to the group outlives the call that handed it.
+# A gloo group's worker thread keeps its own reference to a collective's
+# work, and with it to the work's tensors, until a moment after wait()
+# returns here. If Python has dropped its references by then, the worker is
+# the one that frees the tensors, and freeing a tensor Python has seen takes
+# the GIL (PyTorch 2 keeps the tensor's Python object alive for it, and
+# frombuffer's tensor holds a memoryview). While this thread holds the GIL
+# in the group's destructor, which joins the workers, the process hangs;
+# once the interpreter is finalising, the worker aborts it ("terminate
+# called without an active exception"). So the tensors stay referenced here
+# until the group's threads have let them go — Tensor._use_count() back to
+# 1, this reference — and are freed here, under the GIL; release() waits for
+# the last ones before the hook's group can end. A PyTorch without
+# _use_count (1.13, whose gloo workers were not seen to free them late)
+# keeps the last HELD_BY_AGE tensors instead.
+HELD_BY_AGE = 64
 
-    def __init__(self, group=None):
+
+class _HandedTensors:
+    """The tensors handed to the group that its threads may still hold."""
+
+    def __init__(self, torch):
+        self._exact = hasattr(torch.Tensor, "_use_count")
+        self._held = [] if self._exact else collections.deque(maxlen=HELD_BY_AGE)
+
+    def __len__(self):
+        return len(self._held)
+
+    def add(self, *tensors):
+        self.drop_released()
+        self._held.extend(tensors)
+
+    def drop_released(self):
+        if self._exact:
+            self._held = [t for t in self._held if t._use_count() > 1]
+
+    def release(self, seconds):
+        """Waits (without the GIL) until the group's threads hold none of
+        the tensors, then drops them; TimeoutError after `seconds`, with
+        the rest kept referenced."""
+        deadline = time.monotonic() + seconds
+        self.drop_released()
+        while self._exact and self._held:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"the process group's threads still hold {len(self._held)} of qccl's tensors "
+                    f"{seconds:g} s after their collectives completed; is a gloo worker stuck? "
+                    "qccl keeps them referenced, so the process can end safely")
+            time.sleep(0.001)
+            self.drop_released()
+
+
+class GroupOps:
+    """qccl's transport operations on `group` (None: the default group).
+    `timeout` (seconds) bounds the wait for the group's threads to let go
+    of qccl's tensors when the ops are released or deleted."""
+
+    def __init__(self, group=None, timeout=60.0):
         torch, dist = _torch()
         self._torch, self._dist, self.group = torch, dist, group
+        self._handed = _HandedTensors(torch)
+        self.timeout = timeout
         self.rank = dist.get_rank(group)
         self.size = dist.get_world_size(group)
         if group is None or group == dist.group.WORLD:
@@ -53,13 +111,36 @@ class GroupOps:
             return self._torch.empty(0, dtype=dtype)
         return self._torch.frombuffer(view, dtype=dtype)
 
+    def _handed_tensor(self, view, type_name="i8"):
+        """A tensor over `view` for the group, held until it lets go."""
+        tensor = self._tensor(view, type_name)
+        self._handed.add(tensor)
+        return tensor
+
+    @property
+    def held(self):
+        """How many handed tensors are still referenced here."""
+        return len(self._handed)
+
+    def release(self, seconds=None):
+        """Waits up to `seconds` (default: the ops' timeout) until the
+        group's threads hold none of qccl's tensors, and drops them: call
+        before the group can end (the hook's close does)."""
+        self._handed.release(self.timeout if seconds is None else seconds)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # pylint: disable=broad-except
+            pass  # a stuck worker, or modules already gone at interpreter exit: nothing to wait with
+
     # Point to point: (work, tensor), the tensor kept alive with its work.
     def isend(self, peer, tag, view):
-        tensor = self._tensor(view)
+        tensor = self._handed_tensor(view)
         return self._dist.isend(tensor, self._global_ranks[peer], group=self.group, tag=tag), tensor
 
     def irecv(self, peer, tag, view):
-        tensor = self._tensor(view)
+        tensor = self._handed_tensor(view)
         return self._dist.irecv(tensor, self._global_ranks[peer], group=self.group, tag=tag), tensor
 
     @staticmethod
@@ -73,7 +154,7 @@ class GroupOps:
     def allreduce(self, view, type_name, op, seconds):
         if len(view) == 0:
             return
-        tensor = self._tensor(view, type_name)
+        tensor = self._handed_tensor(view, type_name)
         work = self._dist.all_reduce(tensor, op=self._ops[op], group=self.group, async_op=True)
         _wait(work, seconds, f"an allreduce of {tensor.numel()} {type_name}")
 
@@ -87,6 +168,7 @@ class GroupOps:
         padded = torch.zeros(largest, dtype=torch.int8)
         padded[:len(mine)] = self._tensor(mine)
         gathered = [torch.empty(largest, dtype=torch.int8) for _ in range(self.size)]
+        self._handed.add(padded, *gathered)
         work = self._dist.all_gather(gathered, padded, group=self.group, async_op=True)
         _wait(work, seconds, f"an allgather of {largest} bytes")
         result = self._tensor(out)

@@ -41,19 +41,21 @@ HALF_CHUNK = 1 << 20
 
 def _native_hook(model, codec, algorithm, seed, timeout, process_group, names, shapes):
     """The native side: on a process group (given, or under torchrun the DDP
-    model's), or on qccl's MPI context."""
+    model's), with the GroupOps it runs on, or on qccl's MPI context (and
+    None)."""
     ctx = context()
     if process_group is None and not on_group():
         check_matches_torch_distributed(ctx)
         return native.BucketHook(ctx, codec, seed, algorithm,
-                                 None if timeout is None else float(timeout), names, shapes)
+                                 None if timeout is None else float(timeout), names, shapes), None
     if algorithm != "ring":
         raise InvalidArgument(f"algorithm={algorithm!r} chooses qccl's own collectives in the "
                               "MPI mode; the process-group mode uses the group's")
     group = process_group if process_group is not None else getattr(model, "process_group", None)
     group = host_memory_group(group)  # NCCL: a gloo group beside it
     wait = float(timeout) if timeout is not None else getattr(ctx, "timeout", DEFAULT_TIMEOUT)
-    return native.BucketHook.create_on_group(GroupOps(group), codec, seed, wait, names, shapes)
+    ops = GroupOps(group, timeout=wait)
+    return native.BucketHook.create_on_group(ops, codec, seed, wait, names, shapes), ops
 
 
 class DDPHookState:
@@ -70,8 +72,9 @@ class DDPHookState:
         self._failures = []  # the buckets' failures in this backward pass
         self._pending = []  # this backward pass's futures
         self.half_chunk = HALF_CHUNK
-        self._native = _native_hook(model, codec, algorithm, seed, timeout, process_group,
-                                    [n for n, _ in named], [list(p.shape) for _, p in named])
+        self._native, self._group_ops = _native_hook(
+            model, codec, algorithm, seed, timeout, process_group, [n for n, _ in named],
+            [list(p.shape) for _, p in named])
         if self._native.on_group and hasattr(context(), "add_hook"):
             context().add_hook(self)  # closed by qccl.shutdown()
         # Where the buckets of a CPU model go: "host" (the host step), or
@@ -126,8 +129,13 @@ class DDPHookState:
         raise InvalidArgument saying it was closed; the buckets already
         queued complete first (each within the hook's timeout). Safe from
         any thread, also while another one hands it buckets; idempotent.
-        qccl.shutdown() and deleting the state close it too."""
+        qccl.shutdown() and deleting the state close it too. In the
+        process-group mode it then waits (up to the hook's timeout) until
+        the group's threads have let go of qccl's tensors (_group_ops.py),
+        so that the group can end after it."""
         self._native.close()
+        if self._group_ops is not None:
+            self._group_ops.release()
 
     def load_state_dict(self, state):
         """Restores state_dict()'s result; call before the first backward."""

@@ -2,6 +2,8 @@
 and 4 ranks): qccl encodes and decodes, torch.distributed's group moves the
 data (docs/pytorch.md)."""
 
+import faulthandler
+import gc
 import sys
 import time
 
@@ -269,6 +271,48 @@ def test_failure_reaches_backward_as_the_qccl_exception(rank, size):
     check_nan_on_one_rank_reaches_backward(model, lambda: batch(rank, 0), rank, size)
 
 
+def test_group_ends_safely_right_after_qccl_used_it(rank, size):
+    """A gloo worker lets go of a collective's tensors a moment after its
+    wait returns; had qccl dropped them first, the worker would free them
+    and take the GIL for it, which hangs the process when this thread holds
+    the GIL while the group's destructor joins the workers (and aborts it at
+    interpreter exit). qccl keeps them until the workers let go and the
+    hook's close() waits for that (_group_ops.py). Each round ends a group
+    right after qccl's collectives with this thread keeping the GIL (a 5 s
+    switch interval); without the hold most rounds hang, which the watchdog
+    turns into a failure with every thread's traceback."""
+    from qccl import _group_ops
+    exact = hasattr(torch.Tensor, "_use_count")  # PyTorch 2: released when let go
+    interval = sys.getswitchinterval()
+    faulthandler.dump_traceback_later(120, exit=True)
+    sys.setswitchinterval(5.0)
+    try:
+        for _ in range(6):
+            group = dist.new_group(backend="gloo")
+            ops = _group_ops.GroupOps(group, timeout=30)
+            data = bytearray(4096)
+            for _ in range(3):
+                ops.allreduce(memoryview(data), "i8", "sum", 30)
+            ops.allgather(memoryview(data)[:8], memoryview(bytearray(8 * size)), [8] * size, 30)
+            ops.release()
+            assert ops.held == 0 or not exact, f"{ops.held} tensors still held after release()"
+            dist.destroy_process_group(group)
+            del ops, group  # the group's destructor joins its workers here
+        group = dist.new_group(backend="gloo")
+        model = DDP(mlp(17), process_group=group)
+        state, hook = qccl.ddp_hook(model, codec="global-qsgd:bits=8", process_group=group)
+        model.register_comm_hook(state, hook)
+        backward(model, rank, 0)
+        state.close()
+        assert state._group_ops.held == 0 or not exact, "the hook's close() left tensors held"
+        dist.destroy_process_group(group)
+        del model, state, hook, group
+        gc.collect()
+    finally:
+        sys.setswitchinterval(interval)
+        faulthandler.cancel_dump_traceback_later()
+
+
 def test_a_rank_that_stops_gives_a_timeout_not_a_hang(rank, size):
     """Last: only rank 0 runs backward; its hook's wait for the others ends
     after the hook's 2 s with qccl.TimeoutError from backward()."""
@@ -300,6 +344,7 @@ TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
          test_nccl_model_group_exchanges_over_a_gloo_group_beside_it,
          test_no_sync_accumulates_then_averages,
          test_static_graph, test_failure_reaches_backward_as_the_qccl_exception,
+         test_group_ends_safely_right_after_qccl_used_it,
          test_a_rank_that_stops_gives_a_timeout_not_a_hang]
 
 
