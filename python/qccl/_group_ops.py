@@ -3,7 +3,6 @@ process group (python/src/group_transport.h): each takes qccl's memory as a
 memoryview, wraps it in a tensor without copying, and waits for the group
 up to the timeout given (seconds), raising TimeoutError when it runs out."""
 
-import collections
 import datetime
 import time
 
@@ -39,30 +38,32 @@ def _wait(work, seconds, what):
 # work, and with it to the work's tensors, until a moment after wait()
 # returns here. If Python has dropped its references by then, the worker is
 # the one that frees the tensors, and freeing a tensor Python has seen takes
-# the GIL (PyTorch 2 keeps the tensor's Python object alive for it, and
-# frombuffer's tensor holds a memoryview). While this thread holds the GIL
-# in the group's destructor, which joins the workers, the process hangs;
-# once the interpreter is finalising, the worker aborts it ("terminate
-# called without an active exception"). So the tensors stay referenced here
+# the GIL (PyTorch keeps the tensor's Python object alive for its C++
+# owners, and frombuffer's tensor holds a memoryview). While this thread
+# holds the GIL in the group's destructor, which joins the workers, the
+# process hangs; once the interpreter is finalising, the worker aborts it
+# ("terminate called without an active exception"). So the tensors stay referenced here
 # until the group's threads have let them go — Tensor._use_count() back to
 # 1, this reference — and are freed here, under the GIL; release() waits for
 # the last ones before the hook's group can end. A PyTorch without
-# _use_count (1.13, whose gloo workers were not seen to free them late)
-# keeps the last HELD_BY_AGE tensors instead.
-HELD_BY_AGE = 64
-
-
+# _use_count (1.13, where no late free was seen) keeps the last call's
+# tensors only: holding more would keep large allgather buffers alive.
+# One call at a time: the native side runs the group's operations under
+# its runner's mutex, and close() takes it before release().
 class _HandedTensors:
     """The tensors handed to the group that its threads may still hold."""
 
     def __init__(self, torch):
         self._exact = hasattr(torch.Tensor, "_use_count")
-        self._held = [] if self._exact else collections.deque(maxlen=HELD_BY_AGE)
+        self._held = []
 
     def __len__(self):
         return len(self._held)
 
     def add(self, *tensors):
+        if not self._exact:
+            self._held = list(tensors)  # the previous call's go
+            return
         self.drop_released()
         self._held.extend(tensors)
 
@@ -71,9 +72,9 @@ class _HandedTensors:
             self._held = [t for t in self._held if t._use_count() > 1]
 
     def release(self, seconds):
-        """Waits (without the GIL) until the group's threads hold none of
-        the tensors, then drops them; TimeoutError after `seconds`, with
-        the rest kept referenced."""
+        """Waits until the group's threads hold none of the tensors
+        (sleeping without the GIL between checks), then drops them;
+        TimeoutError after `seconds`, the rest still referenced here."""
         deadline = time.monotonic() + seconds
         self.drop_released()
         while self._exact and self._held:
@@ -81,15 +82,19 @@ class _HandedTensors:
                 raise TimeoutError(
                     f"the process group's threads still hold {len(self._held)} of qccl's tensors "
                     f"{seconds:g} s after their collectives completed; is a gloo worker stuck? "
-                    "qccl keeps them referenced, so the process can end safely")
+                    "qccl keeps them referenced while the hook's state lives")
             time.sleep(0.001)
             self.drop_released()
+
+
+DELETION_WAIT = 10.0  # seconds
 
 
 class GroupOps:
     """qccl's transport operations on `group` (None: the default group).
     `timeout` (seconds) bounds the wait for the group's threads to let go
-    of qccl's tensors when the ops are released or deleted."""
+    of qccl's tensors in release(); deletion waits up to
+    DELETION_WAIT of it."""
 
     def __init__(self, group=None, timeout=60.0):
         torch, dist = _torch()
@@ -129,10 +134,13 @@ class GroupOps:
         self._handed.release(self.timeout if seconds is None else seconds)
 
     def __del__(self):
+        # In garbage collection, on any thread: a short wait. After it, or
+        # with modules gone at interpreter exit, the tensors are dropped
+        # as they are.
         try:
-            self.release()
+            self.release(min(self.timeout, DELETION_WAIT))
         except Exception:  # pylint: disable=broad-except
-            pass  # a stuck worker, or modules already gone at interpreter exit: nothing to wait with
+            pass
 
     # Point to point: (work, tensor), the tensor kept alive with its work.
     def isend(self, peer, tag, view):

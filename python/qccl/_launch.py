@@ -56,11 +56,19 @@ class GroupContext:
         self._hooks.append(weakref.ref(state))
 
     def close(self):
-        """Closes every hook made on the context; torch.distributed's group
+        """Closes every hook made on the context, all of them even if one
+        fails (then its error is raised after); torch.distributed's group
         stays the program's (destroy_process_group ends it)."""
         self.closed = True
-        for ref in self._hooks:
+        hooks, self._hooks = self._hooks, []
+        failures = []
+        for ref in hooks:
             state = ref()
-            if state is not None:
+            if state is None:
+                continue
+            try:
                 state.close()
-        self._hooks.clear()
+            except Exception as error:  # pylint: disable=broad-except
+                failures.append(error)
+        if failures:
+            raise failures[0]

@@ -279,12 +279,13 @@ def test_group_ends_safely_right_after_qccl_used_it(rank, size):
     interpreter exit). qccl keeps them until the workers let go and the
     hook's close() waits for that (_group_ops.py). Each round ends a group
     right after qccl's collectives with this thread keeping the GIL (a 5 s
-    switch interval); without the hold most rounds hang, which the watchdog
-    turns into a failure with every thread's traceback."""
+    switch interval); without the hold a round hangs (it did in 2 of 2
+    runs), which the watchdog turns into a failure with every thread's
+    traceback."""
     from qccl import _group_ops
     exact = hasattr(torch.Tensor, "_use_count")  # PyTorch 2: released when let go
     interval = sys.getswitchinterval()
-    faulthandler.dump_traceback_later(120, exit=True)
+    faulthandler.dump_traceback_later(90, exit=True)  # the rounds take about 10 s
     sys.setswitchinterval(5.0)
     try:
         for _ in range(6):
@@ -311,6 +312,40 @@ def test_group_ends_safely_right_after_qccl_used_it(rank, size):
     finally:
         sys.setswitchinterval(interval)
         faulthandler.cancel_dump_traceback_later()
+
+
+def test_context_close_closes_every_hook_even_if_one_fails(rank, size):
+    """qccl.shutdown()'s close of the process-group context closes every
+    hook, also after one of them fails (here its wait for gloo's threads
+    runs out), and then raises that failure."""
+    from qccl import _launch
+    ctx = _launch.GroupContext(60)
+    states = []
+    for seed in (18, 19):
+        model = DDP(mlp(seed))
+        state, hook = qccl.ddp_hook(model, codec="fp32")
+        model.register_comm_hook(state, hook)
+        ctx.add_hook(state)
+        states.append(state)
+
+    def stuck(seconds=None):
+        raise qccl.TimeoutError("a gloo worker still holds 1 of qccl's tensors")
+    states[0]._group_ops.release = stuck
+    try:
+        ctx.close()
+    except qccl.TimeoutError as error:
+        assert "still holds" in str(error), error
+    else:
+        raise AssertionError("the context's close did not raise the hook's failure")
+    finally:
+        del states[0]._group_ops.release  # the class's again, for qccl.shutdown()
+    for state in states:
+        try:
+            state.state_dict()
+        except qccl.InvalidArgument as error:
+            assert "closed" in str(error), error
+        else:
+            raise AssertionError("a hook stayed open after the context's close")
 
 
 def test_a_rank_that_stops_gives_a_timeout_not_a_hang(rank, size):
@@ -345,6 +380,7 @@ TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
          test_no_sync_accumulates_then_averages,
          test_static_graph, test_failure_reaches_backward_as_the_qccl_exception,
          test_group_ends_safely_right_after_qccl_used_it,
+         test_context_close_closes_every_hook_even_if_one_fails,
          test_a_rank_that_stops_gives_a_timeout_not_a_hang]
 
 
