@@ -17,8 +17,16 @@ site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 "$torch2/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
   > "$site/torch2.pth"
 
+# The build directory: QCCL_PIP_BUILD_DIR (ctest's, inside the build tree),
+# emptied first so that the build starts from nothing as a user's does; a
+# directory under the source tree lets the compiler cache (where ccache is
+# installed: cmake/compiler_cache.cmake) serve the objects an earlier run
+# compiled, as it does for scripts/build.
+build_dir=${QCCL_PIP_BUILD_DIR:-$work/build}
+rm -rf "$build_dir"
 start=$(date +%s)
-"$python" -m pip install --quiet --disable-pip-version-check --no-input "$root"
+"$python" -m pip install --quiet --disable-pip-version-check --no-input \
+  --config-settings=build-dir="$build_dir" "$root"
 echo "pip install . took $(( $(date +%s) - start )) s"
 
 cd "$work"  # away from the source tree and PYTHONPATH's build tree
