@@ -12,8 +12,17 @@
 #   the dependency files, which CMake reads relative to the compiler's
 #   directory: a changed header still rebuilds what includes it).
 # - CCACHE_DEPEND: a miss is keyed on the dependency file the compiler
-#   writes anyway (-MD) instead of a second preprocessor pass, which makes a
-#   miss cheaper (measured in the README).
+#   writes anyway (-MD) instead of a second preprocessor pass. A miss then
+#   costs what compiling does, within this machine's noise: the core's 106
+#   sources (target qccl_core_objects, -j2 on a 2-vCPU Xeon @ 2.50GHz, an
+#   empty cache) took 152.6 and 178.3 s without ccache, 159.4 and 158.8 s
+#   in depend mode, 166.6 and 181.2 s in ccache's default mode.
+#
+# Measured on that machine, in default mode: a fresh clone's scripts/build
+# took 29 min 28 s filling the cache (the core, 106 of its 414 compilations,
+# was in it already), and the next clone's 3 min 19 s (409 found; the 5
+# others define the clone's own path). In depend mode, after those, a clean
+# clone's CI run (.ci/run) spent 3 min 15 s before its tests began.
 #
 # QCCL_COMPILER_CACHE: AUTO (where ccache is found; the default), ON
 # (required) or OFF. A launcher the caller sets (CMAKE_<LANG>_COMPILER_LAUNCHER)
