@@ -31,20 +31,47 @@
 set(QCCL_COMPILER_CACHE AUTO CACHE STRING "Compile through ccache: AUTO (where found), ON or OFF")
 set_property(CACHE QCCL_COMPILER_CACHE PROPERTY STRINGS AUTO ON OFF)
 
+# ccache cannot compile where it cannot write its cache (a read-only home,
+# an unwritable CCACHE_DIR): it fails instead of falling back to the
+# compiler. So one small compilation through it, as the build would run it,
+# decides: AUTO then builds without it and says why; ON stops.
+function(qccl_compiler_cache_works launcher result)
+  set(probe ${CMAKE_BINARY_DIR}/CMakeFiles/qccl_compiler_cache_probe)
+  file(WRITE ${probe}.cc "int qccl_compiler_cache_probe() { return 0; }\n")
+  execute_process(COMMAND ${launcher} ${CMAKE_CXX_COMPILER} -MD -MF ${probe}.d -c ${probe}.cc
+                          -o ${probe}.o
+                  RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE output)
+  if(status EQUAL 0)
+    set(${result} "" PARENT_SCOPE)
+  else()
+    string(STRIP "${output}" output)
+    set(${result} "${output}" PARENT_SCOPE)
+  endif()
+endfunction()
+
 if(NOT QCCL_COMPILER_CACHE STREQUAL "OFF")
   find_program(QCCL_CCACHE_PROGRAM ccache)
+  set(qccl_cache_failure "ccache was not found")
   if(QCCL_CCACHE_PROGRAM)
+    set(qccl_launcher ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}
+                      CCACHE_DEPEND=true ${QCCL_CCACHE_PROGRAM})
+    qccl_compiler_cache_works("${qccl_launcher}" qccl_cache_failure)
+  endif()
+  if(qccl_cache_failure STREQUAL "")
     get_property(qccl_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
     foreach(language IN ITEMS C CXX CUDA)
       if(language IN_LIST qccl_languages AND NOT CMAKE_${language}_COMPILER_LAUNCHER)
-        set(CMAKE_${language}_COMPILER_LAUNCHER
-            ${CMAKE_COMMAND} -E env CCACHE_BASEDIR=${PROJECT_SOURCE_DIR} CCACHE_DEPEND=true
-            ${QCCL_CCACHE_PROGRAM})
+        set(CMAKE_${language}_COMPILER_LAUNCHER ${qccl_launcher})
       endif()
     endforeach()
     message(STATUS "qccl: compiling through ${QCCL_CCACHE_PROGRAM} (QCCL_COMPILER_CACHE=OFF to stop)")
   elseif(QCCL_COMPILER_CACHE STREQUAL "ON")
-    message(FATAL_ERROR "QCCL_COMPILER_CACHE=ON but ccache was not found: install it (Debian: "
-                        "apt-get install ccache) or configure with -DQCCL_COMPILER_CACHE=AUTO")
+    message(FATAL_ERROR "QCCL_COMPILER_CACHE=ON but ccache cannot compile here "
+                        "(${qccl_cache_failure}): install it (Debian: apt-get install ccache), "
+                        "give it a writable cache (CCACHE_DIR), or configure with "
+                        "-DQCCL_COMPILER_CACHE=AUTO")
+  elseif(QCCL_CCACHE_PROGRAM)
+    message(WARNING "qccl: building without ccache, which cannot compile here "
+                    "(${qccl_cache_failure}); give it a writable cache (CCACHE_DIR) to use it")
   endif()
 endif()
