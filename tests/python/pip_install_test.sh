@@ -18,12 +18,13 @@ site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   > "$site/torch2.pth"
 
 # The build directory: QCCL_PIP_BUILD_DIR (ctest's, inside the build tree),
-# emptied first so that the build starts from nothing as a user's does; a
-# directory under the source tree lets the compiler cache (where ccache is
-# installed: cmake/compiler_cache.cmake) serve the objects an earlier run
-# compiled, as it does for scripts/build.
+# empty at the start so that the build starts from nothing as a user's does,
+# and removed at the end. Where it lies under the source tree (scripts/build's
+# build/ does), the compiler cache (where ccache is installed:
+# cmake/compiler_cache.cmake) serves the objects an earlier run compiled.
 build_dir=${QCCL_PIP_BUILD_DIR:-$work/build}
 rm -rf "$build_dir"
+trap 'rm -rf "$work" "$build_dir"' EXIT
 start=$(date +%s)
 "$python" -m pip install --quiet --disable-pip-version-check --no-input \
   --config-settings=build-dir="$build_dir" "$root"
