@@ -22,7 +22,9 @@
 # took 29 min 28 s filling the cache (the core, 106 of its 414 compilations,
 # was in it already), and the next clone's 3 min 19 s (409 found; the 5
 # others define the clone's own path). In depend mode, after those, a clean
-# clone's CI run (.ci/run) spent 3 min 15 s before its tests began.
+# clone's CI run (.ci/run) spent 3 min 15 s before its tests began, and
+# 67 s once the engine tests' unity sources were cached too
+# (unity_sources.cmake; 408 of 415 found).
 #
 # QCCL_COMPILER_CACHE: AUTO (where ccache is found; the default), ON
 # (required) or OFF. A launcher the caller sets (CMAKE_<LANG>_COMPILER_LAUNCHER)
