@@ -21,7 +21,7 @@
 # Measured on that machine, in default mode: a fresh clone's scripts/build
 # took 29 min 28 s filling the cache (the core, 106 of its 414 compilations,
 # was in it already), and the next clone's 3 min 19 s (409 found; the 5
-# others define the clone's own path). In depend mode, after those, a clean
+# others name the clone's own path). In depend mode, after those, a clean
 # clone's CI run (.ci/run) spent 3 min 15 s before its tests began, and
 # 67 s once the engine tests' unity sources were cached too
 # (unity_sources.cmake; 408 of 415 found).
