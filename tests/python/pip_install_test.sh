@@ -9,14 +9,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 torch2=$("$root/scripts/torch2-venv")
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-/usr/bin/python3 -m venv "$work/venv"
-python=$work/venv/bin/python
-site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-"$torch2/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
-  > "$site/torch2.pth"
-
 # The build directory: QCCL_PIP_BUILD_DIR (ctest's, inside the build tree),
 # empty at the start so that the build starts from nothing as a user's does,
 # and removed at the end. Where it lies under the source tree (scripts/build's
@@ -25,6 +17,13 @@ site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 build_dir=${QCCL_PIP_BUILD_DIR:-$work/build}
 rm -rf "$build_dir"
 trap 'rm -rf "$work" "$build_dir"' EXIT
+
+/usr/bin/python3 -m venv "$work/venv"
+python=$work/venv/bin/python
+site=$("$python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+"$torch2/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' \
+  > "$site/torch2.pth"
+
 start=$(date +%s)
 "$python" -m pip install --quiet --disable-pip-version-check --no-input \
   --config-settings=build-dir="$build_dir" "$root"
