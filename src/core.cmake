@@ -41,6 +41,7 @@ add_library(qccl_core_objects OBJECT
   qccl/collectives/host_layout.cc
   qccl/collectives/host_groups.cc
   qccl/collectives/hierarchical.cc
+  qccl/collectives/host_pipeline.cc
   qccl/collectives/offset_encoding.cc
   qccl/codecs/codec.cc
   qccl/codecs/sparse_messages.cc

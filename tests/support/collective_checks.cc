@@ -22,6 +22,7 @@ CollectiveOptions options_for(const CollectiveCase& c) {
   o.algorithm = c.algorithm;
   o.chunk_bytes = c.chunk_bytes;
   o.between_hosts = c.between_hosts;
+  o.host_part_bytes = c.host_part_bytes;
   return o;
 }
 

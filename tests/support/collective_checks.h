@@ -16,6 +16,7 @@ struct CollectiveCase {
   bool in_place = false;
   std::size_t chunk_bytes = std::size_t{1} << 20;
   Algorithm between_hosts = Algorithm::ring;  // algorithm hierarchical's second level
+  std::size_t host_part_bytes = CollectiveOptions{}.host_part_bytes;  // and its pipeline's parts
 };
 
 // Expects `data` to be bitwise identical on every rank.

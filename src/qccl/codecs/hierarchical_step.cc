@@ -18,6 +18,7 @@
 
 #include "qccl/codecs/codec.h"
 #include "qccl/collectives/hierarchical.h"
+#include "qccl/collectives/host_pipeline.h"
 #include "qccl/collectives/offset_encoding.h"
 #include "qccl/common/errors.h"
 
@@ -88,6 +89,9 @@ void Codec::run_hierarchical(Communicator& comm, const Operation& operation,
   setup.pieces = operation.pieces;
   StepPreparation preparation = prepare(comm, setup, operation, options);
   preparation.digest += " between hosts " + std::string(to_string(across.algorithm));
+  if (operation.kind == CodecOperation::allreduce_mean) {
+    preparation.digest += " in parts of " + std::to_string(options.host_part_bytes) + " bytes";
+  }
   const bool gather = operation.kind == CodecOperation::allgather;
   CollectiveCall call =
       begin_step(comm, setup, local_statistic(operation),
@@ -123,23 +127,47 @@ void Codec::run_hierarchical(Communicator& comm, const Operation& operation,
 }
 
 // Host means of this rank's 1/L slice, the codec's mean of it across hosts,
-// and the slices shared within the host.
+// and the slices shared within the host; pipelined over parts of the vector
+// (host_pipeline.h). The encoding is keyed by each element's place in the
+// whole vector, so the parts change which rank carries an element across
+// hosts, not how it is encoded.
 void Codec::move_hierarchical_mean(const HierarchicalMove& move) {
   const Operation& operation = move.operation;
   HostGroups& groups = move.groups;
-  const auto slices = host_slices(operation.input.size(), groups.local_size(), granularity());
-  const Range mine = slices[static_cast<std::size_t>(groups.local_rank())];
-  const std::span<float> mean = move.comm.float_scratch(Scratch::decoded, mine.count);
+  const auto parts =
+      host_pipeline_parts(operation.input.size(), move.options.host_part_bytes, granularity());
+  const HostPartSlices slices =
+      host_part_slices(parts, groups.local_size(), groups.local_rank(), granularity());
+  const std::span<float> means = move.comm.float_scratch(Scratch::decoded, slices.own_total);
   const bool prescale = move.prescale();
   const std::span<float> scaled = prescale
                                       ? move.comm.float_scratch(Scratch::work, operation.input.size())
                                       : std::span<float>{};
-  sum_within_host(groups, operation.input, slices, 1.0f / static_cast<float>(groups.local_size()),
-                  prescale, mean, scaled, move.timeout());
-  const auto sliced = offset_encoding(move.encoding, mine.first);
-  const Operation part{operation.kind, mean, mean, {}, {}, false, {}};
-  default_move_data(groups.across(), move.tag, move.setup, *sliced, part, move.options);
-  gather_within_host(groups, mean, slices, operation.output, move.timeout());
+  const auto mean = [&](std::size_t k) {
+    return means.subspan(slices.own[k].first, slices.own[k].count);
+  };
+  const auto whole = [&](std::span<float> vector, std::size_t k) {
+    return vector.empty() ? vector : vector.subspan(parts[k].first, parts[k].count);
+  };
+  const auto local = static_cast<std::size_t>(groups.local_rank());
+  run_host_pipeline(
+      groups, parts.size(),
+      {[&](std::size_t k) {
+         sum_within_host(groups, operation.input.subspan(parts[k].first, parts[k].count),
+                         slices.slices[k], 1.0f / static_cast<float>(groups.local_size()),
+                         prescale, mean(k), whole(scaled, k), move.timeout());
+       },
+       [&](std::size_t k) {
+         const auto sliced =
+             offset_encoding(move.encoding, parts[k].first + slices.slices[k][local].first);
+         const Operation part{operation.kind, mean(k), mean(k), {}, {}, false, {}};
+         default_move_data(groups.across(), move.tag, move.setup, *sliced, part, move.options);
+       },
+       [&](std::size_t k) {
+         gather_within_host(groups, mean(k), slices.slices[k], whole(operation.output, k),
+                            move.timeout());
+       }},
+      move.timeout());
 }
 
 // The blocks regrouped by local rank (hierarchical.h): host means of this

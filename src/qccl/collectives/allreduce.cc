@@ -32,7 +32,10 @@ void allreduce(Communicator& comm, std::span<const float> input, std::span<float
   Fingerprint fingerprint("allreduce");
   fingerprint.add_text("algorithm", to_string(options.algorithm))
       .add("element count", static_cast<std::int64_t>(input.size()))
-      .add_text("reduction", reduction.name());
+      .add_text("reduction", reduction.name())
+      .add("host part bytes", options.algorithm == Algorithm::hierarchical
+                                  ? static_cast<std::int64_t>(options.host_part_bytes)
+                                  : 0);
   CollectiveCall call(comm, std::move(fingerprint), comm.timeout(options.timeout));
   // Every rank is in this call (the check passed): the hierarchical levels
   // are split off here on the first such call, so that hosts of unequal

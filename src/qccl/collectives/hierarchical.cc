@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "qccl/collectives/allreduce.h"
+#include "qccl/collectives/host_pipeline.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -101,13 +102,30 @@ void hierarchical_allreduce_body(Communicator& comm, int tag, std::span<const fl
   if (input.empty()) return;
   HostGroups& groups = comm.host_groups();
   const Timeout timeout = comm.timeout(options.timeout);
-  const auto slices = host_slices(input.size(), groups.local_size(), reduction.granularity());
-  const Range mine = slices[static_cast<std::size_t>(groups.local_rank())];
-  // The host sum lands in scratch: the input may be the output.
-  const std::span<float> slice = comm.float_scratch(Scratch::decoded, mine.count);
-  sum_within_host(groups, input, slices, 1.0f, false, slice, {}, timeout);
-  allreduce_body(groups.across(), tag, slice, slice, reduction, between_hosts_options(options));
-  gather_within_host(groups, slice, slices, output, timeout);
+  const std::size_t granularity = reduction.granularity();
+  const auto parts = host_pipeline_parts(input.size(), options.host_part_bytes, granularity);
+  const HostPartSlices slices =
+      host_part_slices(parts, groups.local_size(), groups.local_rank(), granularity);
+  // The host sums land in scratch: the input may be the output.
+  const std::span<float> own = comm.float_scratch(Scratch::decoded, slices.own_total);
+  const auto own_slice = [&](std::size_t k) {
+    return own.subspan(slices.own[k].first, slices.own[k].count);
+  };
+  const CollectiveOptions across = between_hosts_options(options);
+  run_host_pipeline(
+      groups, parts.size(),
+      {[&](std::size_t k) {
+         sum_within_host(groups, input.subspan(parts[k].first, parts[k].count), slices.slices[k],
+                         1.0f, false, own_slice(k), {}, timeout);
+       },
+       [&](std::size_t k) {
+         allreduce_body(groups.across(), tag, own_slice(k), own_slice(k), reduction, across);
+       },
+       [&](std::size_t k) {
+         gather_within_host(groups, own_slice(k), slices.slices[k],
+                            output.subspan(parts[k].first, parts[k].count), timeout);
+       }},
+      timeout);
 }
 
 }  // namespace qccl

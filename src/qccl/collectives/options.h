@@ -53,7 +53,15 @@ struct CollectiveOptions {
   // of 256 KiB or more are also cut into at least 4 chunks (of >= 64 KiB).
   std::size_t chunk_bytes = std::size_t{1} << 20;
   // Receives in flight at once (each needs a staging buffer of one chunk).
+  // Uncompressed fp32 between two ranks that send to each other (a 2-rank
+  // ring, halving-doubling) gains from 16; the compressed codecs lose a
+  // little: docs/collectives.md, "the receive window".
   int window = 4;
+  // Algorithm hierarchical, allreduce: parts of about this many bytes of
+  // fp32 input (at most 8 parts), whose steps within the host overlap the
+  // exchange of the part before across hosts (host_pipeline.h); 0: one
+  // part, the three steps one after the other.
+  std::size_t host_part_bytes = std::size_t{8} << 20;
   // Where to add encode and decode times; null: not measured.
   PhaseTimes* phases = nullptr;
 };
