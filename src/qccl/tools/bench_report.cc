@@ -59,7 +59,10 @@ void print_table(std::ostream& out, const BenchContext& context, const std::vect
       << ", " << (c.in_place ? "in place" : "out of place") << "\n"
       << "# " << c.iterations << " timed iterations after " << c.warmup
       << " warm-up; time per iteration = slowest rank; chunk " << format_bytes(c.chunk_bytes)
-      << ", window " << c.window << "\n"
+      << ", window " << c.window << ", hierarchical "
+      << (c.host_part_bytes == 0 ? std::string("in one part")
+                                 : "in parts of " + format_bytes(c.host_part_bytes))
+      << "\n"
       << "# algbw = size / time, busbw = algbw x " << line("%.3f", bus_factor(c.operation, context.ranks))
       << " (GB = 1e9 bytes); sent = bytes one rank sends per call; vs_native = busbw / native busbw\n";
   const bool wire = c.link_rate_bps > 0;
@@ -115,6 +118,7 @@ nlohmann::json to_json(const BenchContext& context, const std::vector<BenchRow>&
   j["warmup"] = c.warmup;
   j["chunk_bytes"] = c.chunk_bytes;
   j["window"] = c.window;
+  j["host_part_bytes"] = c.host_part_bytes;
   j["bus_factor"] = bus_factor(c.operation, context.ranks);
   j["link_rate_bps"] = c.link_rate_bps > 0 ? nlohmann::json(c.link_rate_bps) : nlohmann::json(nullptr);
   j["native_codec"] = c.native_codec;

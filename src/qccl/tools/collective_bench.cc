@@ -372,7 +372,8 @@ void check_settings_agree(Communicator& comm, const BenchConfig& c) {
                                      {"--warmup", std::to_string(c.warmup)}}))
       .add_text("transfers", text({{"--in-place", c.in_place ? "on" : "off"},
                                    {"--chunk-bytes", std::to_string(c.chunk_bytes)},
-                                   {"--window", std::to_string(c.window)}}))
+                                   {"--window", std::to_string(c.window)},
+                                   {"--host-part-bytes", std::to_string(c.host_part_bytes)}}))
       .add_text("codec", text({{"--codec", c.codec.empty() ? "(none)" : c.codec},
                                {"--native-codec", c.native_codec ? "on" : "off"}}));
   run_collective(comm, fingerprint, comm.timeout(std::nullopt), [](int) {});
@@ -396,6 +397,7 @@ std::vector<BenchRow> run_collective_bench(Communicator& comm, const BenchConfig
       options.algorithm = algorithm;
       options.chunk_bytes = config.chunk_bytes;
       options.window = config.window;
+      options.host_part_bytes = config.host_part_bytes;
       options.between_hosts = config.between_hosts;
       bench.select(algorithm);
       for (int i = 0; i < config.warmup; ++i) {

@@ -34,8 +34,10 @@ struct BenchConfig {
   int iterations = 20;
   int warmup = 5;
   bool in_place = false;
-  std::size_t chunk_bytes = std::size_t{1} << 20;
-  int window = 4;
+  std::size_t chunk_bytes = CollectiveOptions{}.chunk_bytes;
+  int window = CollectiveOptions{}.window;
+  // Algorithm hierarchical, allreduce: the pipeline's part size (0: one part).
+  std::size_t host_part_bytes = CollectiveOptions{}.host_part_bytes;
   // A codec spec run as the operation's codec form (allreduce mean,
   // reduce-scatter mean, allgather) on ring and halving-doubling; `native`
   // stays MPI's fp32 collective, the baseline beside it. Empty: the plain
