@@ -42,6 +42,7 @@ add_library(qccl_core_objects OBJECT
   qccl/collectives/host_groups.cc
   qccl/collectives/hierarchical.cc
   qccl/collectives/host_pipeline.cc
+  qccl/collectives/receive_window.cc
   qccl/collectives/offset_encoding.cc
   qccl/codecs/codec.cc
   qccl/codecs/sparse_messages.cc

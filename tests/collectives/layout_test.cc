@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include "qccl/collectives/allreduce.h"
 #include "qccl/collectives/fp32_sum.h"
 #include "qccl/collectives/layout.h"
+#include "qccl/collectives/receive_window.h"
 #include "qccl/common/errors.h"
 #include "../support/sparse_test_reduction.h"
+#include "../support/world.h"
 
 namespace qccl {
 namespace {
@@ -63,6 +66,55 @@ TEST(SlotLayoutTest, EncodedLayoutPacksCapacitiesBackToBack) {
   }
   EXPECT_EQ(layout.total_bytes(), offset);
   EXPECT_FALSE(layout.exact_sizes());
+}
+
+// One byte per element and a header: the wire size of an 8-bit codec.
+class ByteCodes final : public Encoding {
+ public:
+  std::string name() const override { return "byte-codes"; }
+  std::size_t max_encoded_bytes(std::size_t count) const override { return 8 + count; }
+  std::size_t encode(std::span<const float>, std::size_t, std::span<std::byte>) override {
+    return 0;
+  }
+  void decode(std::span<const std::byte>, std::size_t, std::span<float>) override {}
+  void decode_contribution(std::span<const std::byte>, std::size_t, std::span<float>) override {}
+};
+
+// The automatic window follows the chunks' bytes per element on the wire:
+// 16 for fp32 (and wider), 4 for compressed chunks and raw bytes; a window
+// the caller sets is kept.
+TEST(ReceiveWindowTest, FollowsTheWireSizeOfTheChunksUnlessSet) {
+  const auto segments = split_range({0, 100000}, 3, 1);
+  Fp32Sum sum;
+  ByteCodes codes;
+  test::SparseTestReduction wide;  // 8 bytes per element
+  const std::vector<std::size_t> raw{4000, 4000};
+  CollectiveOptions automatic;
+  EXPECT_EQ(automatic.window, 0) << "automatic by default";
+  EXPECT_EQ(receive_window(automatic, SlotLayout(segments, 4, 1, sum)), kUncompressedWindow);
+  EXPECT_EQ(receive_window(automatic, SlotLayout(segments, 4, 4, wide)), kUncompressedWindow);
+  EXPECT_EQ(receive_window(automatic, SlotLayout(segments, 4, 1, codes)), kCompressedWindow);
+  EXPECT_EQ(receive_window(automatic, SlotLayout(raw, 4)), kCompressedWindow);
+  EXPECT_EQ(receive_window(automatic, SlotLayout(std::vector<Range>{{0, 0}}, 1, 1, sum)),
+            kCompressedWindow)
+      << "no elements at all";
+  CollectiveOptions seven;
+  seven.window = 7;
+  EXPECT_EQ(receive_window(seven, SlotLayout(segments, 4, 1, sum)), 7u);
+  EXPECT_EQ(receive_window(seven, SlotLayout(segments, 4, 1, codes)), 7u);
+}
+
+TEST(ReceiveWindowTest, NegativeWindowsAreRefused) {
+  test::run_world(2, [](Communicator& comm) {
+    std::vector<float> data(16, 1.0f);
+    Fp32Sum sum;
+    CollectiveOptions options;
+    options.window = -1;
+    EXPECT_THROW(allreduce(comm, data, sum, options), InvalidArgument);
+    options.window = 0;
+    allreduce(comm, data, sum, options);
+    EXPECT_EQ(data[0], 2.0f);
+  });
 }
 
 TEST(SlotLayoutTest, ChunksForTargetsTheChunkSize) {

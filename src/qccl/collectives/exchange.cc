@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "qccl/collectives/codec_steps.h"
+#include "qccl/collectives/receive_window.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -25,8 +26,7 @@ void exchange_slots(Communicator& comm, int tag, SlotLayout& layout, std::span<s
     const std::size_t count = incoming.slot_count;
     // Stored chunks go straight to their slot, so all receives can be in
     // flight; reduced chunks share `window` staging buffers.
-    const std::size_t window =
-        reduction ? std::max<std::size_t>(1, static_cast<std::size_t>(options.window)) : count;
+    const std::size_t window = reduction ? receive_window(options, layout) : count;
     const std::size_t stride = layout.max_slot_capacity();
     std::span<std::byte> staging;
     if (reduction) staging = comm.scratch(Scratch::staging, std::min(window, count) * stride);

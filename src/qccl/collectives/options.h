@@ -52,11 +52,10 @@ struct CollectiveOptions {
   // Largest pipelined message, in bytes of uncompressed fp32 input. Segments
   // of 256 KiB or more are also cut into at least 4 chunks (of >= 64 KiB).
   std::size_t chunk_bytes = std::size_t{1} << 20;
-  // Receives in flight at once (each needs a staging buffer of one chunk).
-  // Uncompressed fp32 between two ranks that send to each other (a 2-rank
-  // ring, halving-doubling) gains from 16; the compressed codecs lose a
-  // little: docs/collectives.md, "the receive window".
-  int window = 4;
+  // Receives in flight at once (each needs a staging buffer of one chunk);
+  // 0: automatic, 16 for uncompressed fp32 chunks and 4 for compressed ones
+  // (receive_window.h says why).
+  int window = 0;
   // Algorithm hierarchical, allreduce: parts of about this many bytes of
   // fp32 input (at most 8 parts), whose steps within the host overlap the
   // exchange of the part before across hosts (host_pipeline.h); 0: one

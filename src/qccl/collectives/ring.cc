@@ -33,6 +33,7 @@
 
 #include "qccl/collectives/codec_queue.h"
 #include "qccl/collectives/codec_steps.h"
+#include "qccl/collectives/receive_window.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -69,7 +70,7 @@ class RingPass {
         rs_steps_(phases != RingPhases::allgather ? static_cast<std::size_t>(n_ - 1) : 0),
         transfers_((rs_steps_ + (phases != RingPhases::reduce_scatter ? n_ - 1 : 0)) * k_),
         right_(static_cast<int>((r_ + 1) % n_)), left_(static_cast<int>((r_ + n_ - 1) % n_)),
-        window_(std::max<std::size_t>(1, static_cast<std::size_t>(options.window))),
+        window_(receive_window(options, layout)),
         sends_(transfers_), recvs_(transfers_), last_send_(layout.slot_count(), transfers_) {
     if (rs_steps_ > 0) staging_ = comm.scratch(Scratch::staging, window_ * layout.max_slot_capacity());
   }

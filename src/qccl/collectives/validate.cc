@@ -11,8 +11,9 @@ void validate_options(const CollectiveOptions& options, std::string_view operati
   if (options.chunk_bytes == 0) {
     throw InvalidArgument(std::string(operation) + ": chunk_bytes must be at least 1");
   }
-  if (options.window < 1) {
-    throw InvalidArgument(std::string(operation) + ": window must be at least 1, got " +
+  if (options.window < 0) {
+    throw InvalidArgument(std::string(operation) +
+                          ": window must be 0 (automatic) or at least 1, got " +
                           std::to_string(options.window));
   }
   if (options.between_hosts == Algorithm::hierarchical) {

@@ -80,7 +80,8 @@ CLI::App* add_bench_operation(CLI::App& bench, BenchOperation op, std::string de
   sub->add_option("--warmup", command.config.warmup, "untimed iterations first (default 5)");
   sub->add_flag("--in-place", command.config.in_place, "run in place (allreduce, allgather)");
   sub->add_option("--chunk-bytes", command.chunk_bytes, "pipeline chunk size (default 1M)");
-  sub->add_option("--window", command.config.window, "receives in flight (default 4)");
+  sub->add_option("--window", command.config.window,
+                  "receives in flight; 0 (default): 16 for fp32 chunks, 4 for compressed ones");
   sub->add_option("--host-part-bytes", command.host_part_bytes,
                   "hierarchical allreduce: pipeline part size, 0 for one part (default 8M)");
   sub->add_option("--link-rate", command.link_rate,
@@ -117,7 +118,7 @@ int run_bench(BenchCommand& command, int argc, char** argv) {
     config.host_part_bytes = parse_bytes(command.host_part_bytes, "--host-part-bytes");
     if (!command.link_rate.empty()) config.link_rate_bps = parse_rate(command.link_rate);
     if (config.chunk_bytes == 0) throw InvalidArgument("--chunk-bytes must be at least 1");
-    if (config.window < 1) throw InvalidArgument("--window must be at least 1");
+    if (config.window < 0) throw InvalidArgument("--window must be 0 (automatic) or at least 1");
     launch.check();
     validate(config);
     // Each rank holds its input and output and the collective's scratch:

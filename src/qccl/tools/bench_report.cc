@@ -59,7 +59,8 @@ void print_table(std::ostream& out, const BenchContext& context, const std::vect
       << ", " << (c.in_place ? "in place" : "out of place") << "\n"
       << "# " << c.iterations << " timed iterations after " << c.warmup
       << " warm-up; time per iteration = slowest rank; chunk " << format_bytes(c.chunk_bytes)
-      << ", window " << c.window << ", hierarchical "
+      << ", window " << (c.window == 0 ? std::string("auto") : std::to_string(c.window))
+      << ", hierarchical "
       << (c.host_part_bytes == 0 ? std::string("in one part")
                                  : "in parts of " + format_bytes(c.host_part_bytes))
       << "\n"
