@@ -225,7 +225,7 @@ TEST(ArgumentTest, LocalErrorsAreInvalidArgument) {
     std::vector<float> a(10), b(11);
     EXPECT_THROW(allreduce(comm, a, b, sum), InvalidArgument);
     CollectiveOptions o;
-    o.window = 0;
+    o.window = -1;  // 0 is automatic (receive_window.h)
     EXPECT_THROW(allreduce(comm, a, sum, o), InvalidArgument);
     std::vector<float> data(10);
     EXPECT_THROW(broadcast(comm, data, 3), InvalidArgument);

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "../support/collective_checks.h"
+#include "../support/host_shapes.h"
 #include "../support/patterns.h"
 #include "../support/sparse_test_reduction.h"
 #include "../support/test_names.h"
@@ -22,12 +23,6 @@
 
 namespace qccl::test {
 namespace {
-
-CommunicatorOptions with_hosts(int ranks_per_host) {
-  CommunicatorOptions options{kTestTimeout, true};
-  options.ranks_per_host = ranks_per_host;
-  return options;
-}
 
 TEST(HostLayoutTest, ConsecutiveGroupsAndTheirDescription) {
   const HostLayout even = HostLayout::consecutive(6, 3);
@@ -94,21 +89,22 @@ TEST(HostGroupsTest, InProcessRanksAreTheirOwnHostsUnlessTold) {
 }
 
 // (ranks, ranks per host): every divisor of 1, 2, 3, 4, 7 and of 6 and 8.
-using Shape = std::tuple<int, int>;
+using Shape = HostShape;
 const auto kShapes = ::testing::Values(Shape{1, 1}, Shape{2, 1}, Shape{2, 2}, Shape{3, 1},
                                        Shape{3, 3}, Shape{4, 2}, Shape{4, 4}, Shape{6, 2},
                                        Shape{6, 3}, Shape{7, 1}, Shape{7, 7}, Shape{8, 4});
-std::string shape_name(const Shape& s) {
-  return "n" + std::to_string(std::get<0>(s)) + "_per_host" + std::to_string(std::get<1>(s));
-}
+std::string shape_name(const Shape& s) { return host_shape_name(s); }
 
-using Fp32Param = std::tuple<Shape, std::size_t, Algorithm, bool>;
+// In one part, and pipelined in parts of 1 KiB (host_pipeline.h: up to 8
+// of them).
+using Fp32Param = std::tuple<Shape, std::size_t, Algorithm, bool, std::size_t>;
 class HierarchicalFp32Test : public ::testing::TestWithParam<Fp32Param> {};
 
 TEST_P(HierarchicalFp32Test, SumEqualsClosedFormOnEveryRank) {
-  const auto [shape, count, between, in_place] = GetParam();
+  const auto [shape, count, between, in_place, part_bytes] = GetParam();
   CollectiveCase c{count, Algorithm::hierarchical, in_place};
   c.between_hosts = between;
+  c.host_part_bytes = part_bytes;
   run_world(std::get<0>(shape), [&](Communicator& comm) { check_allreduce_fp32(comm, c); },
             with_hosts(std::get<1>(shape)));
 }
@@ -120,12 +116,13 @@ INSTANTIATE_TEST_SUITE_P(
                                          std::size_t{100000}),
                        ::testing::Values(Algorithm::ring, Algorithm::halving_doubling,
                                          Algorithm::native),
-                       ::testing::Bool()),
+                       ::testing::Bool(), ::testing::Values(std::size_t{0}, std::size_t{1024})),
     [](const ::testing::TestParamInfo<Fp32Param>& info) {
       return shape_name(std::get<0>(info.param)) + "_len" +
              std::to_string(std::get<1>(info.param)) + "_" +
              test_name(std::string(to_string(std::get<2>(info.param)))) +
-             (std::get<3>(info.param) ? "_inplace" : "_outofplace");
+             (std::get<3>(info.param) ? "_inplace" : "_outofplace") +
+             (std::get<4>(info.param) == 0 ? "_onepart" : "_parts1k");
     });
 
 // A codec's mean across hosts: identical bytes everywhere, and within the

@@ -1,8 +1,9 @@
 // The hierarchical allreduce pipelined over parts (collectives/host_pipeline.h):
 // how a vector is cut, the order and overlap of the two levels' steps, a
 // failure of either level ending the call on every rank without a hang, and
-// the pipelined results — exact for fp32, identical on every rank and within
-// the bound for codecs — on ranks {2,3,4,6,7,8} in hosts of every size.
+// the pipelined codecs' means — identical on every rank and within the
+// bound — on ranks {2,4,6,8} in hosts of 2 to 4 (the exact fp32 sum in
+// parts: hierarchical_test.cc).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <tuple>
 
 #include "../support/collective_checks.h"
+#include "../support/host_shapes.h"
 #include "../support/patterns.h"
 #include "../support/test_names.h"
 #include "../support/world.h"
@@ -26,12 +28,6 @@
 
 namespace qccl::test {
 namespace {
-
-CommunicatorOptions with_hosts(int ranks_per_host) {
-  CommunicatorOptions options{kTestTimeout, true};
-  options.ranks_per_host = ranks_per_host;
-  return options;
-}
 
 TEST(HostPipelinePartsTest, AboutThePartSizeAtMostEightOnTheGranularity) {
   const auto counts = [](const std::vector<Range>& parts) { return range_counts(parts); };
@@ -154,40 +150,8 @@ TEST(HostPipelineTest, EitherLevelFailingEndsTheCallWithItsError) {
   }
 }
 
-// The pipelined fp32 allreduce: the exact closed form on every rank, in
-// place and not, with 1 KiB parts (so 3 to 8 of them).
-using Shape = std::tuple<int, int>;
-const auto kShapes = ::testing::Values(Shape{2, 2}, Shape{3, 3}, Shape{4, 2}, Shape{6, 2},
-                                       Shape{6, 3}, Shape{7, 7}, Shape{8, 4});
-std::string shape_name(const Shape& s) {
-  return "n" + std::to_string(std::get<0>(s)) + "_per_host" + std::to_string(std::get<1>(s));
-}
-
-using Fp32Param = std::tuple<Shape, std::size_t, Algorithm, bool>;
-class PipelinedFp32Test : public ::testing::TestWithParam<Fp32Param> {};
-
-TEST_P(PipelinedFp32Test, SumEqualsClosedFormOnEveryRank) {
-  const auto [shape, count, between, in_place] = GetParam();
-  CollectiveCase c{count, Algorithm::hierarchical, in_place};
-  c.between_hosts = between;
-  c.chunk_bytes = 512;
-  c.host_part_bytes = 1024;
-  run_world(std::get<0>(shape), [&](Communicator& comm) { check_allreduce_fp32(comm, c); },
-            with_hosts(std::get<1>(shape)));
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    ShapesSizesBetween, PipelinedFp32Test,
-    ::testing::Combine(kShapes, ::testing::Values(std::size_t{700}, std::size_t{100003}),
-                       ::testing::Values(Algorithm::ring, Algorithm::halving_doubling,
-                                         Algorithm::native),
-                       ::testing::Bool()),
-    [](const ::testing::TestParamInfo<Fp32Param>& info) {
-      return shape_name(std::get<0>(info.param)) + "_len" +
-             std::to_string(std::get<1>(info.param)) + "_" +
-             test_name(std::string(to_string(std::get<2>(info.param)))) +
-             (std::get<3>(info.param) ? "_inplace" : "_outofplace");
-    });
+using Shape = HostShape;
+std::string shape_name(const Shape& s) { return host_shape_name(s); }
 
 // A codec's mean, pipelined: identical bytes everywhere, and within the
 // bound for H ranks plus the host means' rounding. For 8-bit Global-QSGD,
