@@ -1,7 +1,8 @@
 // The hierarchical allreduce (collectives/hierarchical.h): host layouts, the
-// exact fp32 result and the codecs' means on ranks {1,2,3,4,7} and more in
-// hosts of every size that divides them, identical bytes on every rank,
-// each host's traffic across hosts, and clear refusals.
+// exact fp32 result (in one part and pipelined in parts) and the codecs'
+// means on ranks {1,2,3,4,7} and more in hosts of every size that divides
+// them, identical bytes on every rank, each host's traffic across hosts,
+// and clear refusals.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -128,12 +129,12 @@ INSTANTIATE_TEST_SUITE_P(
 // A codec's mean across hosts: identical bytes everywhere, and within the
 // codec's bound for H ranks of the exact mean, plus the fp32 rounding of
 // the host means (L additions and a scaling, each within 2^-24 of a value
-// at most L times the largest input).
-using CodecParam = std::tuple<std::string, Shape, Algorithm>;
+// at most L times the largest input). In one part and in parts of 4 KiB.
+using CodecParam = std::tuple<std::string, Shape, Algorithm, std::size_t>;
 class HierarchicalCodecTest : public ::testing::TestWithParam<CodecParam> {};
 
 TEST_P(HierarchicalCodecTest, MeanIsIdenticalEverywhereAndWithinTheBound) {
-  const auto [spec, shape, between] = GetParam();
+  const auto [spec, shape, between, part_bytes] = GetParam();
   const auto [ranks, per_host] = shape;
   constexpr std::size_t kCount = 5003;
   run_world(ranks, [&](Communicator& comm) {
@@ -142,6 +143,7 @@ TEST_P(HierarchicalCodecTest, MeanIsIdenticalEverywhereAndWithinTheBound) {
     options.algorithm = Algorithm::hierarchical;
     options.between_hosts = between;
     options.chunk_bytes = 4096;  // several pipelined chunks per slice
+    options.host_part_bytes = part_bytes;
     for (int step = 0; step < 2; ++step) {
       auto data = make_vector(kCount, [&](std::size_t i) { return noise(comm.rank() + 31 * step, i); });
       std::vector<double> statistic{local_norm_statistic(data, codec->norm_kind())};
@@ -172,10 +174,12 @@ INSTANTIATE_TEST_SUITE_P(
                                          "natural"),
                        ::testing::Values(Shape{2, 2}, Shape{4, 2}, Shape{6, 3}, Shape{7, 7},
                                          Shape{8, 2}),
-                       ::testing::Values(Algorithm::ring, Algorithm::halving_doubling)),
+                       ::testing::Values(Algorithm::ring, Algorithm::halving_doubling),
+                       ::testing::Values(std::size_t{0}, std::size_t{4096})),
     [](const ::testing::TestParamInfo<CodecParam>& info) {
       return test_name(std::get<0>(info.param)) + "_" + shape_name(std::get<1>(info.param)) +
-             "_" + test_name(std::string(to_string(std::get<2>(info.param))));
+             "_" + test_name(std::string(to_string(std::get<2>(info.param)))) +
+             (std::get<3>(info.param) == 0 ? "_onepart" : "_parts4k");
     });
 
 // Reduce-scatter and allgather through a codec: each rank's block within
@@ -270,20 +274,32 @@ TEST(HierarchicalCodecTest, GlobalQsgdStaysUnbiased) {
 
 // Each host's card carries 2(H−1)/H of the vector per allreduce (its L
 // ranks each send that share of their 1/L slice across hosts), against the
-// flat ring's 2(n−1)/n from each of the ranks at a host boundary.
+// flat ring's 2(n−1)/n from each of the ranks at a host boundary. In parts
+// as in one: each rank then sends its parts' slices, whose sizes differ by
+// the parts' rounding, and the host's ranks together the same bytes.
 TEST(HierarchicalTrafficTest, EachHostSendsItsSlicesAcrossOnce) {
   constexpr std::size_t kCount = 120000;
-  run_world(4, [&](Communicator& comm) {
-    Fp32Sum sum;
-    auto data = make_vector(kCount, [&](std::size_t i) { return pattern(comm.rank(), i); });
-    CollectiveOptions options;
-    options.algorithm = Algorithm::hierarchical;
-    allreduce(comm, data, sum, options);
-    Communicator& across = comm.host_groups().across();
-    const std::uint64_t slice_bytes = kCount / 2 * sizeof(float);
-    EXPECT_EQ(across.data_bytes_sent(), slice_bytes) << "2(H-1)/H of a slice, H = 2";
-    EXPECT_EQ(comm.data_bytes_sent(), slice_bytes) << "the communicator counts its levels' data";
-  }, with_hosts(2));
+  for (const std::size_t part_bytes : {std::size_t{0}, std::size_t{64 * 1024}}) {  // 1, 7 parts
+    run_world(4, [&](Communicator& comm) {
+      Fp32Sum sum;
+      auto data = make_vector(kCount, [&](std::size_t i) { return pattern(comm.rank(), i); });
+      CollectiveOptions options;
+      options.algorithm = Algorithm::hierarchical;
+      options.host_part_bytes = part_bytes;
+      allreduce(comm, data, sum, options);
+      HostGroups& groups = comm.host_groups();
+      const std::uint64_t sent = groups.across().data_bytes_sent();
+      EXPECT_EQ(comm.data_bytes_sent(), sent) << "the communicator counts its levels' data";
+      if (part_bytes == 0) {
+        EXPECT_EQ(sent, kCount / 2 * sizeof(float)) << "2(H-1)/H of a slice";
+      }
+      std::vector<std::int64_t> host_sent{static_cast<std::int64_t>(sent)};
+      allreduce_values<std::int64_t>(groups.local().transport(), host_sent, ReduceOp::sum,
+                                     kTestTimeout);
+      EXPECT_EQ(host_sent[0], static_cast<std::int64_t>(kCount * sizeof(float)))
+          << "2(H-1)/H of the vector from the host's ranks, H = 2; parts " << part_bytes;
+    }, with_hosts(2));
+  }
 }
 
 // Before any data moves, so the communicator stays usable.
