@@ -56,7 +56,7 @@ TEST(HostPipelinePartsTest, OwnSlicesFollowEachOtherPartByPart) {
   EXPECT_EQ(range_counts(slices.slices[0]), (std::vector<std::size_t>{4, 3, 3}));
   EXPECT_EQ(range_counts(slices.own), (std::vector<std::size_t>{3, 2, 0}));
   EXPECT_EQ(slices.own[1].first, 3u);
-  EXPECT_EQ(slices.own_total, 5u);
+  EXPECT_EQ(slices.own_total(), 5u);
 }
 
 // Every rank logs its steps. Across hosts a part goes only once the host has

@@ -18,7 +18,6 @@
 
 #include "qccl/codecs/codec.h"
 #include "qccl/collectives/hierarchical.h"
-#include "qccl/collectives/host_pipeline.h"
 #include "qccl/collectives/offset_encoding.h"
 #include "qccl/common/errors.h"
 
@@ -133,40 +132,16 @@ void Codec::run_hierarchical(Communicator& comm, const Operation& operation,
 // hosts, not how it is encoded.
 void Codec::move_hierarchical_mean(const HierarchicalMove& move) {
   const Operation& operation = move.operation;
-  HostGroups& groups = move.groups;
-  const auto parts =
-      host_pipeline_parts(operation.input.size(), move.options.host_part_bytes, granularity());
-  const HostPartSlices slices =
-      host_part_slices(parts, groups.local_size(), groups.local_rank(), granularity());
-  const std::span<float> means = move.comm.float_scratch(Scratch::decoded, slices.own_total);
-  const bool prescale = move.prescale();
-  const std::span<float> scaled = prescale
-                                      ? move.comm.float_scratch(Scratch::work, operation.input.size())
-                                      : std::span<float>{};
-  const auto mean = [&](std::size_t k) {
-    return means.subspan(slices.own[k].first, slices.own[k].count);
-  };
-  const auto whole = [&](std::span<float> vector, std::size_t k) {
-    return vector.empty() ? vector : vector.subspan(parts[k].first, parts[k].count);
-  };
-  const auto local = static_cast<std::size_t>(groups.local_rank());
-  run_host_pipeline(
-      groups, parts.size(),
-      {[&](std::size_t k) {
-         sum_within_host(groups, operation.input.subspan(parts[k].first, parts[k].count),
-                         slices.slices[k], 1.0f / static_cast<float>(groups.local_size()),
-                         prescale, mean(k), whole(scaled, k), move.timeout());
-       },
-       [&](std::size_t k) {
-         const auto sliced =
-             offset_encoding(move.encoding, parts[k].first + slices.slices[k][local].first);
-         const Operation part{operation.kind, mean(k), mean(k), {}, {}, false, {}};
-         default_move_data(groups.across(), move.tag, move.setup, *sliced, part, move.options);
-       },
-       [&](std::size_t k) {
-         gather_within_host(groups, mean(k), slices.slices[k], whole(operation.output, k),
-                            move.timeout());
-       }},
+  allreduce_in_host_parts(
+      move.comm, operation.input, operation.output,
+      1.0f / static_cast<float>(move.groups.local_size()), move.prescale(),
+      move.options.host_part_bytes, granularity(),
+      [&](std::span<float> mean, std::size_t first) {
+        const auto sliced = offset_encoding(move.encoding, first);
+        const Operation part{operation.kind, mean, mean, {}, {}, false, {}};
+        default_move_data(move.groups.across(), move.tag, move.setup, *sliced, part,
+                          move.options);
+      },
       move.timeout());
 }
 

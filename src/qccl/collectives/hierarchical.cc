@@ -95,37 +95,50 @@ void check_hierarchical_reduction(const Reduction& reduction, std::string_view o
                         "which builds its encoding for host means");
 }
 
+void allreduce_in_host_parts(Communicator& comm, std::span<const float> input,
+                             std::span<float> output, float scale, bool prescale,
+                             std::size_t part_bytes, std::size_t granularity,
+                             const AcrossHosts& across, Timeout timeout) {
+  HostGroups& groups = comm.host_groups();
+  const auto parts = host_pipeline_parts(input.size(), part_bytes, granularity);
+  const HostPartSlices slices =
+      host_part_slices(parts, groups.local_size(), groups.local_rank(), granularity);
+  // The host sums land in scratch: the input may be the output.
+  const std::span<float> own = comm.float_scratch(Scratch::decoded, slices.own_total());
+  const std::span<float> scaled =
+      prescale ? comm.float_scratch(Scratch::work, input.size()) : std::span<float>{};
+  const auto own_slice = [&](std::size_t k) {
+    return own.subspan(slices.own[k].first, slices.own[k].count);
+  };
+  const auto part_of = [&](auto vector, std::size_t k) {
+    return vector.empty() ? vector : vector.subspan(parts[k].first, parts[k].count);
+  };
+  const auto local = static_cast<std::size_t>(groups.local_rank());
+  run_host_pipeline(
+      groups, parts.size(),
+      {[&](std::size_t k) {
+         sum_within_host(groups, part_of(input, k), slices.slices[k], scale, prescale,
+                         own_slice(k), part_of(scaled, k), timeout);
+       },
+       [&](std::size_t k) { across(own_slice(k), parts[k].first + slices.slices[k][local].first); },
+       [&](std::size_t k) {
+         gather_within_host(groups, own_slice(k), slices.slices[k], part_of(output, k), timeout);
+       }},
+      timeout);
+}
+
 void hierarchical_allreduce_body(Communicator& comm, int tag, std::span<const float> input,
                                  std::span<float> output, Reduction& reduction,
                                  const CollectiveOptions& options) {
   check_hierarchical_reduction(reduction, "allreduce");
   if (input.empty()) return;
-  HostGroups& groups = comm.host_groups();
-  const Timeout timeout = comm.timeout(options.timeout);
-  const std::size_t granularity = reduction.granularity();
-  const auto parts = host_pipeline_parts(input.size(), options.host_part_bytes, granularity);
-  const HostPartSlices slices =
-      host_part_slices(parts, groups.local_size(), groups.local_rank(), granularity);
-  // The host sums land in scratch: the input may be the output.
-  const std::span<float> own = comm.float_scratch(Scratch::decoded, slices.own_total);
-  const auto own_slice = [&](std::size_t k) {
-    return own.subspan(slices.own[k].first, slices.own[k].count);
-  };
   const CollectiveOptions across = between_hosts_options(options);
-  run_host_pipeline(
-      groups, parts.size(),
-      {[&](std::size_t k) {
-         sum_within_host(groups, input.subspan(parts[k].first, parts[k].count), slices.slices[k],
-                         1.0f, false, own_slice(k), {}, timeout);
-       },
-       [&](std::size_t k) {
-         allreduce_body(groups.across(), tag, own_slice(k), own_slice(k), reduction, across);
-       },
-       [&](std::size_t k) {
-         gather_within_host(groups, own_slice(k), slices.slices[k],
-                            output.subspan(parts[k].first, parts[k].count), timeout);
-       }},
-      timeout);
+  allreduce_in_host_parts(
+      comm, input, output, 1.0f, false, options.host_part_bytes, reduction.granularity(),
+      [&](std::span<float> slice, std::size_t) {
+        allreduce_body(comm.host_groups().across(), tag, slice, slice, reduction, across);
+      },
+      comm.timeout(options.timeout));
 }
 
 }  // namespace qccl

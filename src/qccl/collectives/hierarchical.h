@@ -17,6 +17,7 @@
 // contract), and copied within the host.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,19 @@ void sum_within_host(HostGroups& groups, std::span<const float> input,
 // rank l's from its `slice`.
 void gather_within_host(HostGroups& groups, std::span<const float> slice,
                         std::span<const Range> slices, std::span<float> output, Timeout timeout);
+
+// Steps 1-3 for the ranks' `input`, pipelined in parts of about
+// `part_bytes` (host_pipeline.h), into `output` (which may be the input):
+// each part's host sums of this rank's slice, scaled by `scale` (prescaled
+// as for sum_within_host), land in `comm`'s scratch and are reduced across
+// hosts by `across(slice, first)`, `first` being the slice's first element
+// in the whole vector (for encodings keyed by place), then shared within
+// the host. The fp32 allreduce and the codecs' means both run this.
+using AcrossHosts = std::function<void(std::span<float> slice, std::size_t first)>;
+void allreduce_in_host_parts(Communicator& comm, std::span<const float> input,
+                             std::span<float> output, float scale, bool prescale,
+                             std::size_t part_bytes, std::size_t granularity,
+                             const AcrossHosts& across, Timeout timeout);
 
 // The hierarchical allreduce of an exact fp32 reduction (identity layout:
 // Fp32Sum), whose host sums it may combine as they are. A codec's

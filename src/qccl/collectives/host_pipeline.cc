@@ -109,8 +109,7 @@ HostPartSlices host_part_slices(std::span<const Range> parts, int local_size, in
   for (const Range& part : parts) {
     result.slices.push_back(host_slices(part.count, local_size, granularity));
     const std::size_t count = result.slices.back()[static_cast<std::size_t>(local_rank)].count;
-    result.own.push_back({result.own_total, count});
-    result.own_total += count;
+    result.own.push_back({result.own_total(), count});
   }
   return result;
 }

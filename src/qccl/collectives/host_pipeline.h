@@ -43,11 +43,11 @@ std::vector<Range> host_pipeline_parts(std::size_t count, std::size_t part_bytes
 
 // Each part's L slices (host_slices, relative to the part's start), and
 // where this rank's slice of each part lies in a buffer that holds them one
-// after another (own_total elements).
+// after another (own_total() elements).
 struct HostPartSlices {
   std::vector<std::vector<Range>> slices;
   std::vector<Range> own;
-  std::size_t own_total = 0;
+  std::size_t own_total() const { return own.empty() ? 0 : own.back().first + own.back().count; }
 };
 HostPartSlices host_part_slices(std::span<const Range> parts, int local_size, int local_rank,
                                 std::size_t granularity);

@@ -8,7 +8,7 @@
 // milliseconds from its receive being posted to its arrival, and 4 chunks
 // of 1 MiB in flight left a 1 Gbit/s link a third idle; 16 kept it at 90%.
 // A codec's sender is paced by its encoding and queues little, and 16
-// receives in flight cost the compressed codecs 2–12% (docs/cluster.md,
+// receives in flight cost Global-QSGD 2–18% (docs/cluster.md,
 // "the receive window"). So the automatic window follows the chunks' size
 // on the wire.
 #pragma once
