@@ -503,7 +503,7 @@ TEST(DeviceStepRefusalTest, CodecsAndAlgorithmsThatCannotRunOnDevicesAreRefused)
   test::run_world(2, [](Communicator& comm) {
     std::vector<float> values = input_of(comm.rank(), 64);
     HostMemoryVector vector(values);
-    for (const char* spec : {"qsgd", "topk:ratio=0.1", "intdiana", "intsgd:wire=int64",
+    for (const char* spec : {"qsgd", "topk:ratio=0.1", "intdiana", "intdiana:wire=int64",
                              "ef(global-qsgd:bits=8)", "minmax:levels=learned", "minmax:bucket=0"}) {
       auto codec = make_codec(spec);
       EXPECT_THROW(codec->allreduce_mean(comm, vector), InvalidArgument) << spec;

@@ -280,6 +280,45 @@ TEST(ElementFormBoundsTest, ASumOutOfBoundsIsRefusedByTheFormToo) {
   EXPECT_THROW(encoding->decode(beyond, 0, out), CommError);
 }
 
+// The int64 wire's bound n·c is beyond int32 (2^63 − 1024 at 2 ranks):
+// sums up to it pass, one more is refused, and so is an addition that
+// overflows int64 (which would wrap into range), by the form and by the
+// encoding alike; INT64_MIN in a finished chunk is out of bounds.
+TEST(ElementFormBoundsTest, TheInt64WiresBoundAndOverflowAreRefusedByTheFormToo) {
+  auto codec = make_codec("intsgd-heuristic:wire=int64", CodecSettings{.seed = 1});
+  std::vector<float> x(4, 1.0f);
+  auto encoding = codec->encoding_for(1.0, 2, 0, Algorithm::ring, x);
+  const auto form = encoding->element_form();
+  ASSERT_TRUE(form.has_value());
+  ASSERT_EQ(form->code, ElementForm::Code::int_i64_summed);
+  const std::int64_t clip = (std::int64_t{1} << 62) - 512;  // the largest double-exact c <= (2^63 − 1)/2
+  ASSERT_EQ(form->clip, clip);
+  ASSERT_EQ(form->limit, 2 * clip);
+  const auto bytes = [](std::vector<std::int64_t> v) {
+    std::vector<std::byte> out(v.size() * 8);
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  };
+  const ReduceContext context{.first = 0, .count = 4, .rank = 0, .hop = 0};
+  const std::vector<std::int64_t> halves{clip, -clip, 1, 0};
+  auto accum = bytes(halves);
+  EXPECT_TRUE(reduce_by_form(*form, bytes(halves), accum, context));
+  EXPECT_TRUE(codes_within_bounds(*form, accum));
+  for (const std::vector<std::int64_t>& too_far :
+       {std::vector<std::int64_t>{clip, -clip - 1, 1, 0},                        // n·c + 1
+        std::vector<std::int64_t>{std::numeric_limits<std::int64_t>::max(), 0, 0, 0}}) {  // overflows
+    const auto incoming = bytes(too_far);
+    auto by_form = bytes(halves);
+    EXPECT_FALSE(reduce_by_form(*form, incoming, by_form, context));
+    auto by_encoding = bytes(halves);
+    EXPECT_THROW(encoding->in_transit()->reduce(incoming, by_encoding, by_encoding.size(), context), CommError);
+  }
+  const auto beyond = bytes({0, std::numeric_limits<std::int64_t>::min(), 0, 0});
+  EXPECT_FALSE(codes_within_bounds(*form, beyond));
+  std::vector<float> out(4);
+  EXPECT_THROW(encoding->decode(beyond, 0, out), CommError);
+}
+
 // Norms beyond fp32's range take the encodings' double path: no form.
 TEST(ElementFormBoundsTest, NormsBeyondFp32HaveNoForm) {
   for (const char* spec : {"global-qsgd:bits=8", "global-qsgd:dither=exp"}) {

@@ -6,10 +6,12 @@
 // ties; generator counters include ones that wrap 2^32.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "../support/patterns.h"
@@ -191,6 +193,53 @@ TEST(ElementOpsTest, IntegerDecodingIsTheCpusFloatsAndLargest) {
       mine = std::max<std::int64_t>(mine, ops::integer_magnitude(sums[i]));
     }
     EXPECT_EQ(mine, largest);
+  }
+}
+
+// The int64 wire's rounding (IntSGD §2 in fp64), which the host codec
+// and the device kernel both call, against its definition written with the
+// C library: clip α·x to ±c; else ⌊y⌋ + 1 with probability y − ⌊y⌋, u
+// from CounterRng::bits64's top 53 bits, or std::nearbyint (ties to even).
+// Scales that fp32 cannot hold and +inf (every non-zero clips, zeros stay
+// zero); bounds of one and near 2^62; decoding against saturate in fp64.
+TEST(ElementOpsTest, WideRoundedIntegersAreTheFp64Definition) {
+  const CounterRng rng = rng_for(6);
+  const double infinity = std::numeric_limits<double>::infinity();
+  for (std::size_t n : {std::size_t{257}, std::size_t{4099}}) {
+    const auto x = mixed_values(n, 6);
+    for (double alpha : {1.0, 37.5, 1099511627776.3, 1e-3, 3.1e30, infinity}) {
+      for (std::int64_t clip : {std::int64_t{1}, std::int64_t{5000}, (std::int64_t{1} << 62) - 512}) {
+        for (bool random : {true, false}) {
+          const auto limit = static_cast<double>(clip);
+          const std::uint64_t first = kFirsts[n % 4];
+          for (std::size_t i = 0; i < n; ++i) {
+            ASSERT_EQ(ops::random_bits64(rng.key_low(), rng.key_high(), first + i), rng.bits64(first + i));
+            const double v = static_cast<double>(x[i]), y = alpha * v;
+            double expected = 0;
+            if (v != 0 && y > limit) {
+              expected = limit;
+            } else if (v != 0 && y < -limit) {
+              expected = -limit;
+            } else if (v != 0 && !random) {
+              expected = std::nearbyint(y);
+            } else if (v != 0) {
+              const double u = static_cast<double>(rng.bits64(first + i) >> 11) * 0x1p-53;
+              expected = std::floor(y) + (u < y - std::floor(y) ? 1.0 : 0.0);
+            }
+            const auto r = ops::wide_rounded_integer(v, alpha, limit, random, random ? rng.bits64(first + i) : 0);
+            ASSERT_EQ(r.level, static_cast<std::int64_t>(expected)) << "alpha=" << alpha << " clip=" << clip << " i=" << i;
+            ASSERT_EQ(r.clipped, v != 0 && std::abs(y) > limit) << i;
+          }
+        }
+      }
+    }
+  }
+  for (std::int64_t q : {std::int64_t{0}, std::int64_t{-1}, (std::int64_t{1} << 62) - 512, INT64_MIN + 1}) {
+    for (double step : {1.0, 1e-12, 0x1p-62, 3e38, 1e300}) {
+      const double value = static_cast<double>(q) * step;
+      const float expected = static_cast<float>(std::clamp(value, -static_cast<double>(FLT_MAX), static_cast<double>(FLT_MAX)));
+      ASSERT_TRUE(test::same_bits(ops::wide_level_value(q, step), expected)) << q << " " << step;
+    }
   }
 }
 

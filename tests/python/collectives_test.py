@@ -74,7 +74,8 @@ def test_device_path_on_the_host_reference_equals_the_host_path(rank, size):
     every rank, naming those that run."""
     units = {"global-qsgd:bits=4": 2, "minmax:bits=4,bucket=7,rounding=shift": 7}
     for codec in ("global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp", "fp16",
-                  "fp32", "intsgd-heuristic", "minmax:bits=4,bucket=7,rounding=shift"):
+                  "fp32", "intsgd-heuristic", "intsgd-heuristic:wire=int64",
+                  "minmax:bits=4,bucket=7,rounding=shift"):
         gathers = not codec.startswith("intsgd")
         for algorithm in ("ring", "halving-doubling"):
             on_host = qccl.Compressor(codec, algorithm=algorithm, seed=3)

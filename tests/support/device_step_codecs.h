@@ -27,7 +27,8 @@ inline std::vector<std::string> device_gathered_specs() {
 inline std::vector<std::string> device_step_specs() {
   std::vector<std::string> specs{"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
                                  "global-qsgd:bits=8,norm=2", "fp16", "fp32", "intsgd", "intsgd:wire=int32",
-                                 "intsgd-heuristic", "intsgd-heuristic:round=deterministic,wire=int32"};
+                                 "intsgd-heuristic", "intsgd-heuristic:round=deterministic,wire=int32",
+                                 "intsgd:wire=int64", "intsgd-heuristic:round=deterministic,wire=int64"};
   for (std::string& spec : device_gathered_specs()) specs.push_back(std::move(spec));
   return specs;
 }
@@ -44,7 +45,7 @@ inline bool adapts_to_the_optimizer(const std::string& spec) {
 // combining): summed, or (min-max) gathered.
 inline std::vector<std::string> device_group_specs() {
   return {"global-qsgd:bits=8", "global-qsgd:bits=8,norm=2", "fp16", "fp32", "intsgd",
-          "intsgd-heuristic:round=deterministic,wire=int32", "minmax",
+          "intsgd-heuristic:round=deterministic,wire=int32", "intsgd:wire=int64", "minmax",
           "minmax:bits=3,bucket=37,rounding=dither"};
 }
 

@@ -16,8 +16,9 @@
 // (CodecTraits::device_step: no input read on the host when building it),
 // and have an element form for this step (norms within fp32's range;
 // IntSGD's scales finite in fp32). The codecs that run: Global-QSGD, fp16,
-// fp32, and the IntSGD family but IntDIANA on the int8 and int32 wires
-// (IntSGD Algorithm 1's integer sums; its first, exact step as fp32), all
+// fp32, and the IntSGD family but IntDIANA on every wire (IntSGD
+// Algorithm 1's integer sums, rounded in fp32 on int8 and int32 and in fp64
+// on int64; its first, exact step as fp32), all
 // combined in transit; and min-max with evenly spaced levels in buckets
 // (QSDP §4.1 and §5.1's quantizers), whose ranks' encodings are gathered:
 // the device finds each bucket's range and encodes it, the host's
@@ -169,7 +170,7 @@ std::string Codec::device_step_refusal(Algorithm algorithm, bool on_group) const
   if (!traits.device_step) {
     return spec() + " cannot run on device data: its step reads the input on the host or "
            "keeps per-rank state; device steps run global-qsgd, fp16, fp32, intsgd and "
-           "intsgd-heuristic (wire int8 or int32), and minmax with uniform levels and "
+           "intsgd-heuristic (every wire), and minmax with uniform levels and "
            "bucket > 0; move the data to the host for this codec";
   }
   if (!on_group && algorithm != Algorithm::ring && algorithm != Algorithm::halving_doubling) {

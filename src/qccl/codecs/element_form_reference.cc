@@ -31,13 +31,15 @@ const T* codes(std::span<const std::byte> chunk, const ElementForm& form) {
 
 // Summed integer codes: accum's element i plus incoming's, and whether the
 // sum lies within ±form.limit (n·s or n·c).
+// int64 sums that overflow are outside too.
 template <class Int>
 bool add_within(const ElementForm& form, std::span<const std::byte> incoming,
                 std::span<std::byte> accum, std::size_t i) {
   Int* acc = codes<Int>(accum, form);
-  const std::int64_t sum = std::int64_t{acc[i]} + codes<Int>(incoming, form)[i];
+  std::int64_t sum;
+  const bool overflow = __builtin_add_overflow(std::int64_t{acc[i]}, std::int64_t{codes<Int>(incoming, form)[i]}, &sum);
   acc[i] = static_cast<Int>(sum);
-  return ops::sum_within(sum, form.limit);
+  return !overflow && ops::sum_within(sum, form.limit);
 }
 
 std::int8_t packed_level(const std::uint8_t* packed, std::size_t i) {
@@ -75,8 +77,26 @@ void decode_values(const ElementForm& form, std::span<const std::byte> payload, 
                        : ops::level_value(v, block->mean_step);
           break;
         }
+        case Code::int_i64_summed: {
+          const std::int64_t v = reinterpret_cast<const std::int64_t*>(payload.data())[i];
+          out[i] = ops::wide_level_value(v, own ? block->own_step : block->wide_mean_step);
+          break;
+        }
         case Code::minmax_gathered: break;  // decode_minmax_records
       }
+    }
+  });
+}
+
+// The int64 wire's integers (IntSGD §2 in fp64, int_rounding.h), block by
+// block at each block's fp64 scale, drawing 64 random bits per element.
+void encode_wide_integers(const ElementForm& form, std::span<const float> in, std::size_t first,
+                          std::int64_t* out) {
+  const auto limit = static_cast<double>(form.clip);
+  for_each_form_block(form, first, in.size(), [&](const IntegerBlock* block, std::size_t offset, std::size_t count) {
+    for (std::size_t i = offset; i < offset + count; ++i) {
+      const std::uint64_t random = ops::random_bits64(form.key_low, form.key_high, first + i);
+      out[i] = ops::wide_rounded_integer(in[i], block->wide_alpha, limit, form.random_rounding, random).level;
     }
   });
 }
@@ -98,6 +118,7 @@ std::size_t form_payload_bytes(const ElementForm& form, std::size_t count) {
     case Code::fp16: return 2 * count;
     case Code::fp32_summed:
     case Code::int_i32_summed: return 4 * count;
+    case Code::int_i64_summed: return 8 * count;
     case Code::minmax_gathered: return static_cast<std::size_t>(form.ranks) * minmax_record_bytes(form, count);
     default: return count;
   }
@@ -157,16 +178,21 @@ void encode_payload_by_form(const ElementForm& form, std::span<const float> in, 
         break;
       case Code::fp32_summed: reinterpret_cast<float*>(payload.data())[i] = in[i] * form.scale; break;
       case Code::int_i8_summed:
-      case Code::int_i32_summed:  // below, block by block
+      case Code::int_i32_summed:
+      case Code::int_i64_summed:  // below, block by block
       case Code::minmax_gathered: break;  // above
     }
   }
+  if (form.code == Code::int_i64_summed) {
+    encode_wide_integers(form, in, first, reinterpret_cast<std::int64_t*>(payload.data()));
+    return;
+  }
   if (form.code != Code::int_i8_summed && form.code != Code::int_i32_summed) return;
+  const auto clip = static_cast<std::int32_t>(form.clip);
   for_each_form_block(form, first, in.size(), [&](const IntegerBlock* block, std::size_t offset, std::size_t count) {
     for (std::size_t i = offset; i < offset + count; ++i) {
       const std::uint32_t random = ops::random_bits(form.key_low, form.key_high, first + i);
-      const std::int32_t level =
-          ops::rounded_integer(in[i], block->alpha, form.levels, form.random_rounding, random).level;
+      const std::int32_t level = ops::rounded_integer(in[i], block->alpha, clip, form.random_rounding, random).level;
       if (form.code == Code::int_i8_summed) {
         reinterpret_cast<std::int8_t*>(payload.data())[i] = static_cast<std::int8_t>(level);
       } else {
@@ -195,6 +221,8 @@ bool codes_within_bounds(const ElementForm& form, std::span<const std::byte> pay
       return within(reinterpret_cast<const std::int8_t*>(payload.data()), payload.size());
     case Code::int_i32_summed:
       return within(reinterpret_cast<const std::int32_t*>(payload.data()), payload.size() / 4);
+    case Code::int_i64_summed:
+      return within(reinterpret_cast<const std::int64_t*>(payload.data()), payload.size() / 8);
     default: return true;
   }
 }
@@ -213,6 +241,7 @@ bool reduce_by_form(const ElementForm& form, std::span<const std::byte> incoming
       case Code::linear_i8_summed:
       case Code::int_i8_summed: valid &= add_within<std::int8_t>(form, incoming, accum, i); break;
       case Code::int_i32_summed: valid &= add_within<std::int32_t>(form, incoming, accum, i); break;
+      case Code::int_i64_summed: valid &= add_within<std::int64_t>(form, incoming, accum, i); break;
       case Code::linear_i8_averaged: {
         auto* acc = codes<std::int8_t>(accum, form);
         acc[i] = ops::averaged_level(acc[i], codes<std::int8_t>(incoming, form)[i], static_cast<std::int32_t>(ka),

@@ -19,12 +19,14 @@ namespace qccl {
 // IntSGD's scales (IntSGD Algorithm 2: one α per tensor): the block of
 // elements from `first` to the next block's first is rounded at `alpha` and
 // its summed integers decode with `mean_step` = 1/(n·α) (both as fp32
-// numbers, as the host's fast path uses them); one rank's integers stand
-// for q·`own_step` (1/α in fp64).
+// numbers, as the host's fast path uses them on the int8 and int32 wires;
+// the int64 wire's exact path uses `wide_alpha` and `wide_mean_step`, the
+// same in fp64); one rank's integers stand for q·`own_step` (1/α in fp64).
 struct IntegerBlock {
   std::size_t first = 0;
   float alpha = 0, mean_step = 0;
   double own_step = 0;
+  double wide_alpha = 0, wide_mean_step = 0;
 };
 
 struct ElementForm {
@@ -37,6 +39,7 @@ struct ElementForm {
     fp32_summed,         // fp32 of x·scale summed in fp32 (fp32_mean.h), decoded to the mean
     int_i8_summed,       // IntSGD's integers (Algorithm 1), int8, summed exactly in transit
     int_i32_summed,      // the same in int32
+    int_i64_summed,      // the same in int64, rounded and decoded in fp64
     // Min-max buckets (QSDP §4.1, minmax.h), gathered and decoded: not
     // combined in transit. Its codes are bucket records (minmax_records.h).
     minmax_gathered,
@@ -50,7 +53,7 @@ struct ElementForm {
   // the headroom c and the levels s; fp16: the factor 1/n; fp32: the
   // factor (1, or 2^-k where the sum could overflow). int: `blocks` (at
   // least one, the first at element 0; owned by the encoding, valid while
-  // it lives), the per-rank bound c in `levels`, random rounding or to
+  // it lives), the per-rank bound c in `clip`, random rounding or to
   // nearest even.
   float scale = 0;
   std::int32_t levels = 0;
@@ -58,6 +61,7 @@ struct ElementForm {
   std::uint32_t key_low = 0, key_high = 0;  // the quantize stream's key halves
   const IntegerBlock* blocks = nullptr;
   std::size_t block_count = 0;
+  std::int64_t clip = 0;
   bool random_rounding = true;
   // The step's index of a decoded vector's element 0 (a reduce-scatter's
   // output block starts at its block's first): blocks are looked up by the
@@ -88,7 +92,7 @@ struct ElementForm {
   // ranks the final averaged chunk must average (fp32: the ranks summed);
   // the reduce stream's coordinates
   // (levels.h: reduce_rng).
-  std::int32_t limit = 0;
+  std::int64_t limit = 0;
   std::int32_t ranks = 0;
   std::uint64_t seed = 0, bucket = 0, step = 0;
 };

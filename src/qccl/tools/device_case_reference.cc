@@ -6,8 +6,10 @@
 
 #include "qccl/codecs/fp32_mean.h"
 #include "qccl/codecs/kernels/kernels.h"
+#include "qccl/codecs/levels.h"
 #include "qccl/codecs/minmax_records.h"
 #include "qccl/codecs/quantizers/exp_dither.h"
+#include "qccl/codecs/quantizers/int_rounding.h"
 
 namespace qccl::tools {
 namespace {
@@ -99,6 +101,24 @@ std::vector<std::byte> intsgd_sum_decode(const HostCaseInputs& in) {
   return with_status(with_status(bytes_of(out), ok ? 0 : 1), static_cast<std::uint32_t>(largest));
 }
 
+// The int64 wire: rank 0's integers (random, then to nearest) by the
+// host codec's rounding (round_scaled), then the two ranks' sum decoded in
+// fp64 by levels.h's saturation, a separate implementation of the decode.
+std::vector<std::byte> intsgd_wide(const HostCaseInputs& in) {
+  auto bytes = bytes_of(cpu_wide_integers(in.x, true, kRank0));
+  const auto deterministic = bytes_of(cpu_wide_integers(in.x, false, kRank0));
+  bytes.insert(bytes.end(), deterministic.begin(), deterministic.end());
+  const auto a = cpu_wide_integers(in.x, true, kRank0);
+  const auto b = cpu_wide_integers(in.y, true, kRank1);
+  std::vector<float> out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    out[i] = saturate_to_fp32(static_cast<double>(a[i] + b[i]) * (1 / (2 * kWideAlpha)));
+  }
+  const auto values = bytes_of(out);
+  bytes.insert(bytes.end(), values.begin(), values.end());
+  return bytes;
+}
+
 std::vector<std::byte> fp16(const HostCaseInputs& in) {
   std::vector<_Float16> a(in.x.size()), b(in.x.size());
   kernels::fp16_encode(in.x.data(), a.data(), a.size(), 0.5f);
@@ -162,6 +182,15 @@ std::vector<std::int32_t> cpu_integers(const std::vector<float>& x, bool random,
   std::vector<std::int32_t> q(x.size());
   kernels::int_round_i32(x.data(), q.data(), x.size(), kIntAlpha, 1 << 28, random, rng.key_low(), rng.key_high(),
                          kFirst);
+  return q;
+}
+
+std::int64_t wide_clip() { return per_rank_clip(IntWire::int64, kRanksForHeadroom); }
+
+std::vector<std::int64_t> cpu_wide_integers(const std::vector<float>& x, bool random, const CounterRng& rng) {
+  std::vector<std::int64_t> q(x.size());
+  round_scaled<float, std::int64_t>(x, kWideAlpha, random ? IntRounding::random : IntRounding::deterministic,
+                                    wide_clip(), rng, kFirst, q.data());
   return q;
 }
 
@@ -236,6 +265,7 @@ std::vector<std::byte> cpu_reference(DeviceCaseKind kind, const HostCaseInputs& 
     case DeviceCaseKind::minmax_records: return minmax_records(in);
     case DeviceCaseKind::intsgd_round: return intsgd_round(in);
     case DeviceCaseKind::intsgd_sum_decode: return intsgd_sum_decode(in);
+    case DeviceCaseKind::intsgd_wide: return intsgd_wide(in);
     case DeviceCaseKind::fp16: return fp16(in);
     case DeviceCaseKind::fp32_sums: return fp32_sums(in);
     case DeviceCaseKind::norms: return norms(in);

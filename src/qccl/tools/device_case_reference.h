@@ -29,6 +29,10 @@ inline constexpr CounterRng kHop(7, 3, 1, (std::uint64_t{1} << 16) | 0, RngStrea
 inline constexpr std::uint64_t kFirst = (std::uint64_t{1} << 32) - 1000;
 inline constexpr int kLevels8 = 31, kLevels4 = 7;
 inline constexpr float kIntAlpha = 1 << 20;
+// The int64 wire's scale, not an fp32 number (its rounding is in fp64),
+// and its per-rank bound for 4 ranks.
+inline constexpr double kWideAlpha = 1099511627776.3;  // 2^40 + 0.3
+std::int64_t wide_clip();
 inline constexpr int kRanksForHeadroom = 4;
 
 // The global ∞-norm of both inputs, and levels / norm in fp32.
@@ -52,6 +56,7 @@ std::vector<std::int8_t> cpu_levels(const std::vector<float>& x, float scale, in
 std::vector<std::uint8_t> cpu_packed(const std::vector<float>& x, float scale, const CounterRng& rng);
 std::vector<std::uint8_t> cpu_exp_codes(const HostCaseInputs& in, const std::vector<float>& x, const CounterRng& rng);
 std::vector<std::int32_t> cpu_integers(const std::vector<float>& x, bool random, const CounterRng& rng);
+std::vector<std::int64_t> cpu_wide_integers(const std::vector<float>& x, bool random, const CounterRng& rng);
 
 enum class DeviceCaseKind {
   linear8_encode,
@@ -65,6 +70,7 @@ enum class DeviceCaseKind {
   minmax_records,
   intsgd_round,
   intsgd_sum_decode,
+  intsgd_wide,
   fp16,
   fp32_sums,
   norms,

@@ -160,6 +160,27 @@ std::vector<DeviceCase> integer_and_float_cases() {
          return with_status(with_status(bytes_of(out, s), read_status(sum_status, s).out_of_range ? 1 : 0),
                             read_status(decode_status, s).largest);
        }},
+      {"intsgd int64 round + decode", DeviceCaseKind::intsgd_wide,
+       [](const DeviceCaseInputs& in, cudaStream_t s) {
+         std::vector<std::byte> bytes;
+         for (bool random : {true, false}) {
+           DeviceBuffer<std::int64_t> q(in.count);
+           auto status = zero_status(s);
+           dk::int_round_i64(in.device.x.data(), q.data(), in.count, kWideAlpha, wide_clip(), random,
+                             kRank0.key_low(), kRank0.key_high(), kFirst, status.data(), s);
+           const auto out = bytes_of(q, s);
+           bytes.insert(bytes.end(), out.begin(), out.end());
+         }
+         auto sums = cpu_wide_integers(in.host.x, true, kRank0);  // summed on the host, as a step does
+         const auto other = cpu_wide_integers(in.host.y, true, kRank1);
+         for (std::size_t i = 0; i < sums.size(); ++i) sums[i] += other[i];
+         const DeviceBuffer<std::int64_t> summed(sums, s);
+         DeviceBuffer<float> out(in.count);
+         dk::int_decode_i64(summed.data(), out.data(), in.count, 1 / (2 * kWideAlpha), s);
+         const auto values = bytes_of(out, s);
+         bytes.insert(bytes.end(), values.begin(), values.end());
+         return bytes;
+       }},
       {"fp16 encode + add + decode", DeviceCaseKind::fp16,
        [](const DeviceCaseInputs& in, cudaStream_t s) {
          DeviceBuffer<std::uint16_t> a(in.count), b(in.count);

@@ -105,16 +105,22 @@ void CudaVector::encode_piece(const ElementForm& form, std::size_t first, std::s
       break;
     case Code::int_i8_summed:
     case Code::int_i32_summed:
+    case Code::int_i64_summed:
       // One launch per tensor the piece holds (IntSGD's α per tensor); the
       // clipped counts go to the status, which the step does not read.
       for_each_form_block(form, index, count, [&](const IntegerBlock* block, std::size_t offset, std::size_t n) {
+        const auto clip = static_cast<std::int32_t>(form.clip);  // the narrow wires' c fits
         if (form.code == Code::int_i8_summed) {
           dk::int_round_i8(x + offset, reinterpret_cast<std::int8_t*>(out) + offset, n, block->alpha,
-                           form.levels, form.random_rounding, form.key_low, form.key_high,
+                           clip, form.random_rounding, form.key_low, form.key_high,
                            index + offset, status_.data(), stream_);
-        } else {
+        } else if (form.code == Code::int_i32_summed) {
           dk::int_round_i32(x + offset, reinterpret_cast<std::int32_t*>(out) + offset, n, block->alpha,
-                            form.levels, form.random_rounding, form.key_low, form.key_high,
+                            clip, form.random_rounding, form.key_low, form.key_high,
+                            index + offset, status_.data(), stream_);
+        } else {
+          dk::int_round_i64(x + offset, reinterpret_cast<std::int64_t*>(out) + offset, n, block->wide_alpha,
+                            form.clip, form.random_rounding, form.key_low, form.key_high,
                             index + offset, status_.data(), stream_);
         }
       });
@@ -208,14 +214,18 @@ void CudaVector::decode_range(const ElementForm& form, std::size_t first, std::s
       break;
     case Code::int_i8_summed:
     case Code::int_i32_summed:
+    case Code::int_i64_summed:
       for_each_form_block(form, form.vector_first + first, count,
                           [&](const IntegerBlock* block, std::size_t offset, std::size_t n) {
                             if (form.code == Code::int_i8_summed) {
                               dk::int_decode_i8(reinterpret_cast<const std::int8_t*>(codes) + offset, out + offset, n,
                                                 block->mean_step, status_.data(), stream_);
-                            } else {
+                            } else if (form.code == Code::int_i32_summed) {
                               dk::int_decode_i32(reinterpret_cast<const std::int32_t*>(codes) + offset,
                                                  out + offset, n, block->mean_step, status_.data(), stream_);
+                            } else {
+                              dk::int_decode_i64(reinterpret_cast<const std::int64_t*>(codes) + offset,
+                                                 out + offset, n, block->wide_mean_step, stream_);
                             }
                           });
       break;

@@ -212,6 +212,24 @@ void int_decode_i32(const std::int32_t* s, float* out, std::size_t n, float fact
   int_decode(s, out, n, factor, status, stream, "int_decode_i32");
 }
 
+void int_round_i64(const float* x, std::int64_t* q, std::size_t n, double alpha, std::int64_t limit,
+                   bool random, std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first,
+                   DeviceStatus* status, cudaStream_t stream) {
+  const auto bound = static_cast<double>(limit);
+  launch_with_status(n, status, stream, "int_round_i64", [=] __device__(std::size_t i, StatusShare& share) {
+    const std::uint64_t bits = random ? ops::random_bits64(k_low, k_high, first + i) : 0;
+    const auto r = ops::wide_rounded_integer(x[i], alpha, bound, random, bits);
+    q[i] = r.level;
+    share.clipped += r.clipped;
+  });
+}
+
+void int_decode_i64(const std::int64_t* s, float* out, std::size_t n, double factor,
+                    cudaStream_t stream) {
+  launch(n, stream, "int_decode_i64",
+         [=] __device__(std::size_t i) { out[i] = ops::wide_level_value(s[i], factor); });
+}
+
 void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,
                 std::int32_t s, std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first,
                 cudaStream_t stream) {

@@ -52,11 +52,21 @@ void int_round_i8(const float* x, std::int8_t* q, std::size_t n, float alpha, st
 void int_round_i32(const float* x, std::int32_t* q, std::size_t n, float alpha,
                    std::int32_t limit, bool random, std::uint32_t k_low, std::uint32_t k_high,
                    std::uint64_t first, DeviceStatus* status, cudaStream_t stream);
+// The int64 wire: IntSGD's rounding in fp64 (element_ops.h's
+// wide_rounded_integer, 64 random bits per element); clipped count into
+// status.
+void int_round_i64(const float* x, std::int64_t* q, std::size_t n, double alpha, std::int64_t limit,
+                   bool random, std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first,
+                   DeviceStatus* status, cudaStream_t stream);
 // out[i] = s[i]·factor saturated; largest |s[i]| into status.
 void int_decode_i8(const std::int8_t* s, float* out, std::size_t n, float factor,
                    DeviceStatus* status, cudaStream_t stream);
 void int_decode_i32(const std::int32_t* s, float* out, std::size_t n, float factor,
                     DeviceStatus* status, cudaStream_t stream);
+// out[i] = s[i]·factor in fp64, saturated to fp32 (the host's refusal of
+// sums beyond n·c happens before the codes come to the device).
+void int_decode_i64(const std::int64_t* s, float* out, std::size_t n, double factor,
+                    cudaStream_t stream);
 
 // Exponential dithering (Global-QSGD E_s) and its C_nat reduce (Algorithm 2).
 void exp_encode(const float* x, std::uint8_t* code, std::size_t n, float norm, std::int32_t c,

@@ -34,6 +34,14 @@ QCCL_HOST_DEVICE inline std::uint32_t random_bits(std::uint32_t k_low, std::uint
   return mix32(static_cast<std::uint32_t>(index) * 0x9E3779B9U + k_low) ^ k_high;
 }
 
+// The generator's 64 random bits for element `index` (CounterRng::bits64
+// of the key whose halves these are).
+QCCL_HOST_DEVICE inline std::uint64_t random_bits64(std::uint32_t k_low, std::uint32_t k_high,
+                                                    std::uint64_t index) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(k_high) << 32) | k_low;
+  return mix64(key + index * 0x9E3779B97F4A7C15ULL);
+}
+
 // Uniform in [0, 1) from the top 24 of 32 random bits (exact in fp32).
 QCCL_HOST_DEVICE inline float uniform24(std::uint32_t random) {
   return static_cast<float>(static_cast<std::int32_t>(random >> 8)) * 0x1p-24f;
@@ -79,8 +87,8 @@ QCCL_HOST_DEVICE inline std::uint8_t nibble_pair(std::int8_t low, std::int8_t hi
 }
 
 // An in-transit integer sum: `sum` is acc + in; false when it leaves [-limit, limit].
-QCCL_HOST_DEVICE inline bool sum_within(std::int64_t sum, std::int32_t limit) {
-  return sum <= limit && sum >= -static_cast<std::int64_t>(limit);
+QCCL_HOST_DEVICE inline bool sum_within(std::int64_t sum, std::int64_t limit) {
+  return sum <= limit && sum >= -limit;
 }
 
 // One averaging step of linear dithering (Global-QSGD §8): the weighted
@@ -123,15 +131,49 @@ QCCL_HOST_DEVICE inline RoundedInteger rounded_integer(float x, float alpha, std
   return {sign_bit(x) ? -level : level, raw > limit_f || wanted > limit};
 }
 
+// IntSGD's integer rounding in fp64 (IntSGD §2; int_rounding.h's
+// round_scaled, which calls it): the int64 wire's, and any wire's where the
+// scale is not an fp32 number. y = alpha·value beyond ±limit is clipped;
+// else it is rounded up with probability frac(y), drawn from the top 53 of
+// 64 random bits (random), or to nearest with ties to even. A zero stays
+// zero (also for alpha = +inf). `limit` is an integer below 2^63 that
+// double holds exactly, so ⌊y⌋ is taken exactly through int64.
+struct WideRoundedInteger {
+  std::int64_t level;
+  bool clipped;
+};
+QCCL_HOST_DEVICE inline WideRoundedInteger wide_rounded_integer(double value, double alpha, double limit,
+                                                                bool random, std::uint64_t bits) {
+  if (value == 0.0) return {0, false};
+  const double y = alpha * value;
+  if (y > limit) return {static_cast<std::int64_t>(limit), true};
+  if (y < -limit) return {-static_cast<std::int64_t>(limit), true};
+  const auto truncated = static_cast<std::int64_t>(y);
+  const std::int64_t lower = truncated - (y < static_cast<double>(truncated) ? 1 : 0);
+  const double fraction = y - static_cast<double>(lower);  // exact
+  const bool up = random ? static_cast<double>(bits >> 11) * 0x1p-53 < fraction
+                         : fraction > 0.5 || (fraction == 0.5 && (lower & 1) != 0);
+  return {lower + (up ? 1 : 0), false};
+}
+
+// v held within ±FLT_MAX, then rounded to fp32 (levels.h: saturate_to_fp32).
+QCCL_HOST_DEVICE inline float saturate_wide(double v) {
+  const double low = v < -static_cast<double>(kLargestFloat) ? -static_cast<double>(kLargestFloat) : v;
+  return static_cast<float>(static_cast<double>(kLargestFloat) < low ? static_cast<double>(kLargestFloat) : low);
+}
+
+// A wide integer's value q·step in fp64, saturated to fp32.
+QCCL_HOST_DEVICE inline float wide_level_value(std::int64_t q, double step) {
+  return saturate_wide(static_cast<double>(q) * step);
+}
+
 // A sum of fp32 values as their mean over `ranks` (fp32_mean.h): the sum
 // divided by n in fp32 where it could not overflow (`wide_step` 0), else a
 // sum of values scaled by 2^-k times 2^k/n in fp64, rounded once and held
 // within fp32's range (SumScaling::mean).
 QCCL_HOST_DEVICE inline float fp32_mean_value(float sum, float ranks, double wide_step) {
   if (wide_step == 0) return sum / ranks;
-  const double m = static_cast<double>(sum) * wide_step;
-  const double low = m < -static_cast<double>(kLargestFloat) ? -static_cast<double>(kLargestFloat) : m;
-  return static_cast<float>(static_cast<double>(kLargestFloat) < low ? static_cast<double>(kLargestFloat) : low);
+  return saturate_wide(static_cast<double>(sum) * wide_step);
 }
 
 // |v| as an unsigned magnitude (2^31 for INT32_MIN, which no valid sum holds).

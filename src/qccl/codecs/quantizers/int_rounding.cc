@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "qccl/codecs/kernels/element_ops.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -52,33 +53,19 @@ std::int64_t per_rank_clip(IntWire wire, int ranks) {
   return static_cast<std::int64_t>(rounded_up ? std::nextafter(nearest, 0.0) : nearest);
 }
 
+// Element by element with element_ops.h's wide_rounded_integer, the body
+// a device step of the int64 wire runs too.
 template <class In, class Out>
 std::uint64_t round_scaled(std::span<const In> x, double alpha, IntRounding rounding,
                            std::int64_t clip, const CounterRng& rng, std::size_t first, Out* out) {
   const double limit = static_cast<double>(clip);
+  const bool random = rounding == IntRounding::random;
   std::uint64_t clipped = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const double value = static_cast<double>(x[i]);
-    if (value == 0.0) {  // also keeps inf·0 from becoming NaN
-      out[i] = 0;
-      continue;
-    }
-    const double y = alpha * value;
-    double q;
-    if (y > limit) {
-      q = limit;
-      ++clipped;
-    } else if (y < -limit) {
-      q = -limit;
-      ++clipped;
-    } else if (rounding == IntRounding::deterministic) {
-      q = std::nearbyint(y);  // ties to even in the default rounding mode
-    } else {
-      const double floor = std::floor(y);
-      const double u = static_cast<double>(rng.bits64(first + i) >> 11) * 0x1p-53;
-      q = floor + (u < y - floor ? 1.0 : 0.0);
-    }
-    out[i] = static_cast<Out>(static_cast<std::int64_t>(q));
+    const auto r = element_ops::wide_rounded_integer(static_cast<double>(x[i]), alpha, limit, random,
+                                                     random ? rng.bits64(first + i) : 0);
+    clipped += r.clipped ? 1 : 0;
+    out[i] = static_cast<Out>(r.level);
   }
   return clipped;
 }

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "qccl/codecs/group_data_path.h"
+#include "qccl/codecs/kernels/element_ops.h"
 #include "qccl/codecs/kernels/kernels.h"
 #include "qccl/codecs/levels.h"
 #include "qccl/common/errors.h"
@@ -122,7 +123,7 @@ class IntegerSum final : public IntegerSumReduction, public SummedIntegers {
       const double factor = mean_factor_[l];
       if constexpr (sizeof(Int) == 8) {
         for (std::size_t i = offset; i < offset + count; ++i) {
-          out[i] = saturate_to_fp32(static_cast<double>(sum[i]) * factor);
+          out[i] = element_ops::wide_level_value(sum[i], factor);
         }
         largest = std::max(largest, largest_magnitude(sum + offset, count));
       } else {
@@ -144,20 +145,23 @@ class IntegerSum final : public IntegerSumReduction, public SummedIntegers {
     }
   }
 
-  // The fast path's arithmetic (fp32 α and 1/(n·α) per block) where every
-  // block takes it and the step keeps no integers of its own (IntDIANA's
-  // shifts read them): a device step can then run it.
+  // The step's arithmetic where the step keeps no integers of its own
+  // (IntDIANA's shifts read them): on int8 and int32 the fast path's (fp32
+  // α and 1/(n·α) per block), where every block takes it; on int64 the
+  // exact path's (the same in fp64). A device step can then run it.
   std::optional<ElementForm> element_form() const override {
     if (form_blocks_.empty()) return std::nullopt;
-    ElementForm form{.code = sizeof(Int) == 1 ? ElementForm::Code::int_i8_summed
-                                              : ElementForm::Code::int_i32_summed,
-                     .levels = static_cast<std::int32_t>(setup_.clip),
+    constexpr ElementForm::Code code = sizeof(Int) == 1   ? ElementForm::Code::int_i8_summed
+                                       : sizeof(Int) == 4 ? ElementForm::Code::int_i32_summed
+                                                          : ElementForm::Code::int_i64_summed;
+    ElementForm form{.code = code,
                      .key_low = setup_.rng.key_low(),
                      .key_high = setup_.rng.key_high(),
                      .blocks = form_blocks_.data(),
                      .block_count = form_blocks_.size(),
+                     .clip = setup_.clip,
                      .random_rounding = setup_.rounding == IntRounding::random,
-                     .limit = static_cast<std::int32_t>(limit_),
+                     .limit = limit_,
                      .ranks = setup_.ranks};
     return form;
   }
@@ -216,12 +220,15 @@ class IntegerSum final : public IntegerSumReduction, public SummedIntegers {
   void make_form_blocks() {
     const bool own_integers = !setup_.source.empty() || !setup_.local_integers.empty() ||
                               !setup_.summed_integers.empty();
-    if (own_integers || std::find(fast_.begin(), fast_.end(), false) != fast_.end()) return;
+    const bool every_block_fast = std::find(fast_.begin(), fast_.end(), false) == fast_.end();
+    if (own_integers || (sizeof(Int) < 8 && !every_block_fast)) return;
     for (std::size_t l = 0; l < setup_.alphas.size(); ++l) {
       form_blocks_.push_back({.first = setup_.block_starts[l],
                               .alpha = static_cast<float>(setup_.alphas[l]),
                               .mean_step = static_cast<float>(mean_factor_[l]),
-                              .own_step = 1.0 / setup_.alphas[l]});
+                              .own_step = 1.0 / setup_.alphas[l],
+                              .wide_alpha = setup_.alphas[l],
+                              .wide_mean_step = mean_factor_[l]});
     }
   }
 

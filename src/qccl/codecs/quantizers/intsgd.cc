@@ -65,14 +65,14 @@ std::string IntegerCodec::spec() const {
 
 // No allgather (integers of one rank are not a mean); IntDIANA's shifts
 // follow the whole vector, so it has no reduce-scatter either. Device data:
-// the int8 and int32 wires' rounding and sums as element forms (the int64
-// wire rounds in fp64); not IntDIANA, whose shifts live on the host.
+// every wire's rounding and sums as element forms (int8 and int32 in fp32,
+// int64 in fp64); not IntDIANA, whose shifts live on the host.
 CodecTraits IntegerCodec::traits() const {
   return {.unbiased = config_.rounding == IntRounding::random,
           .operations = {.allreduce_mean = true,
                          .reduce_scatter_mean = config_.scheme != IntegerScheme::diana,
                          .allgather = false},
-          .device_step = config_.scheme != IntegerScheme::diana && config_.wire != IntWire::int64};
+          .device_step = config_.scheme != IntegerScheme::diana};
 }
 
 CodecBounds IntegerCodec::bounds(const BoundsQuery& query) const {
