@@ -96,7 +96,7 @@ const auto kShapes = ::testing::Values(Shape{1, 1}, Shape{2, 1}, Shape{2, 2}, Sh
                                        Shape{6, 3}, Shape{7, 1}, Shape{7, 7}, Shape{8, 4});
 std::string shape_name(const Shape& s) { return host_shape_name(s); }
 
-// In one part, and pipelined in parts of 1 KiB (host_pipeline.h: up to 8
+// In one part, and pipelined in parts of 1 KiB (host_pipeline.h: up to 64
 // of them).
 using Fp32Param = std::tuple<Shape, std::size_t, Algorithm, bool, std::size_t>;
 class HierarchicalFp32Test : public ::testing::TestWithParam<Fp32Param> {};

@@ -26,7 +26,7 @@
 namespace qccl::test {
 namespace {
 
-TEST(HostPipelinePartsTest, AboutThePartSizeAtMostEightOnTheGranularity) {
+TEST(HostPipelinePartsTest, AboutThePartSizeAtMostTheCapOnTheGranularity) {
   const auto counts = [](const std::vector<Range>& parts) { return range_counts(parts); };
   EXPECT_EQ(counts(host_pipeline_parts(1000, 0, 1)), (std::vector<std::size_t>{1000}))
       << "0 bytes: one part";
@@ -37,7 +37,8 @@ TEST(HostPipelinePartsTest, AboutThePartSizeAtMostEightOnTheGranularity) {
   EXPECT_EQ(host_pipeline_parts(3000, 4000, 1).size(), 3u);
   const std::size_t mib64 = std::size_t{16} << 20;  // elements of 64 MiB
   EXPECT_EQ(host_pipeline_parts(mib64, std::size_t{8} << 20, 1).size(), 8u);
-  EXPECT_EQ(host_pipeline_parts(mib64, std::size_t{1} << 20, 1).size(), kMaxHostPipelineParts);
+  EXPECT_EQ(host_pipeline_parts(mib64, std::size_t{2} << 20, 1).size(), 32u);
+  EXPECT_EQ(host_pipeline_parts(mib64, std::size_t{1} << 19, 1).size(), kMaxHostPipelineParts);
   const auto parts = host_pipeline_parts(100003, 4096, 48);
   std::size_t at = 0;
   for (const Range& part : parts) {

@@ -15,7 +15,7 @@
 // The encoding must follow from the global norm and the codec's own state
 // (CodecTraits::device_step: no input read on the host when building it),
 // and have an element form for this step (norms within fp32's range;
-// IntSGD's scales finite in fp32). The codecs that run: Global-QSGD, fp16,
+// IntSGD's scales finite in fp32 on the int8 and int32 wires). The codecs that run: Global-QSGD, fp16,
 // fp32, and the IntSGD family but IntDIANA on every wire (IntSGD
 // Algorithm 1's integer sums, rounded in fp32 on int8 and int32 and in fp64
 // on int64; its first, exact step as fp32), all
@@ -247,8 +247,8 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   if (!form) {  // the same on every rank: the form follows from the global norm and the state
     throw InvalidArgument(step_name() + ": this step has no element-wise form to run on the "
                           "device (the global norm, here " + std::to_string(setup.norm) +
-                          ", must be within fp32's range, and intsgd's scales finite as fp32 "
-                          "numbers); run it on host data");
+                          ", must be within fp32's range, and intsgd's scales on the int8 and "
+                          "int32 wires finite as fp32 numbers); run it on host data");
   }
   if (group != nullptr) {  // the same on every rank, before anything is encoded
     if (const std::string refusal = group_refusal(*encoding, form_is_gathered(*form), spec());

@@ -30,9 +30,12 @@
 
 namespace qccl {
 
-// At most this many parts: more buys little overlap and adds a round of
-// latency-bound exchanges across hosts per part.
-inline constexpr std::size_t kMaxHostPipelineParts = 8;
+// At most this many parts: each part adds rounds of latency-bound
+// exchanges across hosts and a hand-over between the levels, so past this
+// more parts buy little overlap. (On 2 hosts × 2 ranks at 1 Gbit/s, 64 MiB
+// ran fastest in 32 parts of 2 MiB; 64 parts of 1 MiB were slower:
+// docs/cluster.md.)
+inline constexpr std::size_t kMaxHostPipelineParts = 64;
 
 // The parts of a vector of `count` fp32 elements: about `part_bytes` each
 // (CollectiveOptions::host_part_bytes), at most kMaxHostPipelineParts, on

@@ -57,10 +57,10 @@ struct CollectiveOptions {
   // (receive_window.h says why).
   int window = 0;
   // Algorithm hierarchical, allreduce: parts of about this many bytes of
-  // fp32 input (at most 8 parts), whose steps within the host overlap the
+  // fp32 input (at most 64 parts), whose steps within the host overlap the
   // exchange of the part before across hosts (host_pipeline.h); 0: one
   // part, the three steps one after the other.
-  std::size_t host_part_bytes = std::size_t{8} << 20;
+  std::size_t host_part_bytes = std::size_t{2} << 20;
   // Where to add encode and decode times; null: not measured.
   PhaseTimes* phases = nullptr;
 };

@@ -83,7 +83,7 @@ CLI::App* add_bench_operation(CLI::App& bench, BenchOperation op, std::string de
   sub->add_option("--window", command.config.window,
                   "receives in flight; 0 (default): 16 for fp32 chunks, 4 for compressed ones");
   sub->add_option("--host-part-bytes", command.host_part_bytes,
-                  "hierarchical allreduce: pipeline part size, 0 for one part (default 8M)");
+                  "hierarchical allreduce: pipeline part size, 0 for one part (default 2M)");
   sub->add_option("--link-rate", command.link_rate,
                   "each rank's link rate, e.g. 1gbit (scripts/cluster --rate): adds the fraction "
                   "of the wire bound reached");

@@ -16,7 +16,7 @@ struct BenchCommand {
   BenchConfig config;
   std::string algorithms;
   std::string algo_model;  // --algo auto: the model's coefficients (qccl model --scaling)
-  std::string min_bytes = "1K", max_bytes = "64M", chunk_bytes = "1M", host_part_bytes = "8M", link_rate;
+  std::string min_bytes = "1K", max_bytes = "64M", chunk_bytes = "1M", host_part_bytes = "2M", link_rate;
   LaunchOptions launch;
   bool json = false;
   bool no_arg_check = false;

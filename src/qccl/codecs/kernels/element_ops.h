@@ -150,7 +150,7 @@ QCCL_HOST_DEVICE inline WideRoundedInteger wide_rounded_integer(double value, do
   if (y < -limit) return {-static_cast<std::int64_t>(limit), true};
   const auto truncated = static_cast<std::int64_t>(y);
   const std::int64_t lower = truncated - (y < static_cast<double>(truncated) ? 1 : 0);
-  const double fraction = y - static_cast<double>(lower);  // exact
+  const double fraction = y - static_cast<double>(lower);  // as y − std::floor(y)
   const bool up = random ? static_cast<double>(bits >> 11) * 0x1p-53 < fraction
                          : fraction > 0.5 || (fraction == 0.5 && (lower & 1) != 0);
   return {lower + (up ? 1 : 0), false};
