@@ -89,7 +89,8 @@ TEST(HostGroupsTest, InProcessRanksAreTheirOwnHostsUnlessTold) {
   });
 }
 
-// (ranks, ranks per host): every divisor of 1, 2, 3, 4, 7 and of 6 and 8.
+// (ranks, ranks per host): one host, hosts of one rank, and hosts of several
+// ranks, from 1 to 8 ranks (12 shapes).
 using Shape = HostShape;
 const auto kShapes = ::testing::Values(Shape{1, 1}, Shape{2, 1}, Shape{2, 2}, Shape{3, 1},
                                        Shape{3, 3}, Shape{4, 2}, Shape{4, 4}, Shape{6, 2},
