@@ -74,12 +74,12 @@ void decode_values(const ElementForm& form, std::span<const std::byte> payload, 
                                      ? static_cast<std::int8_t>(bytes[i])
                                      : reinterpret_cast<const std::int32_t*>(payload.data())[i];
           out[i] = own ? saturate_to_fp32(static_cast<double>(v) * block->own_step)
-                       : ops::level_value(v, block->mean_step);
+                       : ops::level_value(v, block->fast_mean_step());
           break;
         }
         case Code::int_i64_summed: {
           const std::int64_t v = reinterpret_cast<const std::int64_t*>(payload.data())[i];
-          out[i] = ops::wide_level_value(v, own ? block->own_step : block->wide_mean_step);
+          out[i] = ops::wide_level_value(v, own ? block->own_step : block->mean_step);
           break;
         }
         case Code::minmax_gathered: break;  // decode_minmax_records
@@ -96,7 +96,7 @@ void encode_wide_integers(const ElementForm& form, std::span<const float> in, st
   for_each_form_block(form, first, in.size(), [&](const IntegerBlock* block, std::size_t offset, std::size_t count) {
     for (std::size_t i = offset; i < offset + count; ++i) {
       const std::uint64_t random = ops::random_bits64(form.key_low, form.key_high, first + i);
-      out[i] = ops::wide_rounded_integer(in[i], block->wide_alpha, limit, form.random_rounding, random).level;
+      out[i] = ops::wide_rounded_integer(in[i], block->alpha, limit, form.random_rounding, random).level;
     }
   });
 }
@@ -192,7 +192,8 @@ void encode_payload_by_form(const ElementForm& form, std::span<const float> in, 
   for_each_form_block(form, first, in.size(), [&](const IntegerBlock* block, std::size_t offset, std::size_t count) {
     for (std::size_t i = offset; i < offset + count; ++i) {
       const std::uint32_t random = ops::random_bits(form.key_low, form.key_high, first + i);
-      const std::int32_t level = ops::rounded_integer(in[i], block->alpha, clip, form.random_rounding, random).level;
+      const std::int32_t level =
+          ops::rounded_integer(in[i], block->fast_alpha(), clip, form.random_rounding, random).level;
       if (form.code == Code::int_i8_summed) {
         reinterpret_cast<std::int8_t*>(payload.data())[i] = static_cast<std::int8_t>(level);
       } else {

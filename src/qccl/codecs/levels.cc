@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "qccl/codecs/kernels/element_ops.h"
 #include "qccl/codecs/kernels/kernels.h"
 #include "qccl/common/errors.h"
 
@@ -45,10 +46,7 @@ bool encode_levels_uses_kernel(float scale) { return std::isfinite(scale) && sca
 
 bool decode_levels_uses_kernel(double step) { return std::isfinite(static_cast<float>(step)); }
 
-float saturate_to_fp32(double x) {
-  return static_cast<float>(std::clamp(x, -static_cast<double>(FLT_MAX),
-                                       static_cast<double>(FLT_MAX)));
-}
+float saturate_to_fp32(double x) { return element_ops::saturate_wide(x); }
 
 void decode_levels(const std::int8_t* q, float* out, std::size_t n, double step) {
   if (decode_levels_uses_kernel(step)) {

@@ -18,15 +18,15 @@ namespace qccl {
 
 // IntSGD's scales (IntSGD Algorithm 2: one α per tensor): the block of
 // elements from `first` to the next block's first is rounded at `alpha` and
-// its summed integers decode with `mean_step` = 1/(n·α) (both as fp32
-// numbers, as the host's fast path uses them on the int8 and int32 wires;
-// the int64 wire's exact path uses `wide_alpha` and `wide_mean_step`, the
-// same in fp64); one rank's integers stand for q·`own_step` (1/α in fp64).
+// its summed integers decode with `mean_step` = 1/(n·α); the int8 and int32
+// wires use both rounded to fp32, as the host's fast path does (fast_alpha,
+// fast_mean_step), the int64 wire's exact path as they are. One rank's
+// integers stand for q·`own_step` (1/α).
 struct IntegerBlock {
   std::size_t first = 0;
-  float alpha = 0, mean_step = 0;
-  double own_step = 0;
-  double wide_alpha = 0, wide_mean_step = 0;
+  double alpha = 0, mean_step = 0, own_step = 0;
+  float fast_alpha() const { return static_cast<float>(alpha); }
+  float fast_mean_step() const { return static_cast<float>(mean_step); }
 };
 
 struct ElementForm {

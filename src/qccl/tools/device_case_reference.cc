@@ -103,16 +103,15 @@ std::vector<std::byte> intsgd_sum_decode(const HostCaseInputs& in) {
 
 // The int64 wire: rank 0's integers (random, then to nearest) by the
 // host codec's rounding (round_scaled), then the two ranks' sum decoded in
-// fp64 by levels.h's saturation, a separate implementation of the decode.
+// fp64 and saturated to fp32, as the host codec decodes it.
 std::vector<std::byte> intsgd_wide(const HostCaseInputs& in) {
   auto bytes = bytes_of(cpu_wide_integers(in.x, true, kRank0));
   const auto deterministic = bytes_of(cpu_wide_integers(in.x, false, kRank0));
   bytes.insert(bytes.end(), deterministic.begin(), deterministic.end());
-  const auto a = cpu_wide_integers(in.x, true, kRank0);
-  const auto b = cpu_wide_integers(in.y, true, kRank1);
-  std::vector<float> out(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    out[i] = saturate_to_fp32(static_cast<double>(a[i] + b[i]) * (1 / (2 * kWideAlpha)));
+  const auto sums = cpu_wide_sums(in);
+  std::vector<float> out(sums.size());
+  for (std::size_t i = 0; i < sums.size(); ++i) {
+    out[i] = saturate_to_fp32(static_cast<double>(sums[i]) * (1 / (2 * kWideAlpha)));
   }
   const auto values = bytes_of(out);
   bytes.insert(bytes.end(), values.begin(), values.end());
@@ -192,6 +191,13 @@ std::vector<std::int64_t> cpu_wide_integers(const std::vector<float>& x, bool ra
   round_scaled<float, std::int64_t>(x, kWideAlpha, random ? IntRounding::random : IntRounding::deterministic,
                                     wide_clip(), rng, kFirst, q.data());
   return q;
+}
+
+std::vector<std::int64_t> cpu_wide_sums(const HostCaseInputs& in) {
+  auto sums = cpu_wide_integers(in.x, true, kRank0);
+  const auto other = cpu_wide_integers(in.y, true, kRank1);
+  for (std::size_t i = 0; i < sums.size(); ++i) sums[i] += other[i];
+  return sums;
 }
 
 std::vector<std::byte> with_status(std::vector<std::byte> out, std::uint32_t flag) {

@@ -57,6 +57,9 @@ std::vector<std::uint8_t> cpu_packed(const std::vector<float>& x, float scale, c
 std::vector<std::uint8_t> cpu_exp_codes(const HostCaseInputs& in, const std::vector<float>& x, const CounterRng& rng);
 std::vector<std::int32_t> cpu_integers(const std::vector<float>& x, bool random, const CounterRng& rng);
 std::vector<std::int64_t> cpu_wide_integers(const std::vector<float>& x, bool random, const CounterRng& rng);
+// The two ranks' int64 integers (random rounding) summed, as a step's
+// collective sums them on the host.
+std::vector<std::int64_t> cpu_wide_sums(const HostCaseInputs& in);
 
 enum class DeviceCaseKind {
   linear8_encode,

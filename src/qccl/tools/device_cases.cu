@@ -32,6 +32,21 @@ DeviceBuffer<dk::DeviceStatus> zero_status(cudaStream_t stream) {
 
 const int kHeadroom = exp_dither::headroom(kRanksForHeadroom, true);
 
+// IntSGD's integers of x by `round(q, random, status)`, randomly rounded
+// and then to nearest, their bytes one after the other.
+template <class Int, class Round>
+std::vector<std::byte> rounded_both_ways(std::size_t count, cudaStream_t stream, Round round) {
+  std::vector<std::byte> bytes;
+  for (bool random : {true, false}) {
+    DeviceBuffer<Int> q(count);
+    auto status = zero_status(stream);
+    round(q.data(), random, status.data());
+    const auto out = bytes_of(q, stream);
+    bytes.insert(bytes.end(), out.begin(), out.end());
+  }
+  return bytes;
+}
+
 std::vector<DeviceCase> linear_cases() {
   return {
       {"linear 8-bit encode", DeviceCaseKind::linear8_encode,
@@ -138,16 +153,10 @@ std::vector<DeviceCase> integer_and_float_cases() {
   return {
       {"intsgd round (random, det.)", DeviceCaseKind::intsgd_round,
        [](const DeviceCaseInputs& in, cudaStream_t s) {
-         std::vector<std::byte> bytes;
-         for (bool random : {true, false}) {
-           DeviceBuffer<std::int32_t> q(in.count);
-           auto status = zero_status(s);
-           dk::int_round_i32(in.device.x.data(), q.data(), in.count, kIntAlpha, 1 << 28, random, kRank0.key_low(),
-                             kRank0.key_high(), kFirst, status.data(), s);
-           const auto out = bytes_of(q, s);
-           bytes.insert(bytes.end(), out.begin(), out.end());
-         }
-         return bytes;
+         return rounded_both_ways<std::int32_t>(in.count, s, [&](std::int32_t* q, bool random, dk::DeviceStatus* st) {
+           dk::int_round_i32(in.device.x.data(), q, in.count, kIntAlpha, 1 << 28, random, kRank0.key_low(),
+                             kRank0.key_high(), kFirst, st, s);
+         });
        }},
       {"intsgd sum + decode", DeviceCaseKind::intsgd_sum_decode,
        [](const DeviceCaseInputs& in, cudaStream_t s) {
@@ -162,19 +171,11 @@ std::vector<DeviceCase> integer_and_float_cases() {
        }},
       {"intsgd int64 round + decode", DeviceCaseKind::intsgd_wide,
        [](const DeviceCaseInputs& in, cudaStream_t s) {
-         std::vector<std::byte> bytes;
-         for (bool random : {true, false}) {
-           DeviceBuffer<std::int64_t> q(in.count);
-           auto status = zero_status(s);
-           dk::int_round_i64(in.device.x.data(), q.data(), in.count, kWideAlpha, wide_clip(), random,
-                             kRank0.key_low(), kRank0.key_high(), kFirst, status.data(), s);
-           const auto out = bytes_of(q, s);
-           bytes.insert(bytes.end(), out.begin(), out.end());
-         }
-         auto sums = cpu_wide_integers(in.host.x, true, kRank0);  // summed on the host, as a step does
-         const auto other = cpu_wide_integers(in.host.y, true, kRank1);
-         for (std::size_t i = 0; i < sums.size(); ++i) sums[i] += other[i];
-         const DeviceBuffer<std::int64_t> summed(sums, s);
+         auto bytes = rounded_both_ways<std::int64_t>(in.count, s, [&](std::int64_t* q, bool random, dk::DeviceStatus* st) {
+           dk::int_round_i64(in.device.x.data(), q, in.count, kWideAlpha, wide_clip(), random, kRank0.key_low(),
+                             kRank0.key_high(), kFirst, st, s);
+         });
+         const DeviceBuffer<std::int64_t> summed(cpu_wide_sums(in.host), s);
          DeviceBuffer<float> out(in.count);
          dk::int_decode_i64(summed.data(), out.data(), in.count, 1 / (2 * kWideAlpha), s);
          const auto values = bytes_of(out, s);

@@ -111,15 +111,15 @@ void CudaVector::encode_piece(const ElementForm& form, std::size_t first, std::s
       for_each_form_block(form, index, count, [&](const IntegerBlock* block, std::size_t offset, std::size_t n) {
         const auto clip = static_cast<std::int32_t>(form.clip);  // the narrow wires' c fits
         if (form.code == Code::int_i8_summed) {
-          dk::int_round_i8(x + offset, reinterpret_cast<std::int8_t*>(out) + offset, n, block->alpha,
+          dk::int_round_i8(x + offset, reinterpret_cast<std::int8_t*>(out) + offset, n, block->fast_alpha(),
                            clip, form.random_rounding, form.key_low, form.key_high,
                            index + offset, status_.data(), stream_);
         } else if (form.code == Code::int_i32_summed) {
-          dk::int_round_i32(x + offset, reinterpret_cast<std::int32_t*>(out) + offset, n, block->alpha,
+          dk::int_round_i32(x + offset, reinterpret_cast<std::int32_t*>(out) + offset, n, block->fast_alpha(),
                             clip, form.random_rounding, form.key_low, form.key_high,
                             index + offset, status_.data(), stream_);
         } else {
-          dk::int_round_i64(x + offset, reinterpret_cast<std::int64_t*>(out) + offset, n, block->wide_alpha,
+          dk::int_round_i64(x + offset, reinterpret_cast<std::int64_t*>(out) + offset, n, block->alpha,
                             form.clip, form.random_rounding, form.key_low, form.key_high,
                             index + offset, status_.data(), stream_);
         }
@@ -219,13 +219,13 @@ void CudaVector::decode_range(const ElementForm& form, std::size_t first, std::s
                           [&](const IntegerBlock* block, std::size_t offset, std::size_t n) {
                             if (form.code == Code::int_i8_summed) {
                               dk::int_decode_i8(reinterpret_cast<const std::int8_t*>(codes) + offset, out + offset, n,
-                                                block->mean_step, status_.data(), stream_);
+                                                block->fast_mean_step(), status_.data(), stream_);
                             } else if (form.code == Code::int_i32_summed) {
                               dk::int_decode_i32(reinterpret_cast<const std::int32_t*>(codes) + offset,
-                                                 out + offset, n, block->mean_step, status_.data(), stream_);
+                                                 out + offset, n, block->fast_mean_step(), status_.data(), stream_);
                             } else {
                               dk::int_decode_i64(reinterpret_cast<const std::int64_t*>(codes) + offset,
-                                                 out + offset, n, block->wide_mean_step, stream_);
+                                                 out + offset, n, block->mean_step, stream_);
                             }
                           });
       break;

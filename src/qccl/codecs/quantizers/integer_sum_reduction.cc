@@ -224,11 +224,9 @@ class IntegerSum final : public IntegerSumReduction, public SummedIntegers {
     if (own_integers || (sizeof(Int) < 8 && !every_block_fast)) return;
     for (std::size_t l = 0; l < setup_.alphas.size(); ++l) {
       form_blocks_.push_back({.first = setup_.block_starts[l],
-                              .alpha = static_cast<float>(setup_.alphas[l]),
-                              .mean_step = static_cast<float>(mean_factor_[l]),
-                              .own_step = 1.0 / setup_.alphas[l],
-                              .wide_alpha = setup_.alphas[l],
-                              .wide_mean_step = mean_factor_[l]});
+                              .alpha = setup_.alphas[l],
+                              .mean_step = mean_factor_[l],
+                              .own_step = 1.0 / setup_.alphas[l]});
     }
   }
 
