@@ -7,9 +7,10 @@
 // adaptive codec takes its exact first step, then (fed an optimizer
 // update, device_step_codecs.h) an integer step with one scale per tensor
 // of three. Min-max (QSDP's buckets) gathers every rank's encoding and
-// decodes them where the data is. Also: ranks mixing device and host data in one collective, the
-// step over a process group's collectives, the reduce-scatter and the
-// allgather on device data, and the refusals.
+// decodes them where the data is. Also: ranks mixing device and host data
+// in one collective; the step, the reduce-scatter and the allgather over a
+// process group's collectives; the reduce-scatter and the allgather on
+// device data; and the refusals.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -309,7 +310,7 @@ TEST(DeviceAllgatherTest, EqualsTheHostAllgatherBitForBit) {
   }
 }
 
-TEST(DeviceAllgatherTest, WrongSizesCodecsWithoutAllgatherAndProcessGroupsAreRefused) {
+TEST(DeviceAllgatherTest, WrongSizesAndCodecsWithoutAllgatherAreRefused) {
   test::run_world(3, [](Communicator& comm) {
     std::vector<float> shard = input_of(comm.rank(), 10), output(29);
     HostMemoryVector in(shard), out(output);
@@ -323,32 +324,118 @@ TEST(DeviceAllgatherTest, WrongSizesCodecsWithoutAllgatherAndProcessGroupsAreRef
     EXPECT_THAT(test::refusal([&] { make_codec("global-qsgd:bits=4")->allgather(comm, odd_in, odd_out); }),
                 ::testing::HasSubstr("multiple of 2"));
   });
-  run_group_world(2, [](Communicator& comm, test::GroupLikeTransport&) {
-    std::vector<float> shard = input_of(comm.rank(), 15), output(30);
-    HostMemoryVector in(shard), out(output);
-    EXPECT_THAT(test::refusal([&] { make_codec("global-qsgd:bits=8")->allgather(comm, in, out); }),
-                ::testing::HasSubstr("MPI mode"));
-  });
 }
 
-TEST(DeviceReduceScatterTest, WrongOutputSizesAndProcessGroupsAreRefused) {
+TEST(DeviceReduceScatterTest, WrongOutputSizesAreRefused) {
   test::run_world(3, [](Communicator& comm) {
     auto codec = make_codec("global-qsgd:bits=8");
     std::vector<float> input = input_of(comm.rank(), 30), block(3);
     HostMemoryVector in(input), out(block);
     EXPECT_THROW(codec->reduce_scatter_mean(comm, in, out), InvalidArgument);
   });
-  run_group_world(2, [](Communicator& comm, test::GroupLikeTransport&) {
-    auto codec = make_codec("global-qsgd:bits=8");
-    std::vector<float> input = input_of(comm.rank(), 30), block(15);
-    HostMemoryVector in(input), out(block);
-    try {
-      codec->reduce_scatter_mean(comm, in, out);
-      ADD_FAILURE() << "a reduce-scatter ran over a process group";
-    } catch (const InvalidArgument& e) {
-      EXPECT_NE(std::string(e.what()).find("MPI mode"), std::string::npos) << e.what();
+}
+
+// The reduce-scatter and the allgather of device data over a process
+// group: the device step drives the host's group bodies with its staged
+// codes, so every rank's result is bit for bit the host step's over the
+// same group, two steps, ranks {1, 2, 3, 4, 7}, awkward lengths. Summed
+// codes take one integer SUM per integer step (the whole vector's, as the
+// allreduce), gathered ones none.
+TEST(DeviceGroupOperationsTest, ReduceScatterEqualsTheHostStepOverTheGroup) {
+  for (const std::string& spec : test::device_group_specs()) {
+    for (int ranks : {1, 2, 3, 4, 7}) {
+      for (std::size_t length : {std::size_t{1}, std::size_t{1001}, std::size_t{70001}}) {
+        run_group_world(ranks, [&](Communicator& comm, test::GroupLikeTransport& group) {
+          auto on_device = make_codec(spec, CodecSettings{.seed = 6, .bucket = 1});
+          auto on_host = make_codec(spec, CodecSettings{.seed = 6, .bucket = 1});
+          const auto input = input_of(comm.rank(), length);
+          const Range mine = on_host->reduce_scatter_blocks(length, ranks)[comm.rank()];
+          std::vector<float> device_input = input, device_block(mine.count), host_block(mine.count);
+          DeferredCodesVector in(device_input);
+          DeferredCodesVector out(device_block);
+          for (int step = 0; step < 2; ++step) {
+            if (step == 1) {
+              test::feed(*on_device, length);
+              test::feed(*on_host, length);
+            }
+            on_device->reduce_scatter_mean(comm, in, out);
+            on_host->reduce_scatter_mean(comm, input, host_block);
+            ASSERT_EQ(test::bytes_hash(device_block), test::bytes_hash(host_block))
+                << spec << " ranks " << ranks << " length " << length << " step " << step;
+            EXPECT_EQ(device_input, input) << "the input changed";
+            EXPECT_TRUE(out.finished() && (mine.count == 0 || out.decoded_everything())) << spec;
+          }
+          const int integer_steps = spec.starts_with("global-qsgd") || spec.starts_with("intsgd-heuristic")
+                                        ? 2
+                                        : test::adapts_to_the_optimizer(spec) ? 1 : 0;
+          EXPECT_EQ(group.sums(), 2 * integer_steps) << spec;
+        });
+      }
     }
-  });
+  }
+}
+
+TEST(DeviceGroupOperationsTest, AllgatherEqualsTheHostStepOverTheGroup) {
+  for (const std::string& spec : test::device_step_specs()) {
+    if (!make_codec(spec)->traits().operations.allgather) continue;
+    for (int ranks : {1, 2, 3, 4, 7}) {
+      for (std::size_t shard : {std::size_t{1}, std::size_t{333}, std::size_t{23335}}) {
+        if (shard % make_codec(spec)->traits().granularity != 0) continue;
+        run_group_world(ranks, [&](Communicator& comm, test::GroupLikeTransport& group) {
+          auto on_device = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
+          auto on_host = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
+          const std::size_t total = shard * static_cast<std::size_t>(ranks);
+          const auto input = input_of(comm.rank(), shard);
+          std::vector<float> device_shard = input, device_output(total), host_output(total);
+          DeferredCodesVector in(device_shard);
+          DeferredCodesVector out(device_output);
+          for (int step = 0; step < 2; ++step) {
+            on_device->allgather(comm, in, out);
+            on_host->allgather(comm, input, host_output);
+            ASSERT_EQ(test::bytes_hash(device_output), test::bytes_hash(host_output))
+                << spec << " ranks " << ranks << " shard " << shard << " step " << step;
+            test::expect_identical_across_ranks(comm, device_output);
+            EXPECT_TRUE(out.finished() && out.decoded_everything()) << spec;
+          }
+          EXPECT_EQ(group.sums(), 0) << spec << ": an allgather sums nothing";
+        });
+      }
+    }
+  }
+}
+
+// Host and device ranks share one reduce-scatter and one allgather over a
+// group (their messages are the same bytes): ranks 0 and 2 of 4 on host
+// data, every result the all-host one's.
+TEST(DeviceGroupOperationsTest, HostAndDeviceRanksShareOneGroupStep) {
+  for (const char* spec : {"global-qsgd:bits=8", "fp16", "minmax:bits=3,bucket=37,rounding=dither"}) {
+    std::vector<std::vector<float>> blocks[2], gathered[2];
+    for (bool all_host : {true, false}) {
+      for (auto* results : {&blocks[all_host], &gathered[all_host]}) results->resize(4);
+      run_group_world(4, [&](Communicator& comm, test::GroupLikeTransport&) {
+        const auto me = static_cast<std::size_t>(comm.rank());
+        const bool on_host = all_host || comm.rank() % 2 == 0;
+        auto codec = make_codec(spec, CodecSettings{.seed = 2});
+        auto input = input_of(comm.rank(), 4070);
+        std::vector<float> block(codec->reduce_scatter_blocks(4070, 4)[me].count);
+        std::vector<float> shard = input_of(comm.rank() + 10, 1110), output(4440);
+        if (on_host) {
+          codec->reduce_scatter_mean(comm, input, block);
+          codec->allgather(comm, shard, output);
+        } else {
+          HostMemoryVector in(input), out(block), shard_in(shard), all(output);
+          codec->reduce_scatter_mean(comm, in, out);
+          codec->allgather(comm, shard_in, all);
+        }
+        blocks[all_host][me] = block;
+        gathered[all_host][me] = output;
+      });
+    }
+    for (std::size_t r = 0; r < 4; ++r) {
+      ASSERT_EQ(test::bytes_hash(blocks[false][r]), test::bytes_hash(blocks[true][r])) << spec << " rank " << r;
+      ASSERT_EQ(test::bytes_hash(gathered[false][r]), test::bytes_hash(gathered[true][r])) << spec << " rank " << r;
+    }
+  }
 }
 
 // Over a process group (the PyTorch hook's process-group mode): the device
@@ -413,25 +500,33 @@ TEST(DeviceStepGroupTest, SummedLevelsEqualTheRingOnQcclsTransport) {
   }
 }
 
-// Encodings combined hop by hop need qccl's own ring: refused on every
-// rank over a group, naming the MPI mode, before anything moves.
+// Encodings combined hop by hop need qccl's own ring: an allreduce or a
+// reduce-scatter of them is refused on every rank over a group, naming
+// the MPI mode, before anything moves.
 TEST(DeviceStepGroupTest, HopByHopEncodingsAreRefusedOverAGroup) {
   for (const char* spec : {"global-qsgd:bits=4", "global-qsgd:dither=exp"}) {
-    std::atomic<int> refused{0};
-    run_group_world(3, [&](Communicator& comm, test::GroupLikeTransport& group) {
-      std::vector<float> values = input_of(comm.rank(), 64);
-      HostMemoryVector vector(values);
-      auto codec = make_codec(spec);
-      try {
-        codec->allreduce_mean(comm, vector);
-      } catch (const InvalidArgument& e) {
-        EXPECT_NE(std::string(e.what()).find("MPI mode"), std::string::npos) << e.what();
-        ++refused;
-      }
-      EXPECT_EQ(group.sums(), 0);
-      EXPECT_EQ(values, input_of(comm.rank(), 64)) << "the input was changed";
-    });
-    EXPECT_EQ(refused.load(), 3) << spec;
+    for (bool scatter : {false, true}) {
+      std::atomic<int> refused{0};
+      run_group_world(3, [&](Communicator& comm, test::GroupLikeTransport& group) {
+        auto codec = make_codec(spec);
+        std::vector<float> values = input_of(comm.rank(), 64);
+        std::vector<float> block(codec->reduce_scatter_blocks(64, 3)[comm.rank()].count);
+        HostMemoryVector vector(values), out(block);
+        try {
+          if (scatter) {
+            codec->reduce_scatter_mean(comm, vector, out);
+          } else {
+            codec->allreduce_mean(comm, vector);
+          }
+        } catch (const InvalidArgument& e) {
+          EXPECT_NE(std::string(e.what()).find("MPI mode"), std::string::npos) << e.what();
+          ++refused;
+        }
+        EXPECT_EQ(group.sums(), 0);
+        EXPECT_EQ(values, input_of(comm.rank(), 64)) << "the input was changed";
+      });
+      EXPECT_EQ(refused.load(), 3) << spec << (scatter ? " reduce-scatter" : " allreduce");
+    }
   }
 }
 

@@ -20,6 +20,44 @@ namespace {
 // (norm_statistics).
 constexpr std::size_t kSharedValue = 1;
 
+// The whole-vector collectives of a caller's process group
+// (group_data_path.h) in place of qccl's ring: an allreduce or
+// reduce-scatter whose encodings the group can sum or gather, or an
+// allgather of any encoding.
+// `gathered`: the codec decodes every rank's encoding before adding.
+// `pieces`: the reduce-scatter's blocks or the allgather's shards.
+void move_data_over_group(Communicator& comm, GroupCollectives& group, CodecOperation kind,
+                          Encoding& encoding, std::span<const float> input,
+                          std::span<const Range> pieces, std::span<float> output,
+                          std::span<float> own, bool gathered, int divide_by, Timeout timeout,
+                          const std::string& codec) {
+  switch (kind) {
+    case CodecOperation::allreduce_mean:
+      group_allreduce(comm, group, input, output, encoding, gathered, own, divide_by, timeout,
+                      codec);
+      return;
+    case CodecOperation::reduce_scatter_mean:
+      group_reduce_scatter(comm, group, group_aggregation(encoding, gathered, codec), encoding,
+                           input, pieces, output, own, divide_by, timeout);
+      return;
+    case CodecOperation::allgather:
+      group_allgather(comm, encoding, input, pieces, output, own, timeout);
+      return;
+  }
+}
+
+// A process group cannot reduce encodings that combine hop by hop: their
+// allreduce and reduce-scatter are refused on every rank alike (the
+// encoding follows from the exchanged norm), before anything moves, so the
+// communicator stays usable.
+void refuse_what_a_group_cannot_carry(Communicator& comm, CodecOperation kind, Encoding& encoding,
+                                      bool gathered, const std::string& codec) {
+  if (kind == CodecOperation::allgather || group_collectives(comm) == nullptr) return;
+  if (const std::string refusal = group_refusal(encoding, gathered, codec); !refusal.empty()) {
+    throw InvalidArgument(refusal);
+  }
+}
+
 }  // namespace
 
 std::string_view to_string(CodecOperation operation) {
@@ -225,6 +263,8 @@ void Codec::run_operation(Communicator& comm, const Operation& operation,
     encoding = step_encoding(setup);
   }
   if (encoding) {
+    refuse_what_a_group_cannot_carry(comm, operation.kind, *encoding,
+                                     traits().aggregation == Aggregation::allgather_decode, spec());
     call.move([&](int tag) { move_data(comm, tag, setup, *encoding, operation, options); });
   } else {  // every rank's input is zero, and every rank knows it
     std::fill(operation.output.begin(), operation.output.end(), 0.0f);
@@ -298,13 +338,10 @@ void Codec::default_move_data(Communicator& comm, int tag, const StepSetup& setu
   const CodecTraits traits = this->traits();
   const int divide_by = traits.means_of_decoded_values ? setup.summed : 1;
   if (GroupCollectives* group = group_collectives(comm)) {  // a caller's process group
-    if (setup.operation != CodecOperation::allreduce_mean) {
-      throw InvalidArgument(spec() + ": a process group runs qccl's allreduce mean only; the " +
-                            std::string(to_string(setup.operation)) + " needs qccl's MPI mode");
-    }
-    group_allreduce(comm, *group, operation.input, operation.output, encoding,
-                    traits.aggregation == Aggregation::allgather_decode, operation.own, divide_by,
-                    comm.timeout(options.timeout), spec());
+    move_data_over_group(comm, *group, setup.operation, encoding, operation.input,
+                         operation.pieces, operation.output, operation.own,
+                         traits.aggregation == Aggregation::allgather_decode, divide_by,
+                         comm.timeout(options.timeout), spec());
     return;
   }
   Reduction* reduction = nullptr;

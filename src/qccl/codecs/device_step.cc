@@ -27,14 +27,17 @@
 // (decode_sum.h's arithmetic), or for an allgather each shard's values.
 //
 // Over a caller's process group (group_data_path.h) the codes move by the
-// group's whole-vector collectives instead of qccl's ring: Global-QSGD's
+// group's whole-vector collectives instead of qccl's ring, with the bytes
+// of the host step over the same group. The allreduce: Global-QSGD's
 // summed int8 levels by one integer SUM allreduce (§4.3: n·s fits the
 // wire), IntSGD's integers by the same integer SUM, fp16 and fp32 by the
-// group's float SUM allreduce, all of the codes the device made. The bytes are those of the host step over the same group.
-// Min-max's encodings go through the group's allgather of bytes, each
-// rank's whole vector as one chunk, as the host step over a group sends
-// them. Encodings that combine hop by hop (exponential, 4-bit averaging)
-// are refused there as on host data.
+// group's float SUM allreduce, all of the codes the device made; min-max's
+// encodings through the group's allgather of bytes, each rank's whole
+// vector as one chunk. The reduce-scatter sums (or gathers) the same way
+// and decodes this rank's block; the allgather gathers each rank's
+// shard's chunk (the staging's chunks through the host's group bodies).
+// Encodings that combine hop by hop (exponential, 4-bit averaging) are
+// refused there for the allreduce and the reduce-scatter, as on host data.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -163,6 +166,23 @@ void run_staged_collective(Communicator& comm, int tag, CodecOperation kind, Enc
   }
 }
 
+// The reduce-scatter or allgather through a caller's process group on the
+// staged codes: the host step's group bodies (group_data_path.h) driving
+// the staging's chunks, so the group carries the bytes the host step over
+// the group sends (the staging divides: no division in the bodies).
+// `encoding` is the step's own, which says how the group sums its chunks.
+void run_group_collective(Communicator& comm, GroupCollectives& group, CodecOperation kind,
+                          Encoding& encoding, const ElementForm& form, Encoding& staged,
+                          const UntouchedSpans& spans, std::span<const Range> pieces,
+                          Timeout timeout, const std::string& codec) {
+  if (kind == CodecOperation::allgather) {
+    group_allgather(comm, staged, spans.input(), pieces, spans.output(), {}, timeout);
+    return;
+  }
+  group_reduce_scatter(comm, group, group_aggregation(encoding, form_is_gathered(form), codec),
+                       staged, spans.input(), pieces, spans.output(), {}, 1, timeout);
+}
+
 }  // namespace
 
 std::string Codec::device_step_refusal(Algorithm algorithm, bool on_group) const {
@@ -210,10 +230,6 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
                             const CollectiveOptions& options) {
   validate_options(options, to_string(kind));
   GroupCollectives* const group = group_collectives(comm);
-  if (group != nullptr && kind != CodecOperation::allreduce_mean) {
-    throw InvalidArgument(spec() + ": a process group runs qccl's allreduce mean only; the " +
-                          std::string(to_string(kind)) + " on device data needs qccl's MPI mode");
-  }
   if (const std::string refusal = device_step_refusal(options.algorithm, group != nullptr);
       !refusal.empty()) {
     throw InvalidArgument(refusal);
@@ -250,7 +266,9 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
                           ", must be within fp32's range, and intsgd's scales on the int8 and "
                           "int32 wires finite as fp32 numbers); run it on host data");
   }
-  if (group != nullptr) {  // the same on every rank, before anything is encoded
+  // The same on every rank, before anything is encoded (an allgather
+  // combines nothing: any encoding travels through a group).
+  if (group != nullptr && kind != CodecOperation::allgather) {
     if (const std::string refusal = group_refusal(*encoding, form_is_gathered(*form), spec());
         !refusal.empty()) {
       throw InvalidArgument(refusal);
@@ -269,7 +287,7 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   const ElementForm result_form =
       result_form_of(*form, kind, comm.size(), traits().means_of_decoded_values ? setup.summed : 1);
   const std::span<std::byte> result = output.result_codes(form_payload_bytes(result_form, output.size()));
-  if (group != nullptr) {  // allreduce only (refused above otherwise)
+  if (group != nullptr && kind == CodecOperation::allreduce_mean) {
     call.move([&](int) {
       move_codes_over_group(comm, *group, *encoding, *form, codes, result, input,
                             comm.timeout(options.timeout));
@@ -286,7 +304,14 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   } else {
     staged = std::make_unique<StagedReduction>(in_transit(*encoding), *form, input, codes, output, result, where);
   }
-  call.move([&](int tag) { run_staged_collective(comm, tag, kind, *staged, spans, pieces, options); });
+  if (group != nullptr) {
+    call.move([&](int) {
+      run_group_collective(comm, *group, kind, *encoding, *form, *staged, spans, pieces,
+                           comm.timeout(options.timeout), spec());
+    });
+  } else {
+    call.move([&](int tag) { run_staged_collective(comm, tag, kind, *staged, spans, pieces, options); });
+  }
   output.finish_decoding();  // every chunk's decoding was started as it finished
   ++step_;
 }

@@ -1,6 +1,7 @@
 #include "qccl/codecs/group_data_path.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -20,54 +21,101 @@ std::vector<std::byte> encode_whole(Encoding& encoding, std::span<const float> i
   return bytes;
 }
 
-// An encoding the transport sums itself (fp32, fp16, the scaled fp32 mean).
-void sum_natively(Communicator& comm, std::span<const float> input, std::span<float> output,
-                  Encoding& encoding, std::span<float> own, Timeout timeout) {
-  const NativeReduction native = *encoding.native_equivalent();
-  if (encoding.identity_layout()) {  // the bytes are the fp32 values themselves
-    if (input.data() != output.data()) std::memmove(output.data(), input.data(), input.size_bytes());
-    if (!own.empty()) std::copy(input.begin(), input.end(), own.begin());
-    comm.transport().allreduce(std::as_writable_bytes(output), native.type, native.op, timeout);
-    return;
-  }
-  auto bytes = encode_whole(encoding, input, own);
-  comm.transport().allreduce(bytes, native.type, native.op, timeout);
-  encoding.decode(bytes, 0, output);
-}
-
-void sum_integers(GroupCollectives& group, std::span<const float> input, std::span<float> output,
-                  Encoding& encoding, std::size_t width, std::span<float> own, Timeout timeout) {
-  auto bytes = encode_whole(encoding, input, own);
-  if (bytes.size() != width * input.size()) {
-    throw Error(encoding.name() + ": encoded " + std::to_string(input.size()) + " elements into " +
-                std::to_string(bytes.size()) + " bytes, not one " + std::to_string(width) +
-                "-byte integer each (a bug in the codec: report it)");
-  }
-  group.sum_integers(bytes, width, timeout);
-  encoding.decode(bytes, 0, output);
-}
-
-// Decodes every rank's encoding and adds them in rank order, in fp32, then
-// divides each sum once (divide_sums: an element whose fp32 sum overflowed
-// is summed again in double), as collectives/decode_sum.h does chunk by
-// chunk on qccl's own transport.
-// The same values in the same order on every rank: the same bits
-// everywhere.
-void sum_decoded(Encoding& encoding, std::span<const std::byte> all,
-                 std::span<const std::size_t> sizes, std::span<float> output, int divide_by) {
+// Decodes every rank's chunk of elements [first, first + output.size())
+// (chunk_of(q), q in rank order) and adds them in fp32, then divides each
+// sum once (divide_sums: an element whose fp32 sum overflowed is summed
+// again in double), as collectives/decode_sum.h does chunk by chunk on
+// qccl's own transport. The same values in the same order on every rank:
+// the same bits everywhere.
+template <class ChunkOf>
+void sum_decoded(Encoding& encoding, std::size_t ranks, ChunkOf&& chunk_of, std::size_t first,
+                 std::span<float> output, int divide_by) {
   std::vector<float> scratch(output.size());
-  std::vector<std::size_t> offsets(sizes.size(), 0);
-  for (std::size_t q = 1; q < sizes.size(); ++q) offsets[q] = offsets[q - 1] + sizes[q - 1];
-  const auto bytes_of = [&](std::size_t q) { return all.subspan(offsets[q], sizes[q]); };
-  for (std::size_t q = 0; q < sizes.size(); ++q) {
+  for (std::size_t q = 0; q < ranks; ++q) {
     if (q == 0) {
-      encoding.decode(bytes_of(q), 0, output);
+      encoding.decode(chunk_of(q), first, output);
     } else {
-      encoding.decode_add(bytes_of(q), 0, output, scratch);
+      encoding.decode_add(chunk_of(q), first, output, scratch);
     }
   }
-  divide_sums(output, divide_by, sizes.size(), scratch,
-              [&](std::size_t q, std::span<float> out) { encoding.decode(bytes_of(q), 0, out); });
+  divide_sums(output, divide_by, ranks, scratch,
+              [&](std::size_t q, std::span<float> out) { encoding.decode(chunk_of(q), first, out); });
+}
+
+// Rank q's bytes among every rank's, back to back in rank order.
+std::vector<std::span<const std::byte>> split_by_sizes(std::span<const std::byte> all,
+                                                       std::span<const std::size_t> sizes) {
+  std::vector<std::span<const std::byte>> parts;
+  for (std::size_t q = 0, offset = 0; q < sizes.size(); offset += sizes[q], ++q) {
+    parts.push_back(all.subspan(offset, sizes[q]));
+  }
+  return parts;
+}
+
+// A reduce-scatter's message for a gathered encoding: a table of one
+// uint64 size per block, then this rank's encoding of each block as one
+// chunk (the blocks' elements' counters); `own` receives Q(input).
+std::vector<std::byte> encode_blocks(Encoding& encoding, std::span<const float> input,
+                                     std::span<const Range> blocks, std::span<float> own) {
+  const std::size_t table = blocks.size() * sizeof(std::uint64_t);
+  std::size_t bound = table;
+  for (const Range& b : blocks) bound += encoding.max_encoded_bytes(b.count);
+  std::vector<std::byte> message(bound);
+  std::size_t at = table;
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const Range r = blocks[b];
+    std::uint64_t size = 0;
+    if (r.count > 0) {
+      const auto chunk = std::span(message).subspan(at, encoding.max_encoded_bytes(r.count));
+      size = encoding.encode(input.subspan(r.first, r.count), r.first, chunk);
+      if (!own.empty()) encoding.decode_contribution(chunk.first(size), r.first, own.subspan(r.first, r.count));
+    }
+    std::memcpy(message.data() + b * sizeof size, &size, sizeof size);
+    at += size;
+  }
+  message.resize(at);
+  return message;
+}
+
+// Block `block`'s chunk in a message of encode_blocks, its table checked
+// against the message's length.
+std::span<const std::byte> block_chunk(std::span<const std::byte> message, std::size_t blocks,
+                                       std::size_t block, const std::string& codec) {
+  const std::size_t table = blocks * sizeof(std::uint64_t);
+  const auto corrupt = [&] {
+    return CommError(codec + ": a rank's reduce-scatter message through the process group has " +
+                     std::to_string(message.size()) + " bytes, which do not hold the " +
+                     std::to_string(blocks) + " chunks its table lists (corrupt message?)");
+  };
+  if (message.size() < table) throw corrupt();
+  std::size_t at = table;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    std::uint64_t size = 0;
+    std::memcpy(&size, message.data() + b * sizeof size, sizeof size);
+    if (size > message.size() - at) throw corrupt();
+    if (b == block) return message.subspan(at, size);
+    at += size;
+  }
+  throw corrupt();
+}
+
+// The whole vector's encoding summed over the group (native or integers).
+std::vector<std::byte> summed_whole(Communicator& comm, GroupCollectives& group,
+                                    const GroupAggregation& aggregation, Encoding& encoding,
+                                    std::span<const float> input, std::span<float> own,
+                                    Timeout timeout) {
+  auto bytes = encode_whole(encoding, input, own);
+  if (bytes.size() != aggregation.element_bytes * input.size()) {
+    throw Error(encoding.name() + ": encoded " + std::to_string(input.size()) + " elements into " +
+                std::to_string(bytes.size()) + " bytes, not " +
+                std::to_string(aggregation.element_bytes) + " each (a bug in the codec: report it)");
+  }
+  if (aggregation.kind == GroupAggregation::Kind::native) {
+    comm.transport().allreduce(bytes, aggregation.native.type, aggregation.native.op, timeout);
+  } else {
+    group.sum_integers(bytes, aggregation.element_bytes, timeout);
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -102,24 +150,91 @@ std::string group_refusal(Encoding& encoding, bool gathered, const std::string& 
          "up (global-qsgd with linear dithering, intsgd) or are gathered (qsgd, topk, ...)";
 }
 
+GroupAggregation group_aggregation(Encoding& encoding, bool gathered, const std::string& codec) {
+  if (const std::string refusal = group_refusal(encoding, gathered, codec); !refusal.empty()) {
+    throw InvalidArgument(refusal);
+  }
+  GroupAggregation aggregation;
+  if (gathered) return aggregation;
+  if (const auto native = encoding.native_equivalent()) {
+    aggregation.kind = GroupAggregation::Kind::native;
+    aggregation.native = *native;
+    aggregation.element_bytes = size_of(native->type);
+  } else {
+    aggregation.kind = GroupAggregation::Kind::integers;
+    aggregation.element_bytes = dynamic_cast<SummedIntegers&>(encoding).integer_width();
+  }
+  return aggregation;
+}
+
 void group_allreduce(Communicator& comm, GroupCollectives& group, std::span<const float> input,
                      std::span<float> output, Encoding& encoding, bool gathered,
                      std::span<float> own, int divide_by, Timeout timeout,
                      const std::string& codec) {
-  if (const std::string refusal = group_refusal(encoding, gathered, codec); !refusal.empty()) {
-    throw InvalidArgument(refusal);
-  }
+  const GroupAggregation aggregation = group_aggregation(encoding, gathered, codec);
   if (input.empty()) return;
-  if (gathered) {
+  if (aggregation.kind == GroupAggregation::Kind::gathered) {
     const auto mine = encode_whole(encoding, input, own);
     std::vector<std::size_t> sizes;
     const auto all = gather_encodings(comm, mine, sizes, timeout);
-    sum_decoded(encoding, all, sizes, output, divide_by);
-  } else if (encoding.native_equivalent()) {
-    sum_natively(comm, input, output, encoding, own, timeout);
-  } else {  // summed integers (group_refusal let nothing else through)
-    const auto width = dynamic_cast<SummedIntegers&>(encoding).integer_width();
-    sum_integers(group, input, output, encoding, width, own, timeout);
+    const auto chunks = split_by_sizes(all, sizes);
+    sum_decoded(encoding, chunks.size(), [&](std::size_t q) { return chunks[q]; }, 0, output, divide_by);
+    return;
+  }
+  if (encoding.identity_layout()) {  // fp32: the bytes are the values themselves
+    if (input.data() != output.data()) std::memmove(output.data(), input.data(), input.size_bytes());
+    if (!own.empty()) std::copy(input.begin(), input.end(), own.begin());
+    comm.transport().allreduce(std::as_writable_bytes(output), aggregation.native.type,
+                               aggregation.native.op, timeout);
+    return;
+  }
+  const auto sums = summed_whole(comm, group, aggregation, encoding, input, own, timeout);
+  encoding.decode(sums, 0, output);
+}
+
+void group_reduce_scatter(Communicator& comm, GroupCollectives& group,
+                          const GroupAggregation& aggregation, Encoding& encoding,
+                          std::span<const float> input, std::span<const Range> blocks,
+                          std::span<float> output, std::span<float> own, int divide_by,
+                          Timeout timeout) {
+  const Range mine = blocks[static_cast<std::size_t>(comm.rank())];
+  if (aggregation.kind != GroupAggregation::Kind::gathered) {
+    if (input.empty()) return;
+    const auto sums = summed_whole(comm, group, aggregation, encoding, input, own, timeout);
+    if (mine.count > 0) {
+      encoding.decode(std::span(sums).subspan(aggregation.element_bytes * mine.first,
+                                              aggregation.element_bytes * mine.count),
+                      mine.first, output);
+    }
+    return;
+  }
+  const auto message = encode_blocks(encoding, input, blocks, own);
+  std::vector<std::size_t> sizes;
+  const auto all = gather_encodings(comm, message, sizes, timeout);
+  const auto messages = split_by_sizes(all, sizes);
+  const auto block = static_cast<std::size_t>(comm.rank());
+  std::vector<std::span<const std::byte>> chunks;
+  for (const auto& m : messages) chunks.push_back(block_chunk(m, blocks.size(), block, encoding.name()));
+  if (mine.count == 0) return;
+  sum_decoded(encoding, chunks.size(), [&](std::size_t q) { return chunks[q]; }, mine.first, output,
+              divide_by);
+}
+
+void group_allgather(Communicator& comm, Encoding& encoding, std::span<const float> shard,
+                     std::span<const Range> shards, std::span<float> output,
+                     std::span<float> own, Timeout timeout) {
+  const Range mine = shards[static_cast<std::size_t>(comm.rank())];
+  std::vector<std::byte> bytes(shard.empty() ? 0 : encoding.max_encoded_bytes(shard.size()));
+  if (!shard.empty()) {
+    bytes.resize(encoding.encode(shard, mine.first, bytes));
+    if (!own.empty()) encoding.decode_contribution(bytes, mine.first, own);
+  }
+  std::vector<std::size_t> sizes;
+  const auto all = gather_encodings(comm, bytes, sizes, timeout);
+  const auto chunks = split_by_sizes(all, sizes);
+  for (std::size_t q = 0; q < chunks.size(); ++q) {
+    const Range r = shards[q];
+    if (r.count > 0) encoding.decode(chunks[q], r.first, output.subspan(r.first, r.count));
   }
 }
 

@@ -27,6 +27,7 @@
 
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/encoding.h"
+#include "qccl/collectives/layout.h"
 #include "qccl/collectives/options.h"
 #include "qccl/common/export.h"
 
@@ -69,6 +70,49 @@ std::string group_refusal(Encoding& encoding, bool gathered, const std::string& 
 // the sizes, then the group's allgather of bytes.
 std::vector<std::byte> gather_encodings(Communicator& comm, std::span<const std::byte> mine,
                                         std::vector<std::size_t>& sizes, Timeout timeout);
+
+// How the group aggregates an encoding (see above): by its native SUM
+// allreduce, by the group's integer SUM, each element's code
+// `element_bytes` long with no header (so elements [first, first + count)
+// of a summed vector are its bytes from element_bytes·first on), or by an
+// allgather of every rank's bytes, decoded and added in rank order.
+struct GroupAggregation {
+  enum class Kind { native, integers, gathered };
+  Kind kind = Kind::gathered;
+  std::size_t element_bytes = 0;  // native and integers
+  NativeReduction native{};       // native
+};
+// The group's way for this encoding; InvalidArgument with group_refusal's
+// message when it has none.
+GroupAggregation group_aggregation(Encoding& encoding, bool gathered, const std::string& codec);
+
+// The reduce-scatter mean's data movement through the group, which has no
+// reduce-scatter of its own (PyTorch's gloo backend has none): a summed
+// encoding is summed whole, as by the allreduce, and this rank decodes its
+// block (`output`, blocks[rank]) from the sum; a gathered one sends each
+// rank's encoding of every block, one chunk a block behind a table of
+// their sizes, through the group's allgather, and this rank decodes and
+// adds every rank's chunk of its block in rank order (then divides by
+// `divide_by`, 1 where the codec scales itself). Either way the wire
+// carries the whole vector's encoding, as the allreduce does, where
+// qccl's own reduce-scatter carries (n−1)/n of it. `encoding` encodes and
+// decodes the chunks (a device step's staging: its own chunks, with the
+// bytes of `aggregation`'s encoding); `own` as in group_allreduce.
+void group_reduce_scatter(Communicator& comm, GroupCollectives& group,
+                          const GroupAggregation& aggregation, Encoding& encoding,
+                          std::span<const float> input, std::span<const Range> blocks,
+                          std::span<float> output, std::span<float> own, int divide_by,
+                          Timeout timeout);
+
+// The allgather's data movement through the group: this rank encodes its
+// shard (elements shards[rank] of the output: their counters) as one
+// chunk, every rank's chunk travels by the group's allgather of bytes
+// (gather_encodings), and every rank decodes every shard into its place.
+// Any encoding can travel so: nothing is combined. `own` (if not empty,
+// as long as the shard) receives Q(shard).
+void group_allgather(Communicator& comm, Encoding& encoding, std::span<const float> shard,
+                     std::span<const Range> shards, std::span<float> output,
+                     std::span<float> own, Timeout timeout);
 
 // The allreduce mean's data movement through the group: `output` receives
 // the sum over ranks of the decoded encodings divided by `divide_by` (1
