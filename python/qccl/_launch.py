@@ -1,6 +1,6 @@
 """Which launcher started this process, and qccl's context when torchrun
-did: the process-group mode, where the ranks are torch.distributed's and
-qccl starts no MPI."""
+did: the process-group mode, where the ranks are torch.distributed's,
+qccl starts no MPI, and the group's collectives move qccl's data."""
 
 import datetime
 import os
@@ -51,17 +51,41 @@ class GroupContext:
         self.timeout = timeout
         self.closed = False
         self._hooks = []  # weak references to the hooks' states, closed with the context
+        self._world = None  # (native runner, GroupOps) of the compressors, made by world()
 
     def add_hook(self, state):
         self._hooks.append(weakref.ref(state))
 
+    def world(self):
+        """The native runner of qccl's collectives on the default group
+        (qccl.Compressor and its functions), which every compressor shares;
+        made at the first compressor, at the same point on every rank. An
+        NCCL default group moves only CUDA tensors, and qccl's messages are
+        in host memory, so the runner goes over a gloo group beside it
+        (host_memory_group)."""
+        if self._world is None:
+            from ._group_ops import GroupOps, host_memory_group
+            from ._native import native
+            ops = GroupOps(host_memory_group(None), timeout=self.timeout)
+            self._world = (native.GroupWorld(ops, self.timeout), ops)
+        return self._world[0]
+
     def close(self):
-        """Closes every hook made on the context, all of them even if one
-        fails (then its error is raised after); torch.distributed's group
-        stays the program's (destroy_process_group ends it)."""
+        """Closes every hook made on the context and the compressors'
+        runner, all of them even if one fails (then its error is raised
+        after); torch.distributed's group stays the program's
+        (destroy_process_group ends it)."""
         self.closed = True
         hooks, self._hooks = self._hooks, []
         failures = []
+        if self._world is not None:
+            world, ops = self._world
+            self._world = None
+            try:
+                world.close()  # waits for a call in flight
+                ops.release()  # the group's threads let go of qccl's tensors
+            except Exception as error:  # pylint: disable=broad-except
+                failures.append(error)
         for ref in hooks:
             state = ref()
             if state is None:

@@ -3,7 +3,7 @@
 init() joins the ranks of the launcher that started the process: under
 mpirun, MPI's (initialised here unless the program did it already); under
 torchrun, torch.distributed's default process group (the process-group
-mode: no MPI; only qccl.ddp_hook runs there). Every collective is called by every rank in the same order
+mode: no MPI; the group's collectives move qccl's encoded data). Every collective is called by every rank in the same order
 with the same codec and length (qccl checks that, and says which rank
 differs). A Compressor is one codec instance: its state — the step counter
 that keys the random rounding, error-feedback residuals, IntSGD's scales —
@@ -158,12 +158,15 @@ class Compressor:
     """One codec instance on the world communicator (see the module doc)."""
 
     def __init__(self, codec="fp32", *, algorithm="ring", seed=0, timeout=None):
+        ctx = context()
+        wait = None if timeout is None else float(timeout)
         if on_group():
-            raise InvalidArgument("qccl's collectives on tensors (Compressor, allreduce_mean_, "
-                                  "...) run in the MPI mode (launch with mpirun); under torchrun "
-                                  "qccl runs its DDP hook, qccl.ddp_hook(...)")
-        self._native = native.Compressor(context(), codec, seed, algorithm,
-                                         None if timeout is None else float(timeout))
+            # The process-group mode: the group's whole-vector collectives
+            # (docs/pytorch.md); every rank creates its compressors in the
+            # same order, the first one making the group's runner.
+            self._native = native.Compressor(ctx.world(), codec, seed, algorithm, wait)
+        else:
+            self._native = native.Compressor(ctx, codec, seed, algorithm, wait)
         # CPU tensors: "host" (the host step), or "host-reference", the
         # device step's host reference, which runs the CUDA path on CPU
         # tensors (tests).

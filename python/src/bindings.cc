@@ -13,6 +13,7 @@
 #include "device_bucket.h"
 #include "compressor.h"
 #include "context.h"
+#include "group_runner.h"
 #include "module_parts.h"
 #include "parameter_chunks.h"
 #include "qccl/codecs/registry/codec_registry.h"
@@ -55,10 +56,28 @@ void bind_context(py::module_& module) {
       .def_property_readonly("closed", &Context::closed)
       .def("close", &Context::close, release_gil());
 
+  // The process-group mode's runner that its compressors share (the
+  // GroupOps of qccl/_group_ops.py on the default group).
+  py::class_<GroupRunner, std::shared_ptr<GroupRunner>>(module, "GroupWorld")
+      .def(py::init([](py::object ops, double timeout) {
+             return std::make_shared<GroupRunner>(
+                 std::move(ops), timeout_from_seconds(timeout, "timeout"),
+                 "qccl's process group", "make qccl's calls before qccl.shutdown()");
+           }),
+           py::arg("ops"), py::arg("timeout"))
+      .def_property_readonly("rank", &GroupRunner::rank)
+      .def_property_readonly("size", &GroupRunner::size)
+      .def("close", [](GroupRunner& world) { world.close("was shut down (qccl.shutdown())"); },
+           release_gil());
+
   py::class_<Compressor>(module, "Compressor")
       .def(py::init<std::shared_ptr<Context>, const std::string&, std::uint64_t,
                     const std::string&, std::optional<double>>(),
            py::arg("context"), py::arg("codec"), py::arg("seed"), py::arg("algorithm"),
+           py::arg("timeout"))
+      .def(py::init<std::shared_ptr<GroupRunner>, const std::string&, std::uint64_t,
+                    const std::string&, std::optional<double>>(),
+           py::arg("group"), py::arg("codec"), py::arg("seed"), py::arg("algorithm"),
            py::arg("timeout"))
       .def_property_readonly("codec", &Compressor::spec)
       .def_property_readonly("step",

@@ -6,14 +6,21 @@
 // Python side has checked (CPU, float32, contiguous) and keeps alive for the
 // call.
 //
+// Its collectives run on the context's world communicator (context.h; the
+// MPI mode) or, in the process-group mode, on the process group's runner
+// (group_runner.h), which every compressor of the process shares: the
+// codec's data then moves by the group's whole-vector collectives
+// (group_data_path.h).
+//
 // Threads may share a compressor: each call holds the codec exclusively
-// (its state changes with every step) and, for a collective, the context's
-// world communicator (context.h), waiting for another thread's call up to
-// the compressor's timeout. Call every method without the GIL.
+// (its state changes with every step) and, for a collective, the world
+// communicator (or the group's runner), waiting for another thread's call
+// up to the compressor's timeout. Call every method without the GIL.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +29,7 @@
 
 #include "context.h"
 #include "device_bucket.h"
+#include "group_runner.h"
 #include "qccl/codecs/codec.h"
 
 namespace qccl::python {
@@ -29,6 +37,9 @@ namespace qccl::python {
 class Compressor {
  public:
   Compressor(std::shared_ptr<Context> context, const std::string& spec, std::uint64_t seed,
+             const std::string& algorithm, std::optional<double> timeout_seconds);
+  // The same on a process group's runner (the process-group mode).
+  Compressor(std::shared_ptr<GroupRunner> group, const std::string& spec, std::uint64_t seed,
              const std::string& algorithm, std::optional<double> timeout_seconds);
 
   std::string spec() const { return spec_; }
@@ -60,9 +71,14 @@ class Compressor {
  private:
   // The codec for the call `what`, this thread's until the lease ends.
   Lifecycle::Lease hold_codec(const std::string& what);
-  Timeout timeout() const { return options_.timeout.value_or(context_->timeout()); }
+  Timeout timeout() const;
+  int world_size() const { return group_ ? group_->size() : context_->size(); }
+  // Runs `operation` (the call `what`) on the world communicator or the
+  // group's, after any other thread's call there.
+  void on_world(const std::string& what, const std::function<void(Communicator&)>& operation);
 
-  std::shared_ptr<Context> context_;
+  std::shared_ptr<Context> context_;  // the MPI mode
+  std::shared_ptr<GroupRunner> group_;  // the process-group mode
   std::unique_ptr<Codec> codec_;
   std::string spec_;
   CollectiveOptions options_;

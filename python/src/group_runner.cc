@@ -1,11 +1,18 @@
 #include "group_runner.h"
 
+#include <chrono>
+#include <string>
+
 #include "qccl/common/errors.h"
 
 namespace qccl::python {
 
-GroupRunner::GroupRunner(pybind11::object ops, Timeout timeout)
-    : transport_(std::make_unique<GroupTransport>(std::move(ops), timeout)) {
+GroupRunner::GroupRunner(pybind11::object ops, Timeout timeout, std::string owner,
+                         std::string remedy)
+    : timeout_(timeout),
+      owner_(std::move(owner)),
+      remedy_(std::move(remedy)),
+      transport_(std::make_unique<GroupTransport>(std::move(ops), timeout)) {
   CommunicatorOptions options;
   options.timeout = timeout;
   comm_ = std::make_unique<Communicator>(*transport_, options, "world");
@@ -13,10 +20,14 @@ GroupRunner::GroupRunner(pybind11::object ops, Timeout timeout)
 
 void GroupRunner::run(const std::string& what,
                       const std::function<void(Communicator&)>& operation) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (!lock.try_lock_for(timeout_)) {
+    throw TimeoutError(what + ": another thread's call on the process group has held it for " +
+                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()) +
+                       " s; is it stuck waiting for a rank?");
+  }
   if (!closed_.empty()) {
-    throw InvalidArgument(what + ": this DDP hook " + closed_ + "; create a new hook with "
-                          "qccl.ddp_hook() and register it on the model");
+    throw InvalidArgument(what + ": " + owner_ + " " + closed_ + "; " + remedy_);
   }
   operation(*comm_);
 }

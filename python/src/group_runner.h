@@ -1,7 +1,8 @@
-// Runs a hook's codec steps on a caller's process group (group_transport.h),
-// one at a time, on the calling thread: the process-group mode has no
-// stream of its own, so the group sees qccl's collectives in the order the
-// hook is called, the same on every rank.
+// Runs codec steps on a caller's process group (group_transport.h), one at
+// a time, on the calling thread: a DDP hook's, or the compressors' of the
+// process-group mode (qccl.Compressor under torchrun), which share one. The
+// process-group mode has no stream of its own, so the group sees qccl's
+// collectives in the order they are called, the same on every rank.
 #pragma once
 
 #include <pybind11/pybind11.h>
@@ -18,23 +19,30 @@ namespace qccl::python {
 
 class GroupRunner {
  public:
-  // `ops` as GroupTransport takes it; call with the GIL.
-  GroupRunner(pybind11::object ops, Timeout timeout);
+  // `ops` as GroupTransport takes it. A call after close() is told
+  // "<what>: <owner> <reason>; <remedy>". Call with the GIL.
+  GroupRunner(pybind11::object ops, Timeout timeout, std::string owner = "this DDP hook",
+              std::string remedy = "create a new hook with qccl.ddp_hook() and register it on "
+                                   "the model");
 
   int rank() const { return transport_->rank(); }
   int size() const { return transport_->size(); }
+  Timeout timeout() const { return timeout_; }
   std::uint64_t bytes_sent() const { return transport_->stats().bytes_sent; }
 
-  // Runs `operation` on the group's communicator after any other thread's;
+  // Runs `operation` on the group's communicator after any other thread's
+  // (TimeoutError naming `what` if that one holds it past the timeout);
   // InvalidArgument naming `what` once closed. Call without the GIL.
   void run(const std::string& what, const std::function<void(Communicator&)>& operation);
   // Later runs raise, telling that the hook `reason` (e.g. "was closed").
   void close(const std::string& reason);
 
  private:
+  Timeout timeout_;
+  std::string owner_, remedy_;
   std::unique_ptr<GroupTransport> transport_;
   std::unique_ptr<Communicator> comm_;  // over transport_, so it ends first
-  std::mutex mutex_;
+  std::timed_mutex mutex_;
   std::string closed_;  // why, once closed
 };
 

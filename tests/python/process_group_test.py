@@ -1,6 +1,6 @@
-"""qccl's DDP hook in the process-group mode, under torchrun with gloo (2
-and 4 ranks): qccl encodes and decodes, torch.distributed's group moves the
-data (docs/pytorch.md)."""
+"""qccl's DDP hook and collectives in the process-group mode, under
+torchrun with gloo (2 and 4 ranks): qccl encodes and decodes,
+torch.distributed's group moves the data (docs/pytorch.md)."""
 
 import faulthandler
 import gc
@@ -348,6 +348,76 @@ def test_context_close_closes_every_hook_even_if_one_fails(rank, size):
             raise AssertionError("a hook stayed open after the context's close")
 
 
+def same_on_every_rank(tensor):
+    parts = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+    dist.all_gather(parts, tensor)
+    return all(torch.equal(p, tensor) for p in parts)
+
+
+def test_collectives_run_on_the_group(rank, size):
+    """qccl's collectives on tensors in the process-group mode: fp32 sums of
+    integers and the gathered shards are exact; Global-QSGD 8-bit's summed
+    levels are exact integers, so its reduce-scatter block is the same
+    step's allreduce mean's block bit for bit (same seed and step); every
+    result is the same on every rank; a hop-by-hop encoding's reduce is
+    refused naming the MPI mode and its allgather runs."""
+    n = 1001
+    ints = torch.arange(n, dtype=torch.float32) % 17 - 8 + rank
+    exact = torch.arange(n, dtype=torch.float32) % 17 - 8 + (size - 1) / 2
+    mean = qccl.allreduce_mean_(ints.clone())
+    assert torch.equal(mean, exact), "fp32 allreduce mean of integers"
+    first, count = qccl.Compressor().blocks(n)[rank]
+    assert torch.equal(qccl.reduce_scatter_mean(ints.clone()), exact[first:first + count])
+    shard = torch.full((5,), float(rank))
+    assert torch.equal(qccl.allgather(shard),
+                       torch.cat([torch.full((5,), float(r)) for r in range(size)]))
+    g = torch.Generator().manual_seed(rank)
+    x = torch.randn(n, generator=g)
+    whole, scattered, gathering = (qccl.Compressor("global-qsgd:bits=8", seed=4) for _ in range(3))
+    blocks = whole.blocks(n)
+    for _ in range(2):
+        averaged = whole.allreduce_mean_(x.clone())
+        block = scattered.reduce_scatter_mean(x)
+        first, count = blocks[rank]
+        assert torch.equal(block, averaged[first:first + count]), "global-qsgd reduce-scatter"
+        assert same_on_every_rank(averaged)
+        gathered = gathering.allgather(x[:6])
+        assert same_on_every_rank(gathered) and gathered.numel() == 6 * size
+    four_bit = qccl.Compressor("global-qsgd:bits=4")
+    try:
+        four_bit.reduce_scatter_mean(x)
+    except qccl.InvalidArgument as error:
+        assert "MPI mode" in str(error), error
+    else:
+        raise AssertionError("a hop-by-hop encoding was reduce-scattered over the group")
+    assert same_on_every_rank(four_bit.allgather(x[:8]))
+
+
+def test_collectives_device_path_on_the_host_reference_over_the_group(rank, size):
+    """The CUDA paths of the collectives (the device steps, on the host
+    reference) over the group: the host path's bits, two steps."""
+    for codec in ("global-qsgd:bits=8", "fp16", "fp32", "intsgd-heuristic",
+                  "minmax:bits=4,bucket=7,rounding=shift"):
+        on_host = qccl.Compressor(codec, seed=3)
+        on_device = qccl.Compressor(codec, seed=3)
+        on_device._host_tensors = "host-reference"  # pylint: disable=protected-access
+        for n in (7, 1001):
+            g = torch.Generator().manual_seed(100 * rank + n)
+            a = torch.randn(n, generator=g)
+            b = a.clone()
+            for _ in range(2):
+                on_device.allreduce_mean_(a)
+                on_host.allreduce_mean_(b)
+                assert torch.equal(a, b), f"{codec} n={n}: device allreduce differs"
+                assert torch.equal(on_device.reduce_scatter_mean(a), on_host.reduce_scatter_mean(b)), \
+                    f"{codec} n={n}: device reduce-scatter differs"
+                if not codec.startswith("intsgd"):
+                    gathered = on_device.allgather(a)
+                    assert torch.equal(gathered, on_host.allgather(b)), \
+                        f"{codec} n={n}: device allgather differs"
+                    assert same_on_every_rank(gathered)
+
+
 def test_a_rank_that_stops_gives_a_timeout_not_a_hang(rank, size):
     """Last: only rank 0 runs backward; its hook's wait for the others ends
     after the hook's 2 s with qccl.TimeoutError from backward()."""
@@ -381,6 +451,8 @@ TESTS = [test_mode_is_process_group, test_fp32_hook_gives_ddp_default_gradients,
          test_static_graph, test_failure_reaches_backward_as_the_qccl_exception,
          test_group_ends_safely_right_after_qccl_used_it,
          test_context_close_closes_every_hook_even_if_one_fails,
+         test_collectives_run_on_the_group,
+         test_collectives_device_path_on_the_host_reference_over_the_group,
          test_a_rank_that_stops_gives_a_timeout_not_a_hang]
 
 
