@@ -183,7 +183,7 @@ class Compressor:
         (a qccl built with CUDA), the codec's device step runs on the
         current stream, with only the codes crossing to the host:
         the codecs with a device step, global-qsgd, fp16, fp32, intsgd,
-        intsgd-heuristic and minmax with uniform levels and buckets (others
+        intsgd-heuristic and minmax with uniform levels (others
         are refused, naming them); the call
         returns when the mean is on the device."""
         memory = self._memory_of(tensor)

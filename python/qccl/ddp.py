@@ -359,7 +359,7 @@ def ddp_hook(model, codec="fp32", *, algorithm="ring", seed=0, timeout=None, opt
     work, with only the encoded bytes crossing to the host; a
     half-precision bucket is widened to one float32 copy on the device.
     Codecs with a device step: global-qsgd, fp16, fp32, intsgd,
-    intsgd-heuristic and minmax with uniform levels and buckets (others
+    intsgd-heuristic and minmax with uniform levels (others
     are refused for a GPU model, naming them;
     docs/gpu.md). float64 parameters, and
     parameters on several devices, are refused, naming the fix.

@@ -169,9 +169,13 @@ class DeferredCodesVector final : public DeviceVector {
     form_ = form;
     return shown_;
   }
+  // A gathered form's codes are revealed from the start of `first`'s bucket
+  // (a device copies whole buckets' records: with one range per vector, the
+  // range and every index before the chunk's).
   void codes_ready(std::size_t first, std::size_t count) override {
-    const std::size_t offset = form_payload_offset(form_, first);
-    const std::size_t bytes = form_payload_bytes(form_, count);
+    const std::size_t start = form_is_gathered(form_) ? first - first % form_.values_per_range : first;
+    const std::size_t offset = form_payload_offset(form_, start);
+    const std::size_t bytes = form_payload_bytes(form_, first + count - start);
     std::copy_n(real_.begin() + static_cast<std::ptrdiff_t>(offset), bytes,
                 shown_.begin() + static_cast<std::ptrdiff_t>(offset));
   }
@@ -305,6 +309,48 @@ TEST(DeviceAllgatherTest, EqualsTheHostAllgatherBitForBit) {
             EXPECT_EQ(on_device->step(), 2u);
           });
         }
+      }
+    }
+  }
+}
+
+// One range per vector (min-max's bucket=0) in chunks of 1000 bytes: the
+// collective cuts every rank's vector (its one bucket) into dozens of
+// chunks, each sent with the vector's range; the device step's chunks and
+// result are the host step's bit for bit, for the allreduce, the
+// reduce-scatter and the allgather, ranks {2, 3, 7}, both algorithms.
+TEST(DeviceStepOneRangeTest, ChunksCutInsideTheRangeEqualTheHostStep) {
+  const CollectiveOptions base{.chunk_bytes = 1000};
+  for (const std::string& spec : test::device_one_range_specs()) {
+    for (int ranks : {2, 3, 7}) {
+      for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
+        CollectiveOptions options = base;
+        options.algorithm = algorithm;
+        test::run_world(ranks, [&](Communicator& comm) {
+          auto on_device = make_codec(spec, CodecSettings{.seed = 12});
+          auto on_host = make_codec(spec, CodecSettings{.seed = 12});
+          const std::size_t length = 30011;
+          const auto input = input_of(comm.rank(), length);
+          auto device_values = input, host_values = input;
+          DeferredCodesVector vector(device_values);
+          on_device->allreduce_mean(comm, vector, options);
+          on_host->allreduce_mean(comm, std::span<float>(host_values), options);
+          ASSERT_EQ(test::bytes_hash(device_values), test::bytes_hash(host_values)) << spec << " allreduce";
+          EXPECT_TRUE(vector.finished() && vector.decoded_everything()) << spec;
+          const Range mine = on_host->reduce_scatter_blocks(length, ranks)[comm.rank()];
+          std::vector<float> device_input = input, device_block(mine.count), host_block(mine.count);
+          DeferredCodesVector in(device_input), out(device_block);
+          on_device->reduce_scatter_mean(comm, in, out, options);
+          on_host->reduce_scatter_mean(comm, input, host_block, options);
+          ASSERT_EQ(test::bytes_hash(device_block), test::bytes_hash(host_block)) << spec << " reduce-scatter";
+          std::vector<float> shard = input_of(comm.rank() + 1, 9001);
+          std::vector<float> device_all(9001 * static_cast<std::size_t>(ranks)), host_all(device_all.size());
+          DeferredCodesVector shard_in(shard), all(device_all);
+          on_device->allgather(comm, shard_in, all, options);
+          on_host->allgather(comm, shard, host_all, options);
+          ASSERT_EQ(test::bytes_hash(device_all), test::bytes_hash(host_all)) << spec << " allgather";
+          test::expect_identical_across_ranks(comm, device_all);
+        });
       }
     }
   }
@@ -599,7 +645,7 @@ TEST(DeviceStepRefusalTest, CodecsAndAlgorithmsThatCannotRunOnDevicesAreRefused)
     std::vector<float> values = input_of(comm.rank(), 64);
     HostMemoryVector vector(values);
     for (const char* spec : {"qsgd", "topk:ratio=0.1", "intdiana", "intdiana:wire=int64",
-                             "ef(global-qsgd:bits=8)", "minmax:levels=learned", "minmax:bucket=0"}) {
+                             "ef(global-qsgd:bits=8)", "minmax:levels=learned"}) {
       auto codec = make_codec(spec);
       EXPECT_THROW(codec->allreduce_mean(comm, vector), InvalidArgument) << spec;
     }

@@ -237,13 +237,45 @@ TEST(GatheredFormTest, CorruptChunksAreRefused) {
   EXPECT_ANY_THROW(gathered_codes_from_chunk(form, "minmax", std::span(chunk).first(chunk.size() - 1), 40, records));
 }
 
-// Learned levels and one range per vector read the input on the host: no form.
-TEST(GatheredFormTest, LearnedLevelsAndWholeVectorRangesHaveNoForm) {
-  for (const char* spec : {"minmax:levels=learned", "minmax:bucket=0"}) {
-    auto codec = make_codec(spec);
-    std::vector<float> x(4, 1.0f);
-    EXPECT_FALSE(codec->encoding_for(1.0, 2, 0, Algorithm::ring, x)->element_form().has_value()) << spec;
-    EXPECT_FALSE(codec->traits().device_step) << spec;
+// Learned levels are refitted from values on the host: no form.
+TEST(GatheredFormTest, LearnedLevelsHaveNoForm) {
+  auto codec = make_codec("minmax:levels=learned");
+  std::vector<float> x(4, 1.0f);
+  EXPECT_FALSE(codec->encoding_for(1.0, 2, 0, Algorithm::ring, x)->element_form().has_value());
+  EXPECT_FALSE(codec->traits().device_step);
+}
+
+// One range per vector (bucket=0): the form's one bucket is the encoded
+// vector, and its records (the vector's range, then every index) hold
+// every chunk the encoding sends, wherever the chunk starts: the range
+// joined to the chunk's indices is that chunk's one bucket, byte for byte.
+TEST(GatheredFormTest, OneRangePerVectorHoldsEveryChunk) {
+  for (const char* spec : {"minmax:bucket=0", "minmax:bits=3,bucket=0,rounding=shift",
+                           "minmax:bits=4,bucket=0,rounding=dither"}) {
+    auto codec = make_codec(spec, CodecSettings{.seed = 3});
+    codec->set_step(5);
+    const auto x = test::make_vector(1039, [](std::size_t i) {
+      return test::noise(1, i) * std::ldexp(1.0f, static_cast<int>(i % 13) - 6);
+    });
+    auto encoding = codec->encoding_for(1.0, 3, 1, Algorithm::ring, x);
+    ASSERT_TRUE(codec->traits().device_step) << spec;
+    const auto form = encoding->element_form();
+    ASSERT_TRUE(form.has_value()) << spec;
+    ASSERT_EQ(form->values_per_range, x.size()) << spec;
+    std::vector<std::byte> records(form_payload_bytes(*form, x.size()));
+    encode_payload_by_form(*form, x, 0, records);
+    for (const auto& [first, count] : {std::pair<std::size_t, std::size_t>{0, 1039}, {38, 1001}, {517, 1}}) {
+      std::vector<std::byte> sent(encoding->max_encoded_bytes(count));
+      sent.resize(encoding->encode(std::span(x).subspan(first, count), first, sent));
+      std::vector<std::byte> joined(8 + count);
+      std::copy_n(records.begin(), 8, joined.begin());
+      std::copy_n(records.begin() + 8 + static_cast<std::ptrdiff_t>(first), count, joined.begin() + 8);
+      ElementForm chunk_form = *form;
+      chunk_form.values_per_range = count;
+      std::vector<std::byte> built(sent.size() + 8);
+      ASSERT_EQ(gathered_chunk_from_codes(chunk_form, joined, count, built), sent.size()) << spec;
+      EXPECT_TRUE(std::equal(sent.begin(), sent.end(), built.begin())) << spec << " chunk at " << first;
+    }
   }
 }
 

@@ -24,12 +24,19 @@ inline std::vector<std::string> device_gathered_specs() {
           "minmax:bits=3,bucket=37,rounding=dither"};
 }
 
+// One range per vector (bucket=0): one bucket of the whole encoded vector,
+// whose chunks the collective cuts anywhere.
+inline std::vector<std::string> device_one_range_specs() {
+  return {"minmax:bucket=0", "minmax:bits=3,bucket=0,rounding=shift"};
+}
+
 inline std::vector<std::string> device_step_specs() {
   std::vector<std::string> specs{"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
                                  "global-qsgd:bits=8,norm=2", "fp16", "fp32", "intsgd", "intsgd:wire=int32",
                                  "intsgd-heuristic", "intsgd-heuristic:round=deterministic,wire=int32",
                                  "intsgd:wire=int64", "intsgd-heuristic:round=deterministic,wire=int64"};
   for (std::string& spec : device_gathered_specs()) specs.push_back(std::move(spec));
+  for (std::string& spec : device_one_range_specs()) specs.push_back(std::move(spec));
   return specs;
 }
 
@@ -46,7 +53,7 @@ inline bool adapts_to_the_optimizer(const std::string& spec) {
 inline std::vector<std::string> device_group_specs() {
   return {"global-qsgd:bits=8", "global-qsgd:bits=8,norm=2", "fp16", "fp32", "intsgd",
           "intsgd-heuristic:round=deterministic,wire=int32", "intsgd:wire=int64", "minmax",
-          "minmax:bits=3,bucket=37,rounding=dither"};
+          "minmax:bits=3,bucket=37,rounding=dither", "minmax:bits=4,bucket=0,rounding=dither"};
 }
 
 // Gives a codec that adapts to the optimizer a layout of three tensors of

@@ -19,9 +19,10 @@
 // fp32, and the IntSGD family but IntDIANA on every wire (IntSGD
 // Algorithm 1's integer sums, rounded in fp32 on int8 and int32 and in fp64
 // on int64; its first, exact step as fp32), all
-// combined in transit; and min-max with evenly spaced levels in buckets
-// (QSDP §4.1 and §5.1's quantizers), whose ranks' encodings are gathered:
-// the device finds each bucket's range and encodes it, the host's
+// combined in transit; and min-max with evenly spaced levels in buckets or
+// one range per vector (QSDP §4.1 and §5.1's quantizers), whose ranks'
+// encodings are gathered: the device finds each bucket's range and encodes
+// it, the host's
 // gathering bodies move the encoding's own chunks (GatheredStaging), and
 // the device decodes every rank's chunk and forms the mean in rank order
 // (decode_sum.h's arithmetic), or for an allgather each shard's values.
@@ -190,8 +191,8 @@ std::string Codec::device_step_refusal(Algorithm algorithm, bool on_group) const
   if (!traits.device_step) {
     return spec() + " cannot run on device data: its step reads the input on the host or "
            "keeps per-rank state; device steps run global-qsgd, fp16, fp32, intsgd and "
-           "intsgd-heuristic (every wire), and minmax with uniform levels and "
-           "bucket > 0; move the data to the host for this codec";
+           "intsgd-heuristic (every wire), and minmax with uniform levels; move the data to "
+           "the host for this codec";
   }
   if (!on_group && algorithm != Algorithm::ring && algorithm != Algorithm::halving_doubling) {
     return spec() + ": device data runs the ring or halving-doubling algorithm, not " +

@@ -1,6 +1,10 @@
 #include "qccl/codecs/gathered_staging.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "qccl/codecs/element_form_reference.h"
+#include "qccl/codecs/kernels/element_ops.h"
 #include "qccl/common/errors.h"
 
 namespace qccl {
@@ -10,15 +14,31 @@ GatheredStaging::GatheredStaging(Encoding& inner, const ElementForm& form,
                                  std::span<const std::byte> codes, DeviceVector& output,
                                  std::span<std::byte> result, StagedVectors where)
     : inner_(inner), form_(form), output_form_(result_form), input_(input), codes_(codes),
-      output_(output), result_(result), where_(where) {
+      output_(output), result_(result), where_(where),
+      one_range_(inner.granularity() < form.values_per_range) {
   form_.ranks = 1;
   output_form_.vector_first = where.output_first;
 }
 
+namespace {
+
+constexpr std::size_t kRangeBytes = 2 * sizeof(float);
+
+// The form of one chunk of `count` elements cut from one range per vector:
+// a single bucket of its own.
+ElementForm one_bucket_of(ElementForm form, std::size_t count) {
+  form.values_per_range = std::max<std::size_t>(count, 1);
+  return form;
+}
+
+}  // namespace
+
 std::size_t GatheredStaging::encode(std::span<const float> in, std::size_t first,
                                     std::span<std::byte> out) {
   const std::size_t at = first - where_.input_first;
-  const std::size_t offset = form_payload_offset(form_, at), bytes = form_payload_bytes(form_, in.size());
+  // One range per vector: the vector's range, then the chunk's indices.
+  const std::size_t offset = one_range_ ? kRangeBytes + at : form_payload_offset(form_, at);
+  const std::size_t bytes = one_range_ ? in.size() : form_payload_bytes(form_, in.size());
   if (first < where_.input_first || offset + bytes > codes_.size()) {
     throw Error(name() + ": a chunk of elements [" + std::to_string(first) + ", " +
                 std::to_string(first + in.size()) + ") to send lies outside the input, which "
@@ -26,7 +46,12 @@ std::size_t GatheredStaging::encode(std::span<const float> in, std::size_t first
                 "report it)");
   }
   input_.codes_ready(at, in.size());
-  return gathered_chunk_from_codes(form_, codes_.subspan(offset, bytes), in.size(), out);
+  if (!one_range_) return gathered_chunk_from_codes(form_, codes_.subspan(offset, bytes), in.size(), out);
+  std::vector<std::byte> records(kRangeBytes + in.size());
+  std::copy_n(codes_.begin(), kRangeBytes, records.begin());
+  const auto indices = codes_.subspan(offset, bytes);
+  std::copy(indices.begin(), indices.end(), records.begin() + kRangeBytes);
+  return gathered_chunk_from_codes(one_bucket_of(form_, in.size()), records, in.size(), out);
 }
 
 void GatheredStaging::decode(std::span<const std::byte> in, std::size_t first, std::span<float> out) {
@@ -48,6 +73,10 @@ void GatheredStaging::decode_add(std::span<const std::byte> in, std::size_t firs
 // result's; the last rank's start the chunk's decoding.
 void GatheredStaging::keep(std::span<const std::byte> in, std::size_t first, std::size_t count) {
   const std::size_t at = first - where_.output_first;
+  if (one_range_) {
+    keep_one_range(in, at, count);
+    return;
+  }
   const std::size_t bytes = form_payload_bytes(form_, count);
   const std::size_t offset = form_payload_offset(output_form_, at) + static_cast<std::size_t>(next_rank_) * bytes;
   if (first < where_.output_first || offset + bytes > result_.size()) {
@@ -57,6 +86,33 @@ void GatheredStaging::keep(std::span<const std::byte> in, std::size_t first, std
   }
   gathered_codes_from_chunk(form_, name(), in, count, result_.subspan(offset, bytes));
   if (++next_rank_ == output_form_.ranks) output_.decode_range(output_form_, at, count);
+}
+
+// Rank next_rank_'s records of the whole output lie one rank's after the
+// other (output_form_'s layout: its bucket the encoded vector's length, so
+// one range per rank — per shard for an allgather): the chunk's range goes
+// to its bucket's range, its indices to theirs. The same rank sends the
+// same range in every chunk.
+void GatheredStaging::keep_one_range(std::span<const std::byte> in, std::size_t at, std::size_t count) {
+  const std::size_t per_range = output_form_.values_per_range;
+  const std::size_t rank_bytes = form_payload_bytes(form_, output_.size());
+  const std::size_t base = static_cast<std::size_t>(next_rank_) * rank_bytes;
+  const std::size_t range_at = base + element_ops::record_range_at(at, per_range);
+  const std::size_t indices_at = base + element_ops::record_index_at(at, per_range);
+  if (at + count > output_.size() || (count > 0 && (at % per_range) + count > per_range) ||
+      indices_at + count > result_.size()) {
+    throw Error(name() + ": a gathered chunk of output elements [" + std::to_string(at) + ", " +
+                std::to_string(at + count) + ") lies outside the output or across its ranges "
+                "(a bug in the collective: report it)");
+  }
+  std::vector<std::byte> records(kRangeBytes + count);
+  gathered_codes_from_chunk(one_bucket_of(form_, count), name(), in, count, records);
+  std::copy_n(records.begin(), kRangeBytes, result_.begin() + static_cast<std::ptrdiff_t>(range_at));
+  std::copy(records.begin() + kRangeBytes, records.end(),
+            result_.begin() + static_cast<std::ptrdiff_t>(indices_at));
+  if (++next_rank_ < output_form_.ranks) return;
+  kept_ += count;
+  if (kept_ == output_.size()) output_.decode_range(output_form_, 0, output_.size());
 }
 
 void GatheredStaging::decode_contribution(std::span<const std::byte>, std::size_t, std::span<float>) {

@@ -10,6 +10,14 @@
 // start the device decoding that chunk into the mean (or, for an
 // allgather, its one rank's values). So host and device ranks can share
 // the collective, and nothing at full precision leaves the device.
+//
+// One range per vector (min-max's bucket=0): the form's one bucket is the
+// whole encoded vector, but the encoding's granularity is 1, so the
+// collective cuts chunks anywhere. A chunk's records are then two runs —
+// the vector's range and the chunk's indices — which encode() joins into
+// a chunk of one bucket and keep() puts back among each rank's records of
+// the whole output; the device decodes the output once every chunk of
+// every rank is in.
 #pragma once
 
 #include <cstddef>
@@ -48,6 +56,8 @@ class GatheredStaging final : public Encoding {
 
  private:
   void keep(std::span<const std::byte> in, std::size_t first, std::size_t count);
+  // The same for one range per vector: `at` the chunk's first element in the output.
+  void keep_one_range(std::span<const std::byte> in, std::size_t at, std::size_t count);
 
   Encoding& inner_;
   ElementForm form_;         // one rank's codes
@@ -57,8 +67,10 @@ class GatheredStaging final : public Encoding {
   DeviceVector& output_;
   std::span<std::byte> result_;
   StagedVectors where_;
+  bool one_range_;  // chunks cut inside the form's one bucket per vector
   std::size_t chunk_first_ = 0;
   int next_rank_ = 0;  // the rank whose chunk of chunk_first_ comes next
+  std::size_t kept_ = 0;  // one range: output elements whose every rank's chunk is in
 };
 
 }  // namespace qccl

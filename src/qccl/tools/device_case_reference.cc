@@ -223,12 +223,12 @@ std::vector<std::byte> fp32_sums(const HostCaseInputs& in) {
   return bytes;
 }
 
-ElementForm records_form(int rank) {
+ElementForm records_form(int rank, std::size_t per_range) {
   const CounterRng& rng = rank == 0 ? kRank0 : kRank1;
   ElementForm form;
   form.code = ElementForm::Code::minmax_gathered;
   form.levels = 255;
-  form.values_per_range = kRecordBucket;
+  form.values_per_range = per_range;
   form.lattice = rank == 1;
   form.lattice_offset = 0.5 - kRecordShift;
   form.shift = kRecordShift;
@@ -241,8 +241,8 @@ ElementForm records_form(int rank) {
 namespace {
 
 // Both ranks' records, then their mean.
-std::vector<std::byte> minmax_records(const HostCaseInputs& in) {
-  const ElementForm rank0 = records_form(0), rank1 = records_form(1);
+std::vector<std::byte> minmax_records(const HostCaseInputs& in, std::size_t per_range) {
+  const ElementForm rank0 = records_form(0, per_range), rank1 = records_form(1, per_range);
   const std::size_t bytes = minmax_record_bytes(rank0, in.x.size());
   std::vector<std::byte> records(2 * bytes);
   encode_minmax_records(rank0, in.x, kFirst, std::span(records).first(bytes));
@@ -268,7 +268,8 @@ std::vector<std::byte> cpu_reference(DeviceCaseKind kind, const HostCaseInputs& 
     case DeviceCaseKind::exp_encode: return bytes_of(cpu_exp_codes(in, in.x, kRank0));
     case DeviceCaseKind::exp_reduce_decode: return exp_reduce_decode(in);
     case DeviceCaseKind::minmax: return minmax(in);
-    case DeviceCaseKind::minmax_records: return minmax_records(in);
+    case DeviceCaseKind::minmax_records: return minmax_records(in, kRecordBucket);
+    case DeviceCaseKind::minmax_one_range: return minmax_records(in, in.x.size());
     case DeviceCaseKind::intsgd_round: return intsgd_round(in);
     case DeviceCaseKind::intsgd_sum_decode: return intsgd_sum_decode(in);
     case DeviceCaseKind::intsgd_wide: return intsgd_wide(in);

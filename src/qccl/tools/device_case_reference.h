@@ -47,9 +47,12 @@ MinMaxParameters minmax_parameters(const std::vector<float>& x);
 // 1000 (records not aligned), rank 0 random rounding, rank 1 on the
 // shifted lattice at ρ = kRecordShift, both decoded with that shift and
 // averaged over the two ranks.
+// The same with one range per vector (min-max's bucket=0) takes
+// `per_range` = the input's length: on the device, the wide buckets' path
+// (a range over many thread blocks).
 inline constexpr std::size_t kRecordBucket = 1000;
 inline constexpr double kRecordShift = -0.3125;
-ElementForm records_form(int rank);
+ElementForm records_form(int rank, std::size_t per_range = kRecordBucket);
 
 // The CPU's encodings of one input, which the device reductions start from.
 std::vector<std::int8_t> cpu_levels(const std::vector<float>& x, float scale, int levels, const CounterRng& rng);
@@ -71,6 +74,7 @@ enum class DeviceCaseKind {
   exp_reduce_decode,
   minmax,
   minmax_records,
+  minmax_one_range,
   intsgd_round,
   intsgd_sum_decode,
   intsgd_wide,

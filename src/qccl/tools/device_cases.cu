@@ -96,6 +96,25 @@ std::vector<DeviceCase> linear_cases() {
   };
 }
 
+// Two ranks' min-max records in buckets of `per_range` (x on rank 0, y on
+// rank 1), then their mean (device_case_reference.h: records_form).
+std::vector<std::byte> records_and_mean(const DeviceCaseInputs& in, std::size_t per_range, cudaStream_t s) {
+  const ElementForm rank0 = records_form(0, per_range), rank1 = records_form(1, per_range);
+  const std::size_t bytes = element_ops::record_bytes(in.count, per_range);
+  DeviceBuffer<std::uint8_t> records(2 * bytes);
+  for (const auto& [form, x, at] : {std::tuple{rank0, in.device.x.data(), std::size_t{0}},
+                                    std::tuple{rank1, in.device.y.data(), bytes}}) {
+    dk::minmax_records_encode(x, records.data() + at, in.count, per_range, form.levels, form.lattice,
+                              form.lattice_offset, form.key_low, form.key_high, kFirst, s);
+  }
+  DeviceBuffer<float> out(in.count);
+  dk::minmax_records_mean(records.data(), out.data(), in.count, per_range, rank0.levels, rank0.shift, 2, 2, s);
+  auto result = bytes_of(records, s);
+  const auto values = bytes_of(out, s);
+  result.insert(result.end(), values.begin(), values.end());
+  return result;
+}
+
 std::vector<DeviceCase> exponential_and_minmax_cases() {
   return {
       {"exp 8-bit encode", DeviceCaseKind::exp_encode,
@@ -129,23 +148,9 @@ std::vector<DeviceCase> exponential_and_minmax_cases() {
          return bytes;
        }},
       {"min-max bucket records + mean", DeviceCaseKind::minmax_records,
-       [](const DeviceCaseInputs& in, cudaStream_t s) {
-         const ElementForm rank0 = records_form(0), rank1 = records_form(1);
-         const std::size_t bytes = element_ops::record_bytes(in.count, kRecordBucket);
-         DeviceBuffer<std::uint8_t> records(2 * bytes);
-         for (const auto& [form, x, at] : {std::tuple{rank0, in.device.x.data(), std::size_t{0}},
-                                           std::tuple{rank1, in.device.y.data(), bytes}}) {
-           dk::minmax_records_encode(x, records.data() + at, in.count, kRecordBucket, form.levels, form.lattice,
-                                     form.lattice_offset, form.key_low, form.key_high, kFirst, s);
-         }
-         DeviceBuffer<float> out(in.count);
-         dk::minmax_records_mean(records.data(), out.data(), in.count, kRecordBucket, rank0.levels, rank0.shift,
-                                 2, 2, s);
-         auto result = bytes_of(records, s);
-         const auto values = bytes_of(out, s);
-         result.insert(result.end(), values.begin(), values.end());
-         return result;
-       }},
+       [](const DeviceCaseInputs& in, cudaStream_t s) { return records_and_mean(in, kRecordBucket, s); }},
+      {"min-max one range per vector + mean", DeviceCaseKind::minmax_one_range,
+       [](const DeviceCaseInputs& in, cudaStream_t s) { return records_and_mean(in, in.count, s); }},
   };
 }
 

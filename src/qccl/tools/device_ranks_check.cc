@@ -21,7 +21,8 @@ namespace {
 
 constexpr const char* kSpecs[] = {"global-qsgd:bits=8", "global-qsgd:bits=4", "global-qsgd:dither=exp",
                                   "fp16", "fp32", "intsgd-heuristic", "intsgd", "intsgd:wire=int32",
-                                  "intsgd:wire=int64", "minmax", "minmax:bits=4,rounding=shift"};
+                                  "intsgd:wire=int64", "minmax", "minmax:bits=4,rounding=shift",
+                                  "minmax:bucket=0"};
 
 // The codec of a row. IntSGD's adaptive scheme gets a layout of three
 // tensors and one optimizer update first, so that its step is an integer

@@ -8,6 +8,8 @@
 #include "qccl/codecs/device/device_kernels.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <vector>
 
 #include "qccl/codecs/device/cuda_check.h"
@@ -318,6 +320,71 @@ __global__ void bucket_records(const float* x, std::uint8_t* records, std::size_
   }
 }
 
+// Wide buckets (one range per vector, min-max's bucket=0): one thread
+// block per bucket would leave the device idle, so the range is taken by
+// every block over its own segment of `segment` elements, each thread's
+// min and max of order keys combined into keys[2b], keys[2b + 1] by global
+// atomics (exact in any order, as in bucket_records), then the elements
+// are encoded against it by a second kernel.
+constexpr std::size_t kWideBucket = std::size_t{1} << 16;  // elements
+constexpr std::size_t kWideSegment = std::size_t{kThreads} * 16;
+
+__global__ void wide_range_start(std::int32_t* keys, std::size_t buckets) {
+  for (std::size_t b = threadIdx.x; b < buckets; b += blockDim.x) {
+    keys[2 * b] = INT32_MAX;
+    keys[2 * b + 1] = INT32_MIN;
+  }
+}
+
+__global__ void wide_ranges(const float* x, std::int32_t* keys, std::size_t n, std::size_t per_range) {
+  const std::size_t start = static_cast<std::size_t>(blockIdx.x) * kWideSegment;
+  const std::size_t end = start + kWideSegment < n ? start + kWideSegment : n;
+  std::size_t bucket = SIZE_MAX;
+  std::int32_t low = INT32_MAX, high = INT32_MIN;
+  for (std::size_t i = start + threadIdx.x; i < end; i += blockDim.x) {
+    if (i / per_range != bucket) {
+      if (bucket != SIZE_MAX) {
+        atomicMin(keys + 2 * bucket, low);
+        atomicMax(keys + 2 * bucket + 1, high);
+      }
+      bucket = i / per_range;
+      low = INT32_MAX;
+      high = INT32_MIN;
+    }
+    low = ops::smaller(low, ops::order_key(x[i]));
+    high = ops::larger(high, ops::order_key(x[i]));
+  }
+  if (bucket != SIZE_MAX) {
+    atomicMin(keys + 2 * bucket, low);
+    atomicMax(keys + 2 * bucket + 1, high);
+  }
+}
+
+void wide_bucket_records(const float* x, std::uint8_t* records, std::size_t n,
+                         std::size_t per_range, std::int32_t top, bool lattice, double offset,
+                         std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first,
+                         cudaStream_t stream) {
+  const std::size_t buckets = (n + per_range - 1) / per_range;
+  std::int32_t* keys = nullptr;
+  check_cuda(cudaMallocAsync(&keys, 2 * buckets * sizeof(std::int32_t), stream),
+             "minmax_records_encode: allocate the ranges");
+  wide_range_start<<<1, kThreads, 0, stream>>>(keys, buckets);
+  const auto segments = static_cast<unsigned>((n + kWideSegment - 1) / kWideSegment);
+  wide_ranges<<<segments, kThreads, 0, stream>>>(x, keys, n, per_range);
+  check_cuda(cudaGetLastError(), "minmax_records_encode: ranges");
+  launch(n, stream, "minmax_records_encode", [=] __device__(std::size_t i) {
+    const std::size_t b = i / per_range;
+    const float lo = ops::from_order_key(keys[2 * b]), hi = ops::from_order_key(keys[2 * b + 1]);
+    if (i % per_range == 0) {
+      ops::store_float(records + ops::record_range_at(i, per_range), lo);
+      ops::store_float(records + ops::record_range_at(i, per_range) + 4, hi);
+    }
+    records[ops::record_index_at(i, per_range)] = ops::minmax_bucket_level(
+        x[i], lo, hi, top, lattice, offset, ops::random_bits(k_low, k_high, first + i));
+  });
+  check_cuda(cudaFreeAsync(keys, stream), "minmax_records_encode: free the ranges");
+}
+
 }  // namespace
 
 void minmax_records_encode(const float* x, std::uint8_t* records, std::size_t n,
@@ -325,6 +392,10 @@ void minmax_records_encode(const float* x, std::uint8_t* records, std::size_t n,
                            std::uint32_t k_low, std::uint32_t k_high, std::uint64_t first,
                            cudaStream_t stream) {
   if (n == 0) return;
+  if (per_range >= kWideBucket) {
+    wide_bucket_records(x, records, n, per_range, top, lattice, offset, k_low, k_high, first, stream);
+    return;
+  }
   const std::size_t buckets = (n + per_range - 1) / per_range;
   const auto threads = static_cast<unsigned>(std::min<std::size_t>(kThreads, (per_range + 31) / 32 * 32));
   bucket_records<<<static_cast<unsigned>(buckets), threads, 0, stream>>>(

@@ -60,10 +60,11 @@ std::vector<double> shifted_levels(std::span<const double> levels, double shift)
 class MinMaxEncoding final : public Encoding {
  public:
   using Tables = MinMaxCodec::Tables;
+  // `whole`: the range of the `length` encoded elements (bucket=0 on host data).
   MinMaxEncoding(std::string name, const MinMaxConfig& config, std::shared_ptr<const Tables> tables,
-                  CounterRng rng, double shift, std::pair<float, float> whole)
+                  CounterRng rng, double shift, std::pair<float, float> whole, std::size_t length)
       : name_(std::move(name)), config_(config), tables_(std::move(tables)), rng_(rng),
-        shift_(shift), whole_(whole) {
+        shift_(shift), whole_(whole), length_(length) {
     if (config_.learned && config_.rounding == MinMaxRounding::shift) {
       shifted_ = shifted_levels(tables_->index.levels(), shift_);
     }
@@ -99,15 +100,18 @@ class MinMaxEncoding final : public Encoding {
   void decode(std::span<const std::byte> in, std::size_t, std::span<float> out) override {
     decode_buckets<false>(in, out);
   }
-  // Evenly spaced levels in buckets: each value's index and decoded value
-  // follow from its bucket's range, the shared shift and its own counter.
-  // The device step sets the result's ranks and division.
+  // Evenly spaced levels: each value's index and decoded value follow
+  // from its bucket's range, the shared shift and its own counter. One
+  // range per vector (bucket=0) is one bucket of the step's whole encoded
+  // vector, whose chunks the collective cuts anywhere (granularity 1:
+  // GatheredStaging takes them apart). The device step sets the result's
+  // ranks and division.
   std::optional<ElementForm> element_form() const override {
-    if (config_.learned || config_.bucket == 0) return std::nullopt;
+    if (config_.learned) return std::nullopt;
     ElementForm form;
     form.code = ElementForm::Code::minmax_gathered;
     form.levels = static_cast<std::int32_t>(tables_->index.levels().size() - 1);
-    form.values_per_range = config_.bucket;
+    form.values_per_range = config_.bucket == 0 ? std::max<std::size_t>(length_, 1) : config_.bucket;
     form.code_bits = config_.bits;
     form.lattice = config_.rounding != MinMaxRounding::stochastic;
     form.lattice_offset = config_.rounding == MinMaxRounding::shift ? 0.5 - shift_ : 0.5 + shift_;
@@ -230,6 +234,7 @@ class MinMaxEncoding final : public Encoding {
   CounterRng rng_;
   double shift_;
   std::pair<float, float> whole_;
+  std::size_t length_;
   std::vector<double> shifted_;  // learned levels on the shifted lattice (rounding=shift)
   std::vector<std::uint8_t> indices_;
 };
@@ -369,7 +374,8 @@ std::unique_ptr<Encoding> MinMaxCodec::step_encoding(const StepSetup& setup) {
       spec(), config_, tables_,
       CounterRng(settings().seed, setup.step, settings().bucket,
                  static_cast<std::uint64_t>(setup.rank), RngStream::quantize),
-      shift, config_.bucket == 0 ? value_range(setup.input) : std::pair<float, float>{0.0f, 0.0f});
+      shift, config_.bucket == 0 ? value_range(setup.input) : std::pair<float, float>{0.0f, 0.0f},
+      setup.input_length);
 }
 
 std::vector<std::byte> MinMaxCodec::save_state() const {

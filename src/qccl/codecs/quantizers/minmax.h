@@ -36,10 +36,11 @@
 //   unbiased (the gaps on a value's two sides differ).
 // Ranks' buckets have their own scales, so encodings are gathered and
 // decoded (Aggregation::allgather_decode); every rank decodes the same bytes.
-// On device data (docs/gpu.md) evenly spaced levels with buckets run as
-// kernels (ElementForm::Code::minmax_gathered, codecs/minmax_records.h);
-// learned levels and one pair per vector (bucket=0) read the input on the
-// host and are refused there.
+// On device data (docs/gpu.md) evenly spaced levels run as kernels, in
+// buckets or with one pair per vector (bucket=0: one bucket of the whole
+// vector) (ElementForm::Code::minmax_gathered, codecs/minmax_records.h);
+// learned levels are refitted from values on the host and are refused
+// there.
 #pragma once
 
 #include <memory>
@@ -82,7 +83,7 @@ class MinMaxCodec final : public Codec {
             .aggregation = Aggregation::allgather_decode,
             .granularity = config_.bucket == 0 ? std::size_t{1} : config_.bucket,
             .means_of_decoded_values = true,
-            .device_step = !config_.learned && config_.bucket != 0};
+            .device_step = !config_.learned};
   }
   CodecBounds bounds(const BoundsQuery& query) const override;
   std::string spec_for_tensor(std::size_t elements, std::size_t learned_levels_min) const override;
