@@ -5,7 +5,10 @@ qccl starts no MPI, and the group's collectives move qccl's data."""
 import datetime
 import os
 import sys
+import threading
 import weakref
+
+from .errors import InvalidArgument
 
 # Set by Open MPI's and MPICH's (Hydra, PMIx) launchers in every rank.
 MPI_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
@@ -52,6 +55,7 @@ class GroupContext:
         self.closed = False
         self._hooks = []  # weak references to the hooks' states, closed with the context
         self._world = None  # (native runner, GroupOps) of the compressors, made by world()
+        self._world_lock = threading.Lock()
 
     def add_hook(self, state):
         self._hooks.append(weakref.ref(state))
@@ -62,13 +66,19 @@ class GroupContext:
         made at the first compressor, at the same point on every rank. An
         NCCL default group moves only CUDA tensors, and qccl's messages are
         in host memory, so the runner goes over a gloo group beside it
-        (host_memory_group)."""
-        if self._world is None:
-            from ._group_ops import GroupOps, host_memory_group
-            from ._native import native
-            ops = GroupOps(host_memory_group(None), timeout=self.timeout)
-            self._world = (native.GroupWorld(ops, self.timeout), ops)
-        return self._world[0]
+        (host_memory_group). Threads that race here get the one made first:
+        a second runner would not take turns with it, and on NCCL a second
+        gloo group would be made on this rank only."""
+        with self._world_lock:
+            if self.closed:
+                raise InvalidArgument("qccl was shut down in this process (qccl.shutdown()); "
+                                      "make qccl's calls before it")
+            if self._world is None:
+                from ._group_ops import GroupOps, host_memory_group
+                from ._native import native
+                ops = GroupOps(host_memory_group(None), timeout=self.timeout)
+                self._world = (native.GroupWorld(ops, self.timeout), ops)
+            return self._world[0]
 
     def close(self):
         """Closes every hook made on the context and the compressors'
@@ -78,9 +88,10 @@ class GroupContext:
         self.closed = True
         hooks, self._hooks = self._hooks, []
         failures = []
-        if self._world is not None:
-            world, ops = self._world
-            self._world = None
+        with self._world_lock:
+            made, self._world = self._world, None
+        if made is not None:
+            world, ops = made
             try:
                 world.close()  # waits for a call in flight
                 ops.release()  # the group's threads let go of qccl's tensors

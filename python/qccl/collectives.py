@@ -232,7 +232,8 @@ class Compressor:
         """Every rank's decoded `shard` (all of one length), concatenated in
         rank order, as a new 1-d tensor on its device, identical on every
         rank. On a CUDA device, the codec's device step on the current
-        stream (codecs global-qsgd, fp16, fp32)."""
+        stream (codecs global-qsgd, fp16, fp32 and minmax with uniform
+        levels; shards of whole units of their codes)."""
         import torch
         memory = self._memory_of(shard)
         shard, address, count = fp32_buffer(shard, "allgather's shard", devices=("cpu", "cuda"))

@@ -42,7 +42,7 @@ Timeout Compressor::timeout() const {
 void Compressor::on_world(const std::string& what,
                           const std::function<void(Communicator&)>& operation) {
   if (group_) {
-    group_->run(what + " (" + spec_ + ")", operation);
+    group_->run(what + " (" + spec_ + ")", operation, timeout());
     return;
   }
   auto world = context_->use_world(what + " (" + spec_ + ")", timeout());

@@ -18,23 +18,40 @@ GroupRunner::GroupRunner(pybind11::object ops, Timeout timeout, std::string owne
   comm_ = std::make_unique<Communicator>(*transport_, options, "world");
 }
 
+bool GroupRunner::closed(std::string* reason) {
+  std::lock_guard lock(state_);
+  if (closed_.empty()) return false;
+  if (reason != nullptr) *reason = closed_;
+  return true;
+}
+
 void GroupRunner::run(const std::string& what,
-                      const std::function<void(Communicator&)>& operation) {
-  std::unique_lock lock(mutex_, std::defer_lock);
-  if (!lock.try_lock_for(timeout_)) {
+                      const std::function<void(Communicator&)>& operation,
+                      std::optional<Timeout> wait) {
+  const Timeout limit = wait.value_or(timeout_);
+  std::unique_lock lock(running_, std::defer_lock);
+  if (!lock.try_lock_for(limit)) {
     throw TimeoutError(what + ": another thread's call on the process group has held it for " +
-                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()) +
+                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(limit).count()) +
                        " s; is it stuck waiting for a rank?");
   }
-  if (!closed_.empty()) {
-    throw InvalidArgument(what + ": " + owner_ + " " + closed_ + "; " + remedy_);
+  if (std::string reason; closed(&reason)) {
+    throw InvalidArgument(what + ": " + owner_ + " " + reason + "; " + remedy_);
   }
   operation(*comm_);
 }
 
 void GroupRunner::close(const std::string& reason) {
-  std::lock_guard lock(mutex_);
-  if (closed_.empty()) closed_ = reason;
+  {
+    std::lock_guard lock(state_);
+    if (closed_.empty()) closed_ = reason;
+  }
+  std::unique_lock lock(running_, std::defer_lock);
+  if (!lock.try_lock_for(timeout_)) {
+    throw TimeoutError(owner_ + ": a call on the process group still runs after " +
+                       std::to_string(std::chrono::duration_cast<std::chrono::seconds>(timeout_).count()) +
+                       " s; is it stuck waiting for a rank?");
+  }
 }
 
 }  // namespace qccl::python

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "group_transport.h"
@@ -30,20 +31,27 @@ class GroupRunner {
   Timeout timeout() const { return timeout_; }
   std::uint64_t bytes_sent() const { return transport_->stats().bytes_sent; }
 
-  // Runs `operation` on the group's communicator after any other thread's
-  // (TimeoutError naming `what` if that one holds it past the timeout);
-  // InvalidArgument naming `what` once closed. Call without the GIL.
-  void run(const std::string& what, const std::function<void(Communicator&)>& operation);
-  // Later runs raise, telling that the hook `reason` (e.g. "was closed").
+  // Runs `operation` on the group's communicator after any other thread's,
+  // waiting for that one up to `wait` (default: the runner's timeout;
+  // then TimeoutError naming `what`); InvalidArgument naming `what` once
+  // closed. Call without the GIL.
+  void run(const std::string& what, const std::function<void(Communicator&)>& operation,
+           std::optional<Timeout> wait = std::nullopt);
+  // Later runs raise, telling that the owner `reason` (e.g. "was
+  // closed"); then waits up to the timeout for the run in flight, if any
+  // (TimeoutError if it still runs). Call without the GIL.
   void close(const std::string& reason);
 
  private:
+  bool closed(std::string* reason);
+
   Timeout timeout_;
   std::string owner_, remedy_;
   std::unique_ptr<GroupTransport> transport_;
   std::unique_ptr<Communicator> comm_;  // over transport_, so it ends first
-  std::timed_mutex mutex_;
-  std::string closed_;  // why, once closed
+  std::timed_mutex running_;  // held by the run in flight
+  std::mutex state_;          // guards closed_
+  std::string closed_;        // why, once closed
 };
 
 }  // namespace qccl::python

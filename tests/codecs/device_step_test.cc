@@ -277,6 +277,19 @@ TEST(DeviceReduceScatterTest, EqualsTheHostReduceScatterBitForBit) {
   }
 }
 
+// Shards of about 1, 333 and 23335 elements, each a whole number of the
+// codec's units (packed 4-bit pairs, min-max's buckets: an allgather on
+// device data needs them), at least one unit: odd lengths where the unit
+// is one element.
+std::vector<std::size_t> shards_of_whole_units(const std::string& spec) {
+  const std::size_t unit = make_codec(spec)->traits().granularity;
+  std::vector<std::size_t> shards;
+  for (std::size_t about : {std::size_t{1}, std::size_t{333}, std::size_t{23335}}) {
+    shards.push_back(std::max(unit, about / unit * unit));
+  }
+  return shards;
+}
+
 // The allgather of shards on device data: every rank's output, bit for bit
 // the host allgather's, two steps, every codec with a device step that
 // gathers, ranks {1, 2, 3, 4, 7}, both algorithms, shards of awkward (odd)
@@ -287,8 +300,7 @@ TEST(DeviceAllgatherTest, EqualsTheHostAllgatherBitForBit) {
     if (!make_codec(spec)->traits().operations.allgather) continue;
     for (int ranks : {1, 2, 3, 4, 7}) {
       for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
-        for (std::size_t shard : {std::size_t{1}, std::size_t{333}, std::size_t{23335}}) {
-          if (shard % make_codec(spec)->traits().granularity != 0) continue;  // refused below
+        for (std::size_t shard : shards_of_whole_units(spec)) {
           test::run_world(ranks, [&](Communicator& comm) {
             auto on_device = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
             auto on_host = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
@@ -425,8 +437,7 @@ TEST(DeviceGroupOperationsTest, AllgatherEqualsTheHostStepOverTheGroup) {
   for (const std::string& spec : test::device_step_specs()) {
     if (!make_codec(spec)->traits().operations.allgather) continue;
     for (int ranks : {1, 2, 3, 4, 7}) {
-      for (std::size_t shard : {std::size_t{1}, std::size_t{333}, std::size_t{23335}}) {
-        if (shard % make_codec(spec)->traits().granularity != 0) continue;
+      for (std::size_t shard : shards_of_whole_units(spec)) {
         run_group_world(ranks, [&](Communicator& comm, test::GroupLikeTransport& group) {
           auto on_device = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
           auto on_host = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
@@ -444,6 +455,10 @@ TEST(DeviceGroupOperationsTest, AllgatherEqualsTheHostStepOverTheGroup) {
             EXPECT_TRUE(out.finished() && out.decoded_everything()) << spec;
           }
           EXPECT_EQ(group.sums(), 0) << spec << ": an allgather sums nothing";
+          EXPECT_EQ(group.allgathers(), 4) << spec << ": one gather a step and side";
+          // The steps' checks: under 1 KiB a rank per call (7 ranks: 1.9 KiB).
+          EXPECT_LT(group.p2p_bytes(), std::size_t{4096} * static_cast<std::size_t>(ranks))
+              << spec << ": the data went point to point";
         });
       }
     }
@@ -454,7 +469,8 @@ TEST(DeviceGroupOperationsTest, AllgatherEqualsTheHostStepOverTheGroup) {
 // group (their messages are the same bytes): ranks 0 and 2 of 4 on host
 // data, every result the all-host one's.
 TEST(DeviceGroupOperationsTest, HostAndDeviceRanksShareOneGroupStep) {
-  for (const char* spec : {"global-qsgd:bits=8", "fp16", "minmax:bits=3,bucket=37,rounding=dither"}) {
+  for (const char* spec : {"global-qsgd:bits=8", "fp16", "fp32", "minmax:bits=3,bucket=37,rounding=dither",
+                           "minmax:bits=4,bucket=0,rounding=shift"}) {
     std::vector<std::vector<float>> blocks[2], gathered[2];
     for (bool all_host : {true, false}) {
       for (auto* results : {&blocks[all_host], &gathered[all_host]}) results->resize(4);

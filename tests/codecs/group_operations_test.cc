@@ -65,7 +65,12 @@ std::vector<std::vector<float>> results_of(const std::string& spec, int ranks, b
     results[static_cast<std::size_t>(comm.rank())] = all;
   };
   if (over_group) {
-    run_group_world(ranks, [&](Communicator& comm, test::GroupLikeTransport&) { body(comm); });
+    // The data goes by the group's collectives, not point to point, where
+    // only the steps' checks go (under 1 KiB a rank per call).
+    run_group_world(ranks, [&](Communicator& comm, test::GroupLikeTransport& group) {
+      body(comm);
+      EXPECT_LT(group.p2p_bytes(), std::size_t{1024} * static_cast<std::size_t>(ranks * steps)) << spec;
+    });
   } else {
     test::run_world(ranks, body);
   }
@@ -89,7 +94,8 @@ TEST(GroupOperationsTest, ReduceScatterEqualsQcclsOwnBitForBit) {
   const std::vector<std::string> specs{"fp32", "global-qsgd:bits=8", "global-qsgd:bits=8,norm=2",
                                        "intsgd-heuristic:round=deterministic,wire=int32",
                                        "intsgd-heuristic:wire=int64", "minmax",
-                                       "minmax:bits=3,bucket=37,rounding=dither", "qsgd",
+                                       "minmax:bits=3,bucket=37,rounding=dither", "minmax:bucket=0",
+                                       "minmax:bits=3,bucket=0,rounding=shift", "qsgd",
                                        "ef(global-qsgd:bits=8)"};
   for (const std::string& spec : specs) {
     ASSERT_TRUE(make_codec(spec)->traits().operations.reduce_scatter_mean) << spec;
@@ -127,15 +133,19 @@ TEST(GroupOperationsTest, AllgatherEqualsQcclsOwnBitForBit) {
 }
 
 // A summed reduce-scatter sums the whole vector once (one integer SUM a
-// step); a gathered one and an allgather sum nothing.
+// step, no allgather); a gathered one and an allgather gather once each
+// and sum nothing.
 TEST(GroupOperationsTest, WhatEachOperationAsksOfTheGroup) {
   run_group_world(3, [](Communicator& comm, test::GroupLikeTransport& group) {
     const auto input = input_of(comm.rank(), 999);
     std::vector<float> block(333), output(999);
     make_codec("global-qsgd:bits=8")->reduce_scatter_mean(comm, input, block);
     EXPECT_EQ(group.sums(), 1);
+    EXPECT_EQ(group.allgathers(), 0);
     make_codec("minmax:bucket=111")->reduce_scatter_mean(comm, input, block);
+    EXPECT_EQ(group.allgathers(), 1);
     make_codec("global-qsgd:bits=8")->allgather(comm, block, output);
+    EXPECT_EQ(group.allgathers(), 2);
     EXPECT_EQ(group.sums(), 1);
   });
 }
@@ -164,36 +174,50 @@ TEST(GroupOperationsTest, HopByHopEncodingsAreRefusedForTheReduceScatterOnly) {
 }
 
 // A group whose allgather hands back rank 1's reduce-scatter message with
-// a table entry larger than the message.
+// one entry of its table (`entry`) changed by `delta` bytes.
 class CorruptingGroup final : public test::ForwardingTransport, public GroupCollectives {
  public:
-  using ForwardingTransport::ForwardingTransport;
+  CorruptingGroup(Transport& inner, std::size_t entry, std::int64_t delta)
+      : ForwardingTransport(inner), entry_(entry), delta_(delta) {}
   void allgather(std::span<const std::byte> input, std::span<std::byte> output,
                  std::span<const std::size_t> byte_counts, Timeout timeout) override {
     inner().allgather(input, output, byte_counts, timeout);
-    const std::uint64_t huge = std::uint64_t{1} << 40;
-    std::memcpy(output.data() + byte_counts[0], &huge, sizeof huge);
+    std::byte* at = output.data() + byte_counts[0] + entry_ * sizeof(std::uint64_t);
+    std::uint64_t size = 0;
+    std::memcpy(&size, at, sizeof size);
+    size += static_cast<std::uint64_t>(delta_);
+    std::memcpy(at, &size, sizeof size);
   }
   void sum_integers(std::span<std::byte>, std::size_t, Timeout) override {
     throw std::logic_error("a gathered codec sums no integers");
   }
+
+ private:
+  std::size_t entry_;
+  std::int64_t delta_;
 };
 
-TEST(GroupOperationsTest, AMalformedReduceScatterMessageIsACommError) {
-  std::atomic<int> corrupt{0};
-  run_in_process(2, [&](Transport& transport) {
-    CorruptingGroup group(transport);
-    Communicator comm(group, {test::kTestTimeout, true});
-    const auto input = input_of(comm.rank(), 100);
-    std::vector<float> block(50);
-    try {
-      make_codec("minmax:bucket=10")->reduce_scatter_mean(comm, input, block);
-    } catch (const CommError& e) {
-      EXPECT_THAT(e.what(), ::testing::HasSubstr("corrupt message"));
-      ++corrupt;
-    }
-  });
-  EXPECT_EQ(corrupt.load(), 2);
+// Every rank reads the whole table, so each refuses the corrupt message
+// whichever block it wants: a size past the message's end, or sizes that
+// leave bytes over.
+TEST(GroupOperationsTest, AMalformedReduceScatterMessageIsACommErrorOnEveryRank) {
+  for (const auto& [entry, delta] : {std::pair<std::size_t, std::int64_t>{0, std::int64_t{1} << 40},
+                                     {2, 1}, {2, -1}}) {
+    std::atomic<int> corrupt{0};
+    run_in_process(3, [&](Transport& transport) {
+      CorruptingGroup group(transport, entry, delta);
+      Communicator comm(group, {test::kTestTimeout, true});
+      const auto input = input_of(comm.rank(), 90);
+      std::vector<float> block(30);
+      try {
+        make_codec("minmax:bucket=10")->reduce_scatter_mean(comm, input, block);
+      } catch (const CommError& e) {
+        EXPECT_THAT(e.what(), ::testing::HasSubstr("corrupt message"));
+        ++corrupt;
+      }
+    });
+    EXPECT_EQ(corrupt.load(), 3) << "entry " << entry << " changed by " << delta;
+  }
 }
 
 }  // namespace

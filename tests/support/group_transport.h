@@ -21,6 +21,21 @@ class GroupLikeTransport final : public ForwardingTransport, public GroupCollect
   using ForwardingTransport::ForwardingTransport;
 
   int sums() const { return sums_; }
+  // The group's allgathers of bytes, and the bytes this rank sent point to
+  // point (the steps' small argument-and-norm checks): a whole-vector data
+  // path sends its data by neither of these.
+  int allgathers() const { return allgathers_; }
+  std::size_t p2p_bytes() const { return p2p_bytes_; }
+
+  void allgather(std::span<const std::byte> input, std::span<std::byte> output,
+                 std::span<const std::size_t> byte_counts, Timeout timeout) override {
+    ++allgathers_;
+    inner().allgather(input, output, byte_counts, timeout);
+  }
+  RequestPtr isend(int peer, int tag, std::span<const std::byte> data) override {
+    p2p_bytes_ += data.size();
+    return inner().isend(peer, tag, data);
+  }
 
   void sum_integers(std::span<std::byte> data, std::size_t width, Timeout timeout) override {
     if (width != 1 && width != 4 && width != 8) throw std::invalid_argument("integer width");
@@ -59,6 +74,8 @@ class GroupLikeTransport final : public ForwardingTransport, public GroupCollect
   }
 
   int sums_ = 0;
+  int allgathers_ = 0;
+  std::size_t p2p_bytes_ = 0;
 };
 
 }  // namespace qccl::test

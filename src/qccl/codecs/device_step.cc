@@ -300,8 +300,11 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   const UntouchedSpans spans(kind, input.size(), output.size());
   const StagedVectors where{.input_first = input_first, .output_first = output_first};
   std::unique_ptr<Encoding> staged;
+  GatheredStaging* gathered = nullptr;
   if (form_is_gathered(*form)) {
-    staged = std::make_unique<GatheredStaging>(*encoding, *form, result_form, input, codes, output, result, where);
+    auto staging = std::make_unique<GatheredStaging>(*encoding, *form, result_form, input, codes, output, result, where);
+    gathered = staging.get();
+    staged = std::move(staging);
   } else {
     staged = std::make_unique<StagedReduction>(in_transit(*encoding), *form, input, codes, output, result, where);
   }
@@ -313,7 +316,11 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   } else {
     call.move([&](int tag) { run_staged_collective(comm, tag, kind, *staged, spans, pieces, options); });
   }
-  output.finish_decoding();  // every chunk's decoding was started as it finished
+  output.finish_decoding();
+  if (gathered != nullptr && !gathered->complete()) {
+    throw Error(step_name() + ": the collective ended before every rank's codes of every output "
+                "element were in, so some were never decoded (a bug in the collective: report it)");
+  }  // every chunk's decoding was started as it finished
   ++step_;
 }
 

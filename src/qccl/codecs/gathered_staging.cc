@@ -72,6 +72,12 @@ void GatheredStaging::decode_add(std::span<const std::byte> in, std::size_t firs
 // Rank next_rank_'s codes of the chunk go to their place among the
 // result's; the last rank's start the chunk's decoding.
 void GatheredStaging::keep(std::span<const std::byte> in, std::size_t first, std::size_t count) {
+  const auto outside = [&] {
+    return Error(name() + ": a gathered chunk of elements [" + std::to_string(first) + ", " +
+                 std::to_string(first + count) + ") lies outside the output, which starts at " +
+                 std::to_string(where_.output_first) + " (a bug in the collective: report it)");
+  };
+  if (first < where_.output_first) throw outside();
   const std::size_t at = first - where_.output_first;
   if (one_range_) {
     keep_one_range(in, at, count);
@@ -79,20 +85,20 @@ void GatheredStaging::keep(std::span<const std::byte> in, std::size_t first, std
   }
   const std::size_t bytes = form_payload_bytes(form_, count);
   const std::size_t offset = form_payload_offset(output_form_, at) + static_cast<std::size_t>(next_rank_) * bytes;
-  if (first < where_.output_first || offset + bytes > result_.size()) {
-    throw Error(name() + ": a gathered chunk of elements [" + std::to_string(first) + ", " +
-                std::to_string(first + count) + ") lies outside the output, which starts at " +
-                std::to_string(where_.output_first) + " (a bug in the collective: report it)");
-  }
+  if (offset + bytes > result_.size()) throw outside();
   gathered_codes_from_chunk(form_, name(), in, count, result_.subspan(offset, bytes));
-  if (++next_rank_ == output_form_.ranks) output_.decode_range(output_form_, at, count);
+  if (++next_rank_ == output_form_.ranks) {
+    kept_ += count;
+    output_.decode_range(output_form_, at, count);
+  }
 }
 
 // Rank next_rank_'s records of the whole output lie one rank's after the
 // other (output_form_'s layout: its bucket the encoded vector's length, so
 // one range per rank — per shard for an allgather): the chunk's range goes
 // to its bucket's range, its indices to theirs. The same rank sends the
-// same range in every chunk.
+// same range in every chunk: one that differs is refused as corrupt (a
+// host rank would decode each chunk by its own range).
 void GatheredStaging::keep_one_range(std::span<const std::byte> in, std::size_t at, std::size_t count) {
   const std::size_t per_range = output_form_.values_per_range;
   const std::size_t rank_bytes = form_payload_bytes(form_, output_.size());
@@ -107,7 +113,16 @@ void GatheredStaging::keep_one_range(std::span<const std::byte> in, std::size_t 
   }
   std::vector<std::byte> records(kRangeBytes + count);
   gathered_codes_from_chunk(one_bucket_of(form_, count), name(), in, count, records);
-  std::copy_n(records.begin(), kRangeBytes, result_.begin() + static_cast<std::ptrdiff_t>(range_at));
+  const std::size_t ranges_per_rank = (output_.size() + per_range - 1) / per_range;
+  range_set_.resize(static_cast<std::size_t>(output_form_.ranks) * ranges_per_rank);
+  const std::size_t slot = static_cast<std::size_t>(next_rank_) * ranges_per_rank + at / per_range;
+  const auto range = result_.begin() + static_cast<std::ptrdiff_t>(range_at);
+  if (range_set_[slot] && !std::equal(records.begin(), records.begin() + kRangeBytes, range)) {
+    throw CommError(name() + ": rank " + std::to_string(next_rank_) + "'s chunks of one vector "
+                    "carry different ranges (corrupt message?)");
+  }
+  range_set_[slot] = true;
+  std::copy_n(records.begin(), kRangeBytes, range);
   std::copy(records.begin() + kRangeBytes, records.end(),
             result_.begin() + static_cast<std::ptrdiff_t>(indices_at));
   if (++next_rank_ < output_form_.ranks) return;

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "qccl/codecs/device_vector.h"
 #include "qccl/codecs/staged_reduction.h"
@@ -53,6 +54,9 @@ class GatheredStaging final : public Encoding {
                   std::span<float> scratch) override;
   // A device step returns no own contribution: refused.
   void decode_contribution(std::span<const std::byte> in, std::size_t first, std::span<float> out) override;
+  // Whether every output element's decoding has started (every rank's
+  // chunk of it kept): what a finished collective must leave.
+  bool complete() const { return kept_ == output_.size(); }
 
  private:
   void keep(std::span<const std::byte> in, std::size_t first, std::size_t count);
@@ -70,7 +74,10 @@ class GatheredStaging final : public Encoding {
   bool one_range_;  // chunks cut inside the form's one bucket per vector
   std::size_t chunk_first_ = 0;
   int next_rank_ = 0;  // the rank whose chunk of chunk_first_ comes next
-  std::size_t kept_ = 0;  // one range: output elements whose every rank's chunk is in
+  std::size_t kept_ = 0;  // output elements whose every rank's chunk is in
+  // One range: which ranges of the result (rank by bucket) a chunk has set
+  // already; later chunks must carry the same range.
+  std::vector<bool> range_set_;
 };
 
 }  // namespace qccl

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "qccl/collectives/decode_sum.h"
@@ -30,7 +31,10 @@ std::vector<std::byte> encode_whole(Encoding& encoding, std::span<const float> i
 template <class ChunkOf>
 void sum_decoded(Encoding& encoding, std::size_t ranks, ChunkOf&& chunk_of, std::size_t first,
                  std::span<float> output, int divide_by) {
-  std::vector<float> scratch(output.size());
+  // Written by decode_add before it is read, if at all (a device step's
+  // staging never touches it): left uninitialised.
+  const std::unique_ptr<float[]> scratch_memory(new float[output.size()]);
+  const std::span<float> scratch(scratch_memory.get(), output.size());
   for (std::size_t q = 0; q < ranks; ++q) {
     if (q == 0) {
       encoding.decode(chunk_of(q), first, output);
@@ -77,26 +81,31 @@ std::vector<std::byte> encode_blocks(Encoding& encoding, std::span<const float> 
   return message;
 }
 
-// Block `block`'s chunk in a message of encode_blocks, its table checked
-// against the message's length.
+// Block `block`'s chunk in a message of encode_blocks. The whole table is
+// checked against the message's length, whichever block is wanted, so a
+// corrupt message is refused on every rank that receives it.
 std::span<const std::byte> block_chunk(std::span<const std::byte> message, std::size_t blocks,
                                        std::size_t block, const std::string& codec) {
   const std::size_t table = blocks * sizeof(std::uint64_t);
   const auto corrupt = [&] {
     return CommError(codec + ": a rank's reduce-scatter message through the process group has " +
-                     std::to_string(message.size()) + " bytes, which do not hold the " +
+                     std::to_string(message.size()) + " bytes, which are not the " +
                      std::to_string(blocks) + " chunks its table lists (corrupt message?)");
   };
   if (message.size() < table) throw corrupt();
-  std::size_t at = table;
+  std::size_t at = table, wanted = 0, wanted_size = 0;
   for (std::size_t b = 0; b < blocks; ++b) {
     std::uint64_t size = 0;
     std::memcpy(&size, message.data() + b * sizeof size, sizeof size);
     if (size > message.size() - at) throw corrupt();
-    if (b == block) return message.subspan(at, size);
+    if (b == block) {
+      wanted = at;
+      wanted_size = size;
+    }
     at += size;
   }
-  throw corrupt();
+  if (at != message.size()) throw corrupt();
+  return message.subspan(wanted, wanted_size);
 }
 
 // The whole vector's encoding summed over the group (native or integers).

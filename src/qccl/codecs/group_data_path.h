@@ -93,9 +93,11 @@ GroupAggregation group_aggregation(Encoding& encoding, bool gathered, const std:
 // rank's encoding of every block, one chunk a block behind a table of
 // their sizes, through the group's allgather, and this rank decodes and
 // adds every rank's chunk of its block in rank order (then divides by
-// `divide_by`, 1 where the codec scales itself). Either way the wire
-// carries the whole vector's encoding, as the allreduce does, where
-// qccl's own reduce-scatter carries (n−1)/n of it. `encoding` encodes and
+// `divide_by`, 1 where the codec scales itself). So a rank receives what
+// the group's allreduce of the whole vector moves (a gloo ring: about
+// 2(n−1)/n of the encoding), or every other rank's whole encoding ((n−1)
+// of it), where qccl's own reduce-scatter receives (n−1)/n: about 2× and
+// n× the bytes. `encoding` encodes and
 // decodes the chunks (a device step's staging: its own chunks, with the
 // bytes of `aggregation`'s encoding); `own` as in group_allreduce.
 void group_reduce_scatter(Communicator& comm, GroupCollectives& group,
