@@ -239,6 +239,57 @@ TEST(DeviceStepPipelineTest, WaitsForCodesAndDecodesEveryChunk) {
   }
 }
 
+// Two reduce-scatter steps of `spec` on device data and on host data (an
+// adaptive intsgd's second one an integer step): rank r's block bit for
+// bit the same, the input unchanged, every element of the block decoded.
+void expect_reduce_scatter_like_host(Communicator& comm, const std::string& spec, std::size_t length,
+                                     const CollectiveOptions& options) {
+  auto on_device = make_codec(spec, CodecSettings{.seed = 6, .bucket = 1});
+  auto on_host = make_codec(spec, CodecSettings{.seed = 6, .bucket = 1});
+  const auto input = input_of(comm.rank(), length);
+  const Range mine = on_host->reduce_scatter_blocks(length, comm.size())[comm.rank()];
+  std::vector<float> device_input = input, device_block(mine.count), host_block(mine.count);
+  DeferredCodesVector in(device_input);
+  DeferredCodesVector out(device_block);
+  for (int step = 0; step < 2; ++step) {
+    if (step == 1) {
+      test::feed(*on_device, length);
+      test::feed(*on_host, length);
+    }
+    on_device->reduce_scatter_mean(comm, in, out, options);
+    on_host->reduce_scatter_mean(comm, input, host_block, options);
+    ASSERT_EQ(test::bytes_hash(device_block), test::bytes_hash(host_block))
+        << spec << " ranks " << comm.size() << " length " << length << " step " << step;
+    EXPECT_EQ(device_input, input) << "the input changed";
+    EXPECT_TRUE(out.finished() && (mine.count == 0 || out.decoded_everything())) << spec;
+  }
+  EXPECT_EQ(on_device->step(), 2u);
+}
+
+// Two allgather steps of `spec` on device data and on host data: every
+// rank's output bit for bit the same, identical across ranks, the shard
+// unchanged, every element decoded.
+void expect_allgather_like_host(Communicator& comm, const std::string& spec, std::size_t shard,
+                                const CollectiveOptions& options) {
+  auto on_device = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
+  auto on_host = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
+  const std::size_t total = shard * static_cast<std::size_t>(comm.size());
+  const auto input = input_of(comm.rank(), shard);
+  std::vector<float> device_shard = input, device_output(total), host_output(total);
+  DeferredCodesVector in(device_shard);
+  DeferredCodesVector out(device_output);
+  for (int step = 0; step < 2; ++step) {
+    on_device->allgather(comm, in, out, options);
+    on_host->allgather(comm, input, host_output, options);
+    ASSERT_EQ(test::bytes_hash(device_output), test::bytes_hash(host_output))
+        << spec << " ranks " << comm.size() << " shard " << shard << " step " << step;
+    test::expect_identical_across_ranks(comm, device_output);
+    EXPECT_EQ(device_shard, input) << "the shard changed";
+    EXPECT_TRUE(out.finished() && out.decoded_everything()) << spec;
+  }
+  EXPECT_EQ(on_device->step(), 2u);
+}
+
 // The reduce-scatter mean on device data: rank r's block of the mean in
 // its output vector, bit for bit the host reduce-scatter's, two steps,
 // every codec with a device step, ranks {1, 2, 3, 4, 7}, both algorithms
@@ -250,26 +301,7 @@ TEST(DeviceReduceScatterTest, EqualsTheHostReduceScatterBitForBit) {
       for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
         for (std::size_t length : {std::size_t{1}, std::size_t{1001}, std::size_t{70001}}) {
           test::run_world(ranks, [&](Communicator& comm) {
-            auto on_device = make_codec(spec, CodecSettings{.seed = 6, .bucket = 1});
-            auto on_host = make_codec(spec, CodecSettings{.seed = 6, .bucket = 1});
-            const auto input = input_of(comm.rank(), length);
-            const Range mine = on_host->reduce_scatter_blocks(length, ranks)[comm.rank()];
-            std::vector<float> device_input = input, device_block(mine.count), host_block(mine.count);
-            DeferredCodesVector in(device_input);
-            DeferredCodesVector out(device_block);
-            for (int step = 0; step < 2; ++step) {
-              if (step == 1) {
-                test::feed(*on_device, length);
-                test::feed(*on_host, length);
-              }
-              on_device->reduce_scatter_mean(comm, in, out, {.algorithm = algorithm});
-              on_host->reduce_scatter_mean(comm, input, host_block, {.algorithm = algorithm});
-              ASSERT_EQ(test::bytes_hash(device_block), test::bytes_hash(host_block))
-                  << spec << " ranks " << ranks << " length " << length << " step " << step;
-              EXPECT_EQ(device_input, input) << "the input changed";
-              EXPECT_TRUE(out.finished() && (mine.count == 0 || out.decoded_everything())) << spec;
-            }
-            EXPECT_EQ(on_device->step(), 2u);
+            expect_reduce_scatter_like_host(comm, spec, length, {.algorithm = algorithm});
           });
         }
       }
@@ -302,23 +334,7 @@ TEST(DeviceAllgatherTest, EqualsTheHostAllgatherBitForBit) {
       for (Algorithm algorithm : {Algorithm::ring, Algorithm::halving_doubling}) {
         for (std::size_t shard : shards_of_whole_units(spec)) {
           test::run_world(ranks, [&](Communicator& comm) {
-            auto on_device = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
-            auto on_host = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
-            const std::size_t total = shard * static_cast<std::size_t>(ranks);
-            const auto input = input_of(comm.rank(), shard);
-            std::vector<float> device_shard = input, device_output(total), host_output(total);
-            DeferredCodesVector in(device_shard);
-            DeferredCodesVector out(device_output);
-            for (int step = 0; step < 2; ++step) {
-              on_device->allgather(comm, in, out, {.algorithm = algorithm});
-              on_host->allgather(comm, input, host_output, {.algorithm = algorithm});
-              ASSERT_EQ(test::bytes_hash(device_output), test::bytes_hash(host_output))
-                  << spec << " ranks " << ranks << " shard " << shard << " step " << step;
-              test::expect_identical_across_ranks(comm, device_output);
-              EXPECT_EQ(device_shard, input) << "the shard changed";
-              EXPECT_TRUE(out.finished() && out.decoded_everything()) << spec;
-            }
-            EXPECT_EQ(on_device->step(), 2u);
+            expect_allgather_like_host(comm, spec, shard, {.algorithm = algorithm});
           });
         }
       }
@@ -404,25 +420,7 @@ TEST(DeviceGroupOperationsTest, ReduceScatterEqualsTheHostStepOverTheGroup) {
     for (int ranks : {1, 2, 3, 4, 7}) {
       for (std::size_t length : {std::size_t{1}, std::size_t{1001}, std::size_t{70001}}) {
         run_group_world(ranks, [&](Communicator& comm, test::GroupLikeTransport& group) {
-          auto on_device = make_codec(spec, CodecSettings{.seed = 6, .bucket = 1});
-          auto on_host = make_codec(spec, CodecSettings{.seed = 6, .bucket = 1});
-          const auto input = input_of(comm.rank(), length);
-          const Range mine = on_host->reduce_scatter_blocks(length, ranks)[comm.rank()];
-          std::vector<float> device_input = input, device_block(mine.count), host_block(mine.count);
-          DeferredCodesVector in(device_input);
-          DeferredCodesVector out(device_block);
-          for (int step = 0; step < 2; ++step) {
-            if (step == 1) {
-              test::feed(*on_device, length);
-              test::feed(*on_host, length);
-            }
-            on_device->reduce_scatter_mean(comm, in, out);
-            on_host->reduce_scatter_mean(comm, input, host_block);
-            ASSERT_EQ(test::bytes_hash(device_block), test::bytes_hash(host_block))
-                << spec << " ranks " << ranks << " length " << length << " step " << step;
-            EXPECT_EQ(device_input, input) << "the input changed";
-            EXPECT_TRUE(out.finished() && (mine.count == 0 || out.decoded_everything())) << spec;
-          }
+          expect_reduce_scatter_like_host(comm, spec, length, {});
           const int integer_steps = spec.starts_with("global-qsgd") || spec.starts_with("intsgd-heuristic")
                                         ? 2
                                         : test::adapts_to_the_optimizer(spec) ? 1 : 0;
@@ -439,21 +437,7 @@ TEST(DeviceGroupOperationsTest, AllgatherEqualsTheHostStepOverTheGroup) {
     for (int ranks : {1, 2, 3, 4, 7}) {
       for (std::size_t shard : shards_of_whole_units(spec)) {
         run_group_world(ranks, [&](Communicator& comm, test::GroupLikeTransport& group) {
-          auto on_device = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
-          auto on_host = make_codec(spec, CodecSettings{.seed = 8, .bucket = 3});
-          const std::size_t total = shard * static_cast<std::size_t>(ranks);
-          const auto input = input_of(comm.rank(), shard);
-          std::vector<float> device_shard = input, device_output(total), host_output(total);
-          DeferredCodesVector in(device_shard);
-          DeferredCodesVector out(device_output);
-          for (int step = 0; step < 2; ++step) {
-            on_device->allgather(comm, in, out);
-            on_host->allgather(comm, input, host_output);
-            ASSERT_EQ(test::bytes_hash(device_output), test::bytes_hash(host_output))
-                << spec << " ranks " << ranks << " shard " << shard << " step " << step;
-            test::expect_identical_across_ranks(comm, device_output);
-            EXPECT_TRUE(out.finished() && out.decoded_everything()) << spec;
-          }
+          expect_allgather_like_host(comm, spec, shard, {});
           EXPECT_EQ(group.sums(), 0) << spec << ": an allgather sums nothing";
           EXPECT_EQ(group.allgathers(), 4) << spec << ": one gather a step and side";
           // The steps' checks: under 1 KiB a rank per call (7 ranks: 1.9 KiB).
