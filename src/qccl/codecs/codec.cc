@@ -20,32 +20,6 @@ namespace {
 // (norm_statistics).
 constexpr std::size_t kSharedValue = 1;
 
-// The whole-vector collectives of a caller's process group
-// (group_data_path.h) in place of qccl's ring: an allreduce or
-// reduce-scatter whose encodings the group can sum or gather, or an
-// allgather of any encoding.
-// `gathered`: the codec decodes every rank's encoding before adding.
-// `pieces`: the reduce-scatter's blocks or the allgather's shards.
-void move_data_over_group(Communicator& comm, GroupCollectives& group, CodecOperation kind,
-                          Encoding& encoding, std::span<const float> input,
-                          std::span<const Range> pieces, std::span<float> output,
-                          std::span<float> own, bool gathered, int divide_by, Timeout timeout,
-                          const std::string& codec) {
-  switch (kind) {
-    case CodecOperation::allreduce_mean:
-      group_allreduce(comm, group, input, output, encoding, gathered, own, divide_by, timeout,
-                      codec);
-      return;
-    case CodecOperation::reduce_scatter_mean:
-      group_reduce_scatter(comm, group, group_aggregation(encoding, gathered, codec), encoding,
-                           input, pieces, output, own, divide_by, timeout);
-      return;
-    case CodecOperation::allgather:
-      group_allgather(comm, encoding, input, pieces, output, own, timeout);
-      return;
-  }
-}
-
 // A process group cannot reduce encodings that combine hop by hop: their
 // allreduce and reduce-scatter are refused on every rank alike (the
 // encoding follows from the exchanged norm), before anything moves, so the
@@ -338,10 +312,10 @@ void Codec::default_move_data(Communicator& comm, int tag, const StepSetup& setu
   const CodecTraits traits = this->traits();
   const int divide_by = traits.means_of_decoded_values ? setup.summed : 1;
   if (GroupCollectives* group = group_collectives(comm)) {  // a caller's process group
-    move_data_over_group(comm, *group, setup.operation, encoding, operation.input,
-                         operation.pieces, operation.output, operation.own,
-                         traits.aggregation == Aggregation::allgather_decode, divide_by,
-                         comm.timeout(options.timeout), spec());
+    group_move_data(comm, *group, setup.operation, encoding,
+                    traits.aggregation == Aggregation::allgather_decode, spec(), encoding,
+                    operation.input, operation.pieces, operation.output, operation.own, divide_by,
+                    comm.timeout(options.timeout));
     return;
   }
   Reduction* reduction = nullptr;

@@ -73,50 +73,6 @@ ElementForm result_form_of(const ElementForm& form, CodecOperation kind, int ran
   return result;
 }
 
-// A gathered form's codes through the group, as the host's group path
-// moves its encodings: this rank's whole vector as one chunk of the
-// encoding, every rank's by the group's allgather, each back into codes
-// among the result's, in rank order.
-void gather_codes_over_group(Communicator& comm, Encoding& encoding, const ElementForm& form,
-                             std::span<const std::byte> codes, std::span<std::byte> result,
-                             std::size_t count, Timeout timeout) {
-  std::vector<std::byte> mine(encoding.max_encoded_bytes(count));
-  mine.resize(gathered_chunk_from_codes(form, codes, count, mine));
-  std::vector<std::size_t> sizes;
-  const std::vector<std::byte> all = gather_encodings(comm, mine, sizes, timeout);
-  const std::size_t per_rank = form_payload_bytes(form, count);
-  for (std::size_t q = 0, offset = 0; q < sizes.size(); offset += sizes[q], ++q) {
-    gathered_codes_from_chunk(form, encoding.name(), std::span(all).subspan(offset, sizes[q]), count,
-                              result.subspan(q * per_rank, per_rank));
-  }
-}
-
-// The group's data movement of the codes (see above); `result` ends as
-// the sum's codes (or every rank's codes of a gathered form), which the
-// device decodes into the mean. Sums beyond their bound (IntSGD's n·c) are
-// refused as the host's decode refuses them.
-void move_codes_over_group(Communicator& comm, GroupCollectives& group, Encoding& encoding,
-                           const ElementForm& form, std::span<const std::byte> codes,
-                           std::span<std::byte> result, DeviceVector& data, Timeout timeout) {
-  data.codes_ready(0, data.size());
-  if (form_is_gathered(form)) {
-    gather_codes_over_group(comm, encoding, form, codes, result, data.size(), timeout);
-    return;
-  }
-  std::copy(codes.begin(), codes.end(), result.begin());
-  if (const auto native = encoding.native_equivalent()) {
-    comm.transport().allreduce(result, native->type, native->op, timeout);
-    return;
-  }
-  const std::size_t width = dynamic_cast<SummedIntegers&>(encoding).integer_width();
-  group.sum_integers(result, width, timeout);
-  if (!codes_within_bounds(form, result)) {
-    throw CommError(encoding.name() + ": the process group's sum holds an integer beyond n·c = " +
-                    std::to_string(form.limit) + ", which valid input cannot produce (corrupt "
-                    "message?)");
-  }
-}
-
 // The fp32 spans a collective body is given for its element counts: a
 // staged step neither reads nor writes them, so they are never touched
 // (nor, as allocated, backed by memory).
@@ -165,23 +121,6 @@ void run_staged_collective(Communicator& comm, int tag, CodecOperation kind, Enc
       allgather_body(comm, tag, spans.input(), pieces, spans.output(), staged, options);
       return;
   }
-}
-
-// The reduce-scatter or allgather through a caller's process group on the
-// staged codes: the host step's group bodies (group_data_path.h) driving
-// the staging's chunks, so the group carries the bytes the host step over
-// the group sends (the staging divides: no division in the bodies).
-// `encoding` is the step's own, which says how the group sums its chunks.
-void run_group_collective(Communicator& comm, GroupCollectives& group, CodecOperation kind,
-                          Encoding& encoding, const ElementForm& form, Encoding& staged,
-                          const UntouchedSpans& spans, std::span<const Range> pieces,
-                          Timeout timeout, const std::string& codec) {
-  if (kind == CodecOperation::allgather) {
-    group_allgather(comm, staged, spans.input(), pieces, spans.output(), {}, timeout);
-    return;
-  }
-  group_reduce_scatter(comm, group, group_aggregation(encoding, form_is_gathered(form), codec),
-                       staged, spans.input(), pieces, spans.output(), {}, 1, timeout);
 }
 
 }  // namespace
@@ -288,15 +227,6 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
   const ElementForm result_form =
       result_form_of(*form, kind, comm.size(), traits().means_of_decoded_values ? setup.summed : 1);
   const std::span<std::byte> result = output.result_codes(form_payload_bytes(result_form, output.size()));
-  if (group != nullptr && kind == CodecOperation::allreduce_mean) {
-    call.move([&](int) {
-      move_codes_over_group(comm, *group, *encoding, *form, codes, result, input,
-                            comm.timeout(options.timeout));
-    });
-    output.decode_result(result_form);
-    ++step_;
-    return;
-  }
   const UntouchedSpans spans(kind, input.size(), output.size());
   const StagedVectors where{.input_first = input_first, .output_first = output_first};
   std::unique_ptr<Encoding> staged;
@@ -309,18 +239,20 @@ void Codec::run_device_step(Communicator& comm, CodecOperation kind, DeviceVecto
     staged = std::make_unique<StagedReduction>(in_transit(*encoding), *form, input, codes, output, result, where);
   }
   if (group != nullptr) {
+    // The host step's group bodies driving the staging's chunks: the group
+    // carries the host step's bytes (the staging divides: no division there).
     call.move([&](int) {
-      run_group_collective(comm, *group, kind, *encoding, *form, *staged, spans, pieces,
-                           comm.timeout(options.timeout), spec());
+      group_move_data(comm, *group, kind, *encoding, form_is_gathered(*form), spec(), *staged,
+                      spans.input(), pieces, spans.output(), {}, 1, comm.timeout(options.timeout));
     });
   } else {
     call.move([&](int tag) { run_staged_collective(comm, tag, kind, *staged, spans, pieces, options); });
   }
-  output.finish_decoding();
+  output.finish_decoding();  // every chunk's decoding was started as it finished
   if (gathered != nullptr && !gathered->complete()) {
     throw Error(step_name() + ": the collective ended before every rank's codes of every output "
                 "element were in, so some were never decoded (a bug in the collective: report it)");
-  }  // every chunk's decoding was started as it finished
+  }
   ++step_;
 }
 

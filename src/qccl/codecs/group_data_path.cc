@@ -176,11 +176,10 @@ GroupAggregation group_aggregation(Encoding& encoding, bool gathered, const std:
   return aggregation;
 }
 
-void group_allreduce(Communicator& comm, GroupCollectives& group, std::span<const float> input,
-                     std::span<float> output, Encoding& encoding, bool gathered,
-                     std::span<float> own, int divide_by, Timeout timeout,
-                     const std::string& codec) {
-  const GroupAggregation aggregation = group_aggregation(encoding, gathered, codec);
+void group_allreduce(Communicator& comm, GroupCollectives& group,
+                     const GroupAggregation& aggregation, Encoding& encoding,
+                     std::span<const float> input, std::span<float> output, std::span<float> own,
+                     int divide_by, Timeout timeout) {
   if (input.empty()) return;
   if (aggregation.kind == GroupAggregation::Kind::gathered) {
     const auto mine = encode_whole(encoding, input, own);
@@ -244,6 +243,24 @@ void group_allgather(Communicator& comm, Encoding& encoding, std::span<const flo
   for (std::size_t q = 0; q < chunks.size(); ++q) {
     const Range r = shards[q];
     if (r.count > 0) encoding.decode(chunks[q], r.first, output.subspan(r.first, r.count));
+  }
+}
+
+void group_move_data(Communicator& comm, GroupCollectives& group, CodecOperation kind,
+                     Encoding& encoding, bool gathered, const std::string& codec, Encoding& moved,
+                     std::span<const float> input, std::span<const Range> pieces,
+                     std::span<float> output, std::span<float> own, int divide_by,
+                     Timeout timeout) {
+  if (kind == CodecOperation::allgather) {
+    group_allgather(comm, moved, input, pieces, output, own, timeout);
+    return;
+  }
+  const GroupAggregation aggregation = group_aggregation(encoding, gathered, codec);
+  if (kind == CodecOperation::allreduce_mean) {
+    group_allreduce(comm, group, aggregation, moved, input, output, own, divide_by, timeout);
+  } else {
+    group_reduce_scatter(comm, group, aggregation, moved, input, pieces, output, own, divide_by,
+                         timeout);
   }
 }
 

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "qccl/codecs/codec.h"
 #include "qccl/collectives/communicator.h"
 #include "qccl/collectives/encoding.h"
 #include "qccl/collectives/layout.h"
@@ -116,14 +117,29 @@ void group_allgather(Communicator& comm, Encoding& encoding, std::span<const flo
                      std::span<const Range> shards, std::span<float> output,
                      std::span<float> own, Timeout timeout);
 
-// The allreduce mean's data movement through the group: `output` receives
-// the sum over ranks of the decoded encodings divided by `divide_by` (1
-// where the codec scales the sum itself), `own` (if not empty) this rank's
-// decoded contribution Q(x).
-void group_allreduce(Communicator& comm, GroupCollectives& group, std::span<const float> input,
-                     std::span<float> output, Encoding& encoding, bool gathered,
-                     std::span<float> own, int divide_by, Timeout timeout,
-                     const std::string& codec);
+// The allreduce mean's data movement through the group (`aggregation`:
+// how): `output` receives the sum over ranks of the decoded encodings
+// divided by `divide_by` (1 where the codec scales the sum itself), `own`
+// (if not empty) this rank's decoded contribution Q(x). `encoding`
+// encodes and decodes, as in group_reduce_scatter.
+void group_allreduce(Communicator& comm, GroupCollectives& group,
+                     const GroupAggregation& aggregation, Encoding& encoding,
+                     std::span<const float> input, std::span<float> output, std::span<float> own,
+                     int divide_by, Timeout timeout);
+
+// A codec step's data movement through the group for `kind`: the
+// allreduce, reduce-scatter or allgather above. `encoding` is the step's,
+// which says how the group combines its chunks (group_aggregation, which
+// refuses what the group cannot carry; not asked for an allgather, which
+// combines nothing; `gathered`: the codec decodes every rank's encoding
+// before adding; `codec` names it); `moved` encodes and decodes the chunks
+// (`encoding` itself on host data, a device step's staging on device
+// data). `pieces`: the reduce-scatter's blocks or the allgather's shards.
+void group_move_data(Communicator& comm, GroupCollectives& group, CodecOperation kind,
+                     Encoding& encoding, bool gathered, const std::string& codec, Encoding& moved,
+                     std::span<const float> input, std::span<const Range> pieces,
+                     std::span<float> output, std::span<float> own, int divide_by,
+                     Timeout timeout);
 
 }  // namespace qccl
 QCCL_API_END
